@@ -1,0 +1,13 @@
+/* rs_cli.h — subcommands of the `replayssm` CLI. Each returns a process exit status
+ * (0 ok, 1 runtime failure, 2 usage error) and prints its own --help. The CLI includes
+ * only public library headers; library errors are shown with rs_last_error(). */
+#ifndef RS_CLI_H
+#define RS_CLI_H
+
+int rs_cmd_quant_error(int argc, char **argv); /* eval/cli/cmd_quant_error.c */
+int rs_cmd_theory(int argc, char **argv);      /* eval/cli/cmd_theory.c */
+
+/* rs_cli_fail() : print "replayssm <cmd>: <what>: <rs_last_error()>" to stderr, return 1. */
+int rs_cli_fail(const char *cmd, const char *what, int status);
+
+#endif

@@ -1,0 +1,253 @@
+/* rs_minifloat.c — scalar codecs for E4M3, E2M1, FP16 and BF16 with RTN and SR.
+ *
+ * One integer algorithm serves all four types (and is what the CUDA twin mirrors):
+ * the float32 input is split into sign, integer significand `sig` and the exponent of its
+ * last bit; the target quantum of the binade that holds |x| (clamped at the target's smallest
+ * normal exponent, which gives subnormals) fixes how many low bits are dropped; RTN or SR
+ * decides from the dropped bits alone; the kept bits and the binade give the code. No
+ * floating-point arithmetic is involved in encoding, so the result is exact by construction.
+ */
+#include "rs_minifloat.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int ebits;     /* exponent field width */
+    int mbits;     /* explicit mantissa bits */
+    int bias;
+    int emax;      /* largest unbiased exponent of a finite value */
+    uint32_t maxmant; /* mantissa field of the largest finite value in binade emax */
+    int saturate;  /* 1: finite overflow -> max (satfinite); 0: IEEE overflow -> Inf */
+    const char *name;
+} elem_desc;
+
+static const elem_desc k_desc[4] = {
+    /* E4M3fn: 0x7E = 1.75 * 2^8 = 448; 0x7F is NaN */
+    [RS_ELEM_E4M3] = {4, 3, 7, 8, 6, 1, "e4m3"},
+    /* E2M1: 0x7 = 1.5 * 2^2 = 6 */
+    [RS_ELEM_E2M1] = {2, 1, 1, 2, 1, 1, "e2m1"},
+    /* binary16: 65504 = (2 - 2^-10) * 2^15 */
+    [RS_ELEM_FP16] = {5, 10, 15, 15, 1023, 0, "fp16"},
+    /* bfloat16: (2 - 2^-7) * 2^127 */
+    [RS_ELEM_BF16] = {8, 7, 127, 127, 127, 0, "bf16"},
+};
+
+static inline int valid_elem(rs_elem t) { return (unsigned)t <= (unsigned)RS_ELEM_BF16; }
+
+int rs_elem_bits(rs_elem t)
+{
+    if (!valid_elem(t)) return 0;
+    return 1 + k_desc[t].ebits + k_desc[t].mbits;
+}
+
+const char *rs_elem_name(rs_elem t) { return valid_elem(t) ? k_desc[t].name : "?"; }
+
+static inline uint32_t f2u(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float u2f(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Encode a finite float32 |x| (given by its bits, sign removed) with sign bit s.
+ * mode/r/k as in the header. Returns the code. */
+static uint32_t encode_finite(const elem_desc *d, uint32_t s, uint32_t ax, rs_rounding mode,
+                              uint32_t r, int k)
+{
+    const int nbits = 1 + d->ebits + d->mbits;
+    const uint32_t sign = s << (nbits - 1);
+    if (ax == 0) return sign; /* signed zero */
+
+    const int fexp = (int)(ax >> 23);
+    const uint64_t sig = fexp ? (uint64_t)((ax & 0x7FFFFFu) | 0x800000u) : (uint64_t)(ax & 0x7FFFFFu);
+    const int lsb_exp = fexp ? fexp - 150 : -149; /* exponent of sig's last bit */
+    /* unbiased exponent of |x| (exact for normals; for float32 subnormals it only needs to
+     * be below every target's emin, which -127 is) */
+    int e = fexp ? fexp - 127 : -127;
+    const int emin = 1 - d->bias;
+    if (e < emin) e = emin;
+    const int qexp = e - d->mbits; /* exponent of the target quantum in this binade */
+    const int shift = qexp - lsb_exp; /* dropped low bits of sig */
+
+    uint64_t fl, up = 0;
+    if (shift <= 0) {
+        /* every bit of x is kept: exact (only possible when x's precision fits) */
+        fl = sig << (-shift);
+    } else if (shift >= 64) {
+        /* |x| < 2^-40 quanta: below half a quantum and below 2^-32 of one (k <= 32) */
+        fl = 0;
+    } else {
+        fl = sig >> shift;
+        const uint64_t rem = sig & ((1ull << shift) - 1);
+        if (mode == RS_ROUND_RTN) {
+            const uint64_t half = 1ull << (shift - 1);
+            up = (rem > half || (rem == half && (fl & 1u))) ? 1u : 0u;
+        } else {
+            /* floor(d * 2^k) + R >= 2^k, with d = rem / 2^shift */
+            const uint64_t dk = shift >= k ? rem >> (shift - k) : rem << (k - shift);
+            const uint64_t R = k == 32 ? (uint64_t)r : (uint64_t)(r >> (32 - k));
+            up = (dk + R >= (1ull << k)) ? 1u : 0u;
+        }
+    }
+    uint64_t m = fl + up;
+    if (m == 0) return sign;
+
+    const uint64_t hidden = 1ull << d->mbits;
+    uint32_t expfield, mant;
+    if (m >= hidden) {
+        if (m >= (hidden << 1)) { /* carry into the next binade (fl <= 2*hidden-1 here) */
+            m >>= 1;
+            e += 1;
+        }
+        if (e > d->emax || (e == d->emax && (uint32_t)(m - hidden) > d->maxmant)) {
+            if (d->saturate) return sign | ((uint32_t)(d->emax + d->bias) << d->mbits) | d->maxmant;
+            return sign | (((1u << d->ebits) - 1u) << d->mbits); /* IEEE infinity */
+        }
+        expfield = (uint32_t)(e + d->bias);
+        mant = (uint32_t)(m - hidden);
+    } else {
+        /* subnormal: only reachable with e == emin */
+        expfield = 0;
+        mant = (uint32_t)m;
+    }
+    return sign | (expfield << d->mbits) | mant;
+}
+
+rs_status rs_elem_encode(rs_elem t, float x, rs_rounding mode, uint32_t r, int k, uint32_t *code)
+{
+    if (!valid_elem(t) || !code) return rs_error_set(RS_E_INVAL, "rs_elem_encode: bad element type or NULL code");
+    if (mode == RS_ROUND_SR && (k < 1 || k > 32))
+        return rs_error_set(RS_E_INVAL, "rs_elem_encode: SR random bits k=%d outside 1..32", k);
+    if (mode != RS_ROUND_RTN && mode != RS_ROUND_SR)
+        return rs_error_set(RS_E_INVAL, "rs_elem_encode: unknown rounding mode %d", (int)mode);
+    const elem_desc *d = &k_desc[t];
+    const uint32_t u = f2u(x);
+    const uint32_t s = u >> 31;
+    const uint32_t ax = u & 0x7FFFFFFFu;
+    if (ax >= 0x7F800000u) { /* Inf or NaN */
+        const int is_nan = ax > 0x7F800000u;
+        switch (t) {
+        case RS_ELEM_E4M3:
+            /* NaN keeps its sign (S.1111.111); Inf saturates like PTX satfinite. */
+            *code = is_nan ? (s << 7) | 0x7Fu : (s << 7) | 0x7Eu;
+            return RS_OK;
+        case RS_ELEM_E2M1:
+            return rs_error_set(RS_E_NONFINITE, "E2M1 has no NaN/Inf code: cannot encode %s",
+                                is_nan ? "NaN" : (s ? "-Inf" : "+Inf"));
+        case RS_ELEM_FP16:
+            /* quiet NaN keeping the sign and the top payload bits; Inf stays Inf */
+            *code = is_nan ? (s << 15) | 0x7E00u | ((ax >> 13) & 0x3FFu) : (s << 15) | 0x7C00u;
+            return RS_OK;
+        case RS_ELEM_BF16:
+            *code = is_nan ? (u >> 16) | 0x0040u : (u >> 16);
+            return RS_OK;
+        }
+    }
+    *code = encode_finite(d, s, ax, mode, r, k);
+    return RS_OK;
+}
+
+float rs_elem_decode(rs_elem t, uint32_t code)
+{
+    switch (t) {
+    case RS_ELEM_E4M3: {
+        const uint32_t c = code & 0xFFu, s = c >> 7, e = (c >> 3) & 0xFu, m = c & 7u;
+        float v;
+        if (e == 15 && m == 7) v = NAN;
+        else if (e == 0) v = ldexpf((float)m, -9);
+        else v = ldexpf((float)(8u + m), (int)e - 10);
+        return s ? -v : v;
+    }
+    case RS_ELEM_E2M1: {
+        const uint32_t c = code & 0xFu, s = c >> 3, e = (c >> 1) & 3u, m = c & 1u;
+        const float v = e == 0 ? 0.5f * (float)m : ldexpf((float)(2u + m), (int)e - 2);
+        return s ? -v : v;
+    }
+    case RS_ELEM_FP16: {
+        const uint32_t c = code & 0xFFFFu, s = c >> 15, e = (c >> 10) & 0x1Fu, m = c & 0x3FFu;
+        uint32_t out;
+        if (e == 0x1F) out = (s << 31) | 0x7F800000u | (m << 13); /* Inf / NaN (payload kept) */
+        else if (e == 0) return s ? -ldexpf((float)m, -24) : ldexpf((float)m, -24);
+        else out = (s << 31) | ((e + 112u) << 23) | (m << 13);
+        return u2f(out);
+    }
+    case RS_ELEM_BF16:
+        return u2f((code & 0xFFFFu) << 16);
+    }
+    return NAN;
+}
+
+uint8_t rs_e4m3_encode_rtn(float x)
+{
+    uint32_t c = 0;
+    rs_elem_encode(RS_ELEM_E4M3, x, RS_ROUND_RTN, 0, 32, &c);
+    return (uint8_t)c;
+}
+
+uint8_t rs_e4m3_encode_sr(float x, uint32_t r, int k)
+{
+    uint32_t c = 0x7F;
+    rs_elem_encode(RS_ELEM_E4M3, x, RS_ROUND_SR, r, k, &c);
+    return (uint8_t)c;
+}
+
+float rs_e4m3_decode(uint8_t code) { return rs_elem_decode(RS_ELEM_E4M3, code); }
+
+rs_status rs_e2m1_encode_rtn(float x, uint8_t *code)
+{
+    uint32_t c = 0;
+    rs_status st = rs_elem_encode(RS_ELEM_E2M1, x, RS_ROUND_RTN, 0, 32, &c);
+    if (st == RS_OK && code) *code = (uint8_t)c;
+    return st;
+}
+
+rs_status rs_e2m1_encode_sr(float x, uint32_t r, int k, uint8_t *code)
+{
+    uint32_t c = 0;
+    rs_status st = rs_elem_encode(RS_ELEM_E2M1, x, RS_ROUND_SR, r, k, &c);
+    if (st == RS_OK && code) *code = (uint8_t)c;
+    return st;
+}
+
+float rs_e2m1_decode(uint8_t code) { return rs_elem_decode(RS_ELEM_E2M1, code); }
+
+uint16_t rs_fp16_encode_rtn(float x)
+{
+    uint32_t c = 0x7E00;
+    rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_RTN, 0, 32, &c);
+    return (uint16_t)c;
+}
+
+uint16_t rs_fp16_encode_sr(float x, uint32_t r, int k)
+{
+    uint32_t c = 0x7E00;
+    rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_SR, r, k, &c);
+    return (uint16_t)c;
+}
+
+float rs_fp16_decode(uint16_t code) { return rs_elem_decode(RS_ELEM_FP16, code); }
+
+uint16_t rs_bf16_encode_rtn(float x)
+{
+    uint32_t c = 0x7FC0;
+    rs_elem_encode(RS_ELEM_BF16, x, RS_ROUND_RTN, 0, 32, &c);
+    return (uint16_t)c;
+}
+
+uint16_t rs_bf16_encode_sr(float x, uint32_t r, int k)
+{
+    uint32_t c = 0x7FC0;
+    rs_elem_encode(RS_ELEM_BF16, x, RS_ROUND_SR, r, k, &c);
+    return (uint16_t)c;
+}
+
+float rs_bf16_decode(uint16_t code) { return rs_elem_decode(RS_ELEM_BF16, code); }

@@ -1,0 +1,48 @@
+/* rs_test_util.c — helpers shared by the CMocka tests. */
+#include "rs_test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name)
+{
+    snprintf(buf, bufsize, "%s/%s", RS_FIXTURE_DIR, name);
+    return buf;
+}
+
+void *rs_test_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return NULL; }
+    long len = ftell(f);
+    if (len < 0) { fclose(f); return NULL; }
+    rewind(f);
+    void *buf = malloc(len > 0 ? (size_t)len : 1);
+    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) { free(buf); buf = NULL; }
+    fclose(f);
+    if (buf && size) *size = (size_t)len;
+    return buf;
+}
+
+uint32_t rs_test_f2u(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+float rs_test_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+
+uint64_t rs_test_splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double rs_test_uniform(uint64_t *s) { return (double)(rs_test_splitmix64(s) >> 11) * 0x1.0p-53; }
+
+double rs_test_normal(uint64_t *s)
+{
+    double u1 = rs_test_uniform(s), u2 = rs_test_uniform(s);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}

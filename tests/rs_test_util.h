@@ -1,0 +1,27 @@
+/* rs_test_util.h — small helpers shared by the CMocka tests (linked into every test). */
+#ifndef RS_TEST_UTIL_H
+#define RS_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Path of a committed fixture file: RS_FIXTURE_DIR "/" name (static buffer per call site
+ * is not needed: the result is written into buf). Returns buf. */
+char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name);
+
+/* Read a whole file into a malloc'd buffer; *size gets its length. NULL if unreadable. */
+void *rs_test_read_file(const char *path, size_t *size);
+
+/* Bit pattern of a float and back. */
+uint32_t rs_test_f2u(float x);
+float rs_test_u2f(uint32_t u);
+
+/* Deterministic test-side generator (splitmix64), independent of the library's Philox so
+ * tests never validate the library's random stream with itself. */
+uint64_t rs_test_splitmix64(uint64_t *state);
+/* Uniform double in [0, 1). */
+double rs_test_uniform(uint64_t *state);
+/* Standard normal (Box-Muller). */
+double rs_test_normal(uint64_t *state);
+
+#endif
