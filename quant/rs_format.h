@@ -19,6 +19,8 @@
  *
  * e.g. fp32, fp16-sr, bf16-rtn, fp8-rtn, fp8-sr+pow2, nvfp4-sr, nvfp4-sr8, nvfp4-rtn+floor.
  * rs_format_print() writes the canonical string, which parses back to the same format.
+ * K is decimal without leading zeros; "sr32" is accepted and prints as "sr". Each option at
+ * most once. Under RTN the struct's sr_bits is unused (parse sets it to 32).
  */
 #ifndef RS_FORMAT_H
 #define RS_FORMAT_H
@@ -70,7 +72,8 @@ size_t rs_format_block(const rs_format *f);
 
 /*! rs_format_bytes_per_element() : exact storage bytes per element, scales included, for
  *  tensors of `tensor_extent` elements (the extent that owns one NVFP4 tensor scale; for an
- *  SSM state, d_v * d_k). fp8: 1 + 4/128; nvfp4: 0.5 + 1/16 + 4/tensor_extent. */
+ *  SSM state, d_v * d_k). fp8: 1 + 4/128; nvfp4: 0.5 + 1/16 + 4/tensor_extent
+ *  (tensor_extent 0 leaves the per-tensor term out). fp32 4, fp16/bf16 2; NULL f: 0. */
 double rs_format_bytes_per_element(const rs_format *f, size_t tensor_extent);
 
 #ifdef __cplusplus

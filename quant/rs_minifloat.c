@@ -156,29 +156,27 @@ rs_status rs_elem_encode(rs_elem t, float x, rs_rounding mode, uint32_t r, int k
     return RS_OK;
 }
 
+/* Decoding builds the float32 bit pattern directly (normals) or multiplies the integer
+ * mantissa by an exact power of two (subnormals): exact, and no libm calls on hot paths. */
 float rs_elem_decode(rs_elem t, uint32_t code)
 {
     switch (t) {
     case RS_ELEM_E4M3: {
         const uint32_t c = code & 0xFFu, s = c >> 7, e = (c >> 3) & 0xFu, m = c & 7u;
-        float v;
-        if (e == 15 && m == 7) v = NAN;
-        else if (e == 0) v = ldexpf((float)m, -9);
-        else v = ldexpf((float)(8u + m), (int)e - 10);
-        return s ? -v : v;
+        if (e == 15 && m == 7) return s ? -NAN : NAN;
+        if (e == 0) return s ? -(float)m * 0x1.0p-9f : (float)m * 0x1.0p-9f;
+        return u2f((s << 31) | ((e + 120u) << 23) | (m << 20)); /* bias 7 -> 127 */
     }
     case RS_ELEM_E2M1: {
         const uint32_t c = code & 0xFu, s = c >> 3, e = (c >> 1) & 3u, m = c & 1u;
-        const float v = e == 0 ? 0.5f * (float)m : ldexpf((float)(2u + m), (int)e - 2);
-        return s ? -v : v;
+        if (e == 0) return s ? -0.5f * (float)m : 0.5f * (float)m;
+        return u2f((s << 31) | ((e + 126u) << 23) | (m << 22)); /* bias 1 -> 127 */
     }
     case RS_ELEM_FP16: {
         const uint32_t c = code & 0xFFFFu, s = c >> 15, e = (c >> 10) & 0x1Fu, m = c & 0x3FFu;
-        uint32_t out;
-        if (e == 0x1F) out = (s << 31) | 0x7F800000u | (m << 13); /* Inf / NaN (payload kept) */
-        else if (e == 0) return s ? -ldexpf((float)m, -24) : ldexpf((float)m, -24);
-        else out = (s << 31) | ((e + 112u) << 23) | (m << 13);
-        return u2f(out);
+        if (e == 0x1F) return u2f((s << 31) | 0x7F800000u | (m << 13)); /* Inf / NaN, payload kept */
+        if (e == 0) return s ? -(float)m * 0x1.0p-24f : (float)m * 0x1.0p-24f;
+        return u2f((s << 31) | ((e + 112u) << 23) | (m << 13));
     }
     case RS_ELEM_BF16:
         return u2f((code & 0xFFFFu) << 16);

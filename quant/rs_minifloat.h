@@ -5,11 +5,14 @@
  * exact (scaling by powers of two in double, no FMA contraction), so results are bit-exact
  * and reproducible by the CUDA twin.
  *
- * Stochastic rounding. For x between adjacent representable a < b, let d = (x - a)/(b - a)
- * (exact). With k random bits R = r >> (32 - k) (the top k bits of the 32-bit word r):
+ * Stochastic rounding works on magnitudes (sign-magnitude formats): for |x| between adjacent
+ * representable magnitudes a < b, let d = (|x| - a)/(b - a) (exact). With k random bits
+ * R = r >> (32 - k) (the top k bits of the 32-bit word r):
  *
- *     round up  <=>  floor(d * 2^k) + R >= 2^k
+ *     round |x| up to b  <=>  floor(d * 2^k) + R >= 2^k        (the sign is kept)
  *
+ * so x rounds away from zero with probability d (= toward the far neighbour, which is the
+ * usual SR definition for either sign).
  * ("add k random bits and truncate"). Over all 2^k values of R exactly floor(d * 2^k) round
  * up, so SR is exactly unbiased whenever d is a multiple of 2^-k and otherwise biased
  * toward zero by less than 2^-k of a step. Because only the top k bits are used, k = 32

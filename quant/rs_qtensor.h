@@ -25,8 +25,17 @@
  *   elements E2M1-satfinite(x * multiplier) with the format's rounding.
  *   Dequant: e2m1(q) * float(s_b) * S_dec  (a zero block scale dequantizes to 0).
  * SR: element i of the call uses the random word rs_rand_u32(seed, stream, i).
+ *   fp8 elements: E4M3 SR with k = fmt.sr_bits; nvfp4 elements: E2M1 SR with k = fmt.sr_bits
+ *   (nvfp4-sr8 is the hardware-like 8-bit variant); fp16/bf16: their SR codecs. Every scale
+ *   (fp8 block scale, nvfp4 block and tensor scales) is computed with RTN, as in TE.
+ * nvfp4: x * multiplier is clamped to +-6 before the E2M1 cast (what cvt.satfinite does; it
+ *   also catches x * FLT_MAX overflowing to Inf in a block whose scale is 0).
  * Non-finite input anywhere in x is detected before any amax and returns RS_E_NONFINITE
- * naming the first index; the destination is then left unspecified.
+ * naming the first index; the destination is then left unspecified. This holds for every
+ * format, fp32 included (a NaN/Inf state is an error, never stored). (The implementation
+ * scans all of x before writing anything, but callers should not rely on that.)
+ * n = 0 is allowed (no storage, nothing to do). All arrays of a descriptor live in one
+ * allocation owned by the descriptor; release it only with rs_qtensor_free().
  */
 #ifndef RS_QTENSOR_H
 #define RS_QTENSOR_H

@@ -1,0 +1,181 @@
+/* rs_format.c — format descriptors: the config-string grammar (parse/print), block sizes and
+ * exact storage bytes per element. The grammar is documented in rs_format.h.
+ *
+ * Parsing is strict so that every format has exactly one spelling after printing:
+ *   - K in "srK" is a decimal number 1..32 without sign or leading zeros; "sr32" is accepted
+ *     and prints back as "sr" (32 is the default);
+ *   - each option may appear at most once and only on the base it belongs to;
+ *   - nothing else (no spaces, no upper case, no "fp32-rtn").
+ * Under RTN the struct's sr_bits is unused; parse sets it to RS_SR_BITS_DEFAULT.
+ */
+#include "rs_format.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char k_valid_list[] =
+    "fp32, fp16-rtn, fp16-sr[K], bf16-rtn, bf16-sr[K], fp8-rtn[+pow2], fp8-sr[K][+pow2], "
+    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor] (K = SR random bits 1..32, default 32; "
+    "e.g. fp8-rtn, fp16-sr, nvfp4-sr8, fp8-sr+pow2, nvfp4-rtn+floor)";
+
+const char *rs_format_valid_list(void) { return k_valid_list; }
+
+rs_format rs_format_fp32(void)
+{
+    rs_format f;
+    memset(&f, 0, sizeof f);
+    f.kind = RS_FMT_FP32;
+    f.rounding = RS_ROUND_RTN;
+    f.sr_bits = RS_SR_BITS_DEFAULT;
+    return f;
+}
+
+static const struct {
+    const char *name;
+    rs_format_kind kind;
+} k_bases[] = {
+    {"fp16", RS_FMT_FP16},
+    {"bf16", RS_FMT_BF16},
+    {"fp8", RS_FMT_FP8},
+    {"nvfp4", RS_FMT_NVFP4},
+};
+
+static const char *base_name(rs_format_kind k)
+{
+    for (size_t i = 0; i < sizeof k_bases / sizeof k_bases[0]; ++i)
+        if (k_bases[i].kind == k) return k_bases[i].name;
+    return NULL;
+}
+
+static rs_status bad(const char *s, const char *why)
+{
+    return rs_error_set(RS_E_INVAL, "unknown format '%s' (%s); valid formats: %s", s, why, k_valid_list);
+}
+
+rs_status rs_format_parse(const char *s, rs_format *out)
+{
+    if (!out) return rs_error_set(RS_E_INVAL, "rs_format_parse: NULL output");
+    if (!s) return rs_error_set(RS_E_INVAL, "rs_format_parse: NULL string; valid formats: %s", k_valid_list);
+
+    rs_format f = rs_format_fp32();
+    if (strcmp(s, "fp32") == 0) {
+        *out = f;
+        return RS_OK;
+    }
+
+    /* base */
+    const char *dash = strchr(s, '-');
+    if (!dash) return bad(s, "expected base-rounding");
+    const size_t blen = (size_t)(dash - s);
+    int found = 0;
+    for (size_t i = 0; i < sizeof k_bases / sizeof k_bases[0]; ++i) {
+        if (strlen(k_bases[i].name) == blen && strncmp(s, k_bases[i].name, blen) == 0) {
+            f.kind = k_bases[i].kind;
+            found = 1;
+        }
+    }
+    if (!found) return bad(s, "unknown base");
+
+    /* rounding */
+    const char *p = dash + 1;
+    if (strncmp(p, "rtn", 3) == 0) {
+        f.rounding = RS_ROUND_RTN;
+        p += 3;
+    } else if (strncmp(p, "sr", 2) == 0) {
+        f.rounding = RS_ROUND_SR;
+        p += 2;
+        if (*p >= '0' && *p <= '9') {
+            if (*p == '0') return bad(s, "SR bits must be 1..32 without leading zeros");
+            int k = 0;
+            while (*p >= '0' && *p <= '9') {
+                k = k * 10 + (*p - '0');
+                if (k > 32) return bad(s, "SR bits must be 1..32");
+                ++p;
+            }
+            f.sr_bits = k;
+        }
+    } else {
+        return bad(s, "rounding must be rtn, sr or srK");
+    }
+
+    /* options */
+    while (*p) {
+        if (strncmp(p, "+pow2", 5) == 0) {
+            if (f.kind != RS_FMT_FP8) return bad(s, "+pow2 applies to fp8 only");
+            if (f.fp8_pow2) return bad(s, "+pow2 given twice");
+            f.fp8_pow2 = 1;
+            p += 5;
+        } else if (strncmp(p, "+floor", 6) == 0) {
+            if (f.kind != RS_FMT_NVFP4) return bad(s, "+floor applies to nvfp4 only");
+            if (f.nvfp4_floor) return bad(s, "+floor given twice");
+            f.nvfp4_floor = 1;
+            p += 6;
+        } else {
+            return bad(s, "unexpected trailing text");
+        }
+    }
+    *out = f;
+    return RS_OK;
+}
+
+rs_status rs_format_print(const rs_format *f, char *buf, size_t bufsize)
+{
+    if (buf && bufsize > 0) buf[0] = '\0';
+    if (!f || !buf || bufsize == 0) return rs_error_set(RS_E_INVAL, "rs_format_print: NULL argument or empty buffer");
+    if (f->kind == RS_FMT_FP32) {
+        if (f->fp8_pow2 || f->nvfp4_floor)
+            return rs_error_set(RS_E_INVAL, "invalid format: fp32 takes no options");
+        if (bufsize < 5) return rs_error_set(RS_E_INVAL, "rs_format_print: buffer of %zu bytes too small", bufsize);
+        memcpy(buf, "fp32", 5);
+        return RS_OK;
+    }
+    const char *base = base_name(f->kind);
+    if (!base) return rs_error_set(RS_E_INVAL, "invalid format: unknown kind %d", (int)f->kind);
+    if (f->rounding != RS_ROUND_RTN && f->rounding != RS_ROUND_SR)
+        return rs_error_set(RS_E_INVAL, "invalid format: unknown rounding %d", (int)f->rounding);
+    if (f->rounding == RS_ROUND_SR && (f->sr_bits < 1 || f->sr_bits > 32))
+        return rs_error_set(RS_E_INVAL, "invalid format: SR bits %d outside 1..32", f->sr_bits);
+    if (f->fp8_pow2 && f->kind != RS_FMT_FP8)
+        return rs_error_set(RS_E_INVAL, "invalid format: pow2 scales apply to fp8 only");
+    if (f->nvfp4_floor && f->kind != RS_FMT_NVFP4)
+        return rs_error_set(RS_E_INVAL, "invalid format: the scale floor applies to nvfp4 only");
+
+    char rnd[8];
+    if (f->rounding == RS_ROUND_RTN) snprintf(rnd, sizeof rnd, "rtn");
+    else if (f->sr_bits == RS_SR_BITS_DEFAULT) snprintf(rnd, sizeof rnd, "sr");
+    else snprintf(rnd, sizeof rnd, "sr%d", f->sr_bits);
+    const char *opt = f->fp8_pow2 ? "+pow2" : f->nvfp4_floor ? "+floor" : "";
+
+    const int len = snprintf(buf, bufsize, "%s-%s%s", base, rnd, opt);
+    if (len < 0 || (size_t)len >= bufsize) {
+        buf[0] = '\0';
+        return rs_error_set(RS_E_INVAL, "rs_format_print: buffer of %zu bytes too small (need %d)", bufsize,
+                            len + 1);
+    }
+    return RS_OK;
+}
+
+size_t rs_format_block(const rs_format *f)
+{
+    if (!f) return 0;
+    switch (f->kind) {
+    case RS_FMT_FP8: return RS_FP8_BLOCK;
+    case RS_FMT_NVFP4: return RS_NVFP4_BLOCK;
+    default: return 0;
+    }
+}
+
+double rs_format_bytes_per_element(const rs_format *f, size_t tensor_extent)
+{
+    if (!f) return 0.0;
+    switch (f->kind) {
+    case RS_FMT_FP32: return 4.0;
+    case RS_FMT_FP16:
+    case RS_FMT_BF16: return 2.0;
+    case RS_FMT_FP8: return 1.0 + 4.0 / RS_FP8_BLOCK;
+    case RS_FMT_NVFP4:
+        /* tensor_extent 0: the per-tensor scale is left out (an unbounded tensor) */
+        return 0.5 + 1.0 / RS_NVFP4_BLOCK + (tensor_extent ? 4.0 / (double)tensor_extent : 0.0);
+    }
+    return 0.0;
+}
