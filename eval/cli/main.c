@@ -19,9 +19,7 @@ typedef struct {
 
 static const rs_cli_command k_commands[] = {
     {"quant-error", rs_cmd_quant_error, "quantize synthetic or HDF5 matrices and report the error of each format"},
-#ifdef RS_HAVE_THEORY_CMD /* enabled once eval/cli/cmd_theory.c lands */
     {"theory", rs_cmd_theory, "Appendix C: intensities, traffic, optimal window, error-growth curves (HDF5)"},
-#endif
 };
 
 static void usage(FILE *out)
