@@ -1,0 +1,38 @@
+/* rs_cuda_common.cuh — host-side helpers shared by the kernel launchers: turning CUDA errors
+ * into rs_status with a message, and warp reductions. */
+#ifndef RS_CUDA_COMMON_CUH
+#define RS_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+
+#include "rs_cuda.h"
+
+/* After a launch: RS_E_CUDA naming the kernel if the launch failed (no sync). */
+static inline rs_status rs_cuda_launch_status(const char *who)
+{
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
+    return RS_OK;
+}
+
+static inline rs_status rs_cuda_call_status(cudaError_t e, const char *who, const char *what)
+{
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: %s failed: %s", who, what, cudaGetErrorString(e));
+    return RS_OK;
+}
+
+__device__ __forceinline__ float rs_dev_warp_sum(float x)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) x = __fadd_rn(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
+    return x;
+}
+
+__device__ __forceinline__ float rs_dev_warp_max(float x)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
+    return x;
+}
+
+#endif /* RS_CUDA_COMMON_CUH */
