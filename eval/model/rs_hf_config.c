@@ -1,0 +1,453 @@
+/* rs_hf_config.c — config.json parsing for qwen3_5(_text) and nemotron_h (see rs_hf_config.h). */
+#include "rs_hf_config.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- typed field access; `present` tells whether the key exists and is not null ---------------- */
+
+typedef struct ctx {
+    const char *label; /* file name for messages */
+    const char *scope; /* "" or "text_config." */
+} ctx;
+
+static const cJSON *field(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+/* A JSON number, or transformers' tagged float {"__float__": "Infinity" | "-Infinity" | "NaN"}. */
+static int as_double(const cJSON *v, double *out) {
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return 1;
+    }
+    const cJSON *tag = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "__float__") : NULL;
+    if (cJSON_IsString(tag)) {
+        if (strcmp(tag->valuestring, "Infinity") == 0) *out = HUGE_VAL;
+        else if (strcmp(tag->valuestring, "-Infinity") == 0) *out = -HUGE_VAL;
+        else if (strcmp(tag->valuestring, "NaN") == 0) *out = NAN;
+        else return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static rs_status get_int(const ctx *c, const cJSON *obj, const char *key, int def, int *out) {
+    const cJSON *v = field(obj, key);
+    if (!v) {
+        *out = def;
+        return RS_OK;
+    }
+    RS_CHECK(cJSON_IsNumber(v) && floor(v->valuedouble) == v->valuedouble && fabs(v->valuedouble) < 2147483647.0,
+             RS_E_FORMAT, "%s: %s%s must be an integer", c->label, c->scope, key);
+    *out = (int)v->valuedouble;
+    return RS_OK;
+}
+
+static rs_status get_double(const ctx *c, const cJSON *obj, const char *key, double def, double *out) {
+    const cJSON *v = field(obj, key);
+    if (!v) {
+        *out = def;
+        return RS_OK;
+    }
+    RS_CHECK(as_double(v, out), RS_E_FORMAT, "%s: %s%s must be a number", c->label, c->scope, key);
+    return RS_OK;
+}
+
+static rs_status get_bool(const ctx *c, const cJSON *obj, const char *key, int def, int *out) {
+    const cJSON *v = field(obj, key);
+    if (!v) {
+        *out = def;
+        return RS_OK;
+    }
+    RS_CHECK(cJSON_IsBool(v), RS_E_FORMAT, "%s: %s%s must be true or false", c->label, c->scope, key);
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return RS_OK;
+}
+
+static rs_status get_str(const ctx *c, const cJSON *obj, const char *key, const char *def, const char **out) {
+    const cJSON *v = field(obj, key);
+    if (!v) {
+        *out = def;
+        return RS_OK;
+    }
+    RS_CHECK(cJSON_IsString(v), RS_E_FORMAT, "%s: %s%s must be a string", c->label, c->scope, key);
+    *out = v->valuestring;
+    return RS_OK;
+}
+
+/* First present key of an alias list wins (aliases listed in the order transformers applies them). */
+static const char *first_key(const cJSON *obj, const char *a, const char *b) {
+    if (b && field(obj, b)) return b; /* legacy alias overrides (NemotronH __post_init__ pops it last) */
+    return a;
+}
+
+static rs_status check_pos(const ctx *c, const char *what, int v) {
+    RS_CHECK(v > 0, RS_E_FORMAT, "%s: %s%s must be positive (got %d)", c->label, c->scope, what, v);
+    return RS_OK;
+}
+
+/* ---- layer schedules ------------------------------------------------------------------------- */
+
+/* transformers' remap_legacy_layer_types + the type names each family accepts */
+static rs_status layer_from_name(const ctx *c, rs_model_family fam, int i, const char *name, rs_layer_kind *k) {
+    if (strcmp(name, "linear_attention") == 0 || strcmp(name, "linear") == 0 || strcmp(name, "mamba") == 0) {
+        if (fam == RS_FAMILY_QWEN35 && strcmp(name, "mamba") == 0) goto bad;
+        *k = fam == RS_FAMILY_QWEN35 ? RS_LAYER_GDN : RS_LAYER_MAMBA2;
+        return RS_OK;
+    }
+    if (strcmp(name, "full_attention") == 0 || strcmp(name, "attention") == 0 || strcmp(name, "full") == 0) {
+        *k = RS_LAYER_ATTENTION;
+        return RS_OK;
+    }
+    if (fam == RS_FAMILY_NEMOTRONH && strcmp(name, "mlp") == 0) {
+        *k = RS_LAYER_MLP;
+        return RS_OK;
+    }
+    if (strcmp(name, "moe") == 0)
+        return rs_error_set(RS_E_UNSUPPORTED, "%s: layer %d is a mixture-of-experts ('moe') layer: MoE is not "
+                            "supported yet", c->label, i);
+bad:
+    return rs_error_set(RS_E_UNSUPPORTED, "%s: layer %d has type '%s': not supported yet for this model type",
+                        c->label, i, name);
+}
+
+static rs_status layers_from_list(const ctx *c, rs_model_family fam, const cJSON *arr, const char *key,
+                                  rs_model_config *cfg) {
+    RS_CHECK(cJSON_IsArray(arr), RS_E_FORMAT, "%s: %s%s must be a list of strings", c->label, c->scope, key);
+    int n = cJSON_GetArraySize(arr);
+    RS_CHECK(n > 0, RS_E_FORMAT, "%s: %s%s is empty", c->label, c->scope, key);
+    RS_CHECK(n <= RS_MODEL_MAX_LAYERS, RS_E_UNSUPPORTED, "%s: %d layers: more than %d is not supported yet",
+             c->label, n, RS_MODEL_MAX_LAYERS);
+    int i = 0;
+    for (const cJSON *e = arr->child; e; e = e->next, i++) {
+        RS_CHECK(cJSON_IsString(e), RS_E_FORMAT, "%s: %s%s[%d] is not a string", c->label, c->scope, key, i);
+        RS_TRY(layer_from_name(c, fam, i, e->valuestring, &cfg->layer_kind[i]));
+    }
+    cfg->n_layers = n;
+    return RS_OK;
+}
+
+static rs_status layers_from_pattern(const ctx *c, const char *pat, rs_model_config *cfg) {
+    int n = (int)strlen(pat);
+    RS_CHECK(n > 0, RS_E_FORMAT, "%s: hybrid_override_pattern is empty", c->label);
+    RS_CHECK(n <= RS_MODEL_MAX_LAYERS, RS_E_UNSUPPORTED, "%s: %d layers: more than %d is not supported yet",
+             c->label, n, RS_MODEL_MAX_LAYERS);
+    for (int i = 0; i < n; i++) {
+        switch (pat[i]) {
+        case 'M': cfg->layer_kind[i] = RS_LAYER_MAMBA2; break;
+        case '*': cfg->layer_kind[i] = RS_LAYER_ATTENTION; break;
+        case '-': cfg->layer_kind[i] = RS_LAYER_MLP; break;
+        case 'E':
+            return rs_error_set(RS_E_UNSUPPORTED, "%s: layer %d is a mixture-of-experts ('E') layer: MoE is not "
+                                "supported yet", c->label, i);
+        default:
+            return rs_error_set(RS_E_FORMAT, "%s: hybrid_override_pattern[%d] = '%c' is not one of M * - E",
+                                c->label, i, pat[i]);
+        }
+    }
+    cfg->n_layers = n;
+    return RS_OK;
+}
+
+/* ---- families ---------------------------------------------------------------------------------- */
+
+static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, rs_model_config *cfg) {
+    cfg->family = RS_FAMILY_QWEN35;
+    cfg->layer_has_mlp = 1;
+    int nl;
+    double eps;
+    RS_TRY(get_int(c, tc, "vocab_size", 248320, &cfg->vocab));
+    RS_TRY(get_int(c, tc, "hidden_size", 4096, &cfg->hidden));
+    RS_TRY(get_int(c, tc, "intermediate_size", 12288, &cfg->mlp.intermediate));
+    RS_TRY(get_int(c, tc, "num_hidden_layers", 32, &nl));
+    RS_TRY(get_int(c, tc, "num_attention_heads", 16, &cfg->attn.n_heads));
+    RS_TRY(get_int(c, tc, "num_key_value_heads", 4, &cfg->attn.n_kv_heads));
+    RS_TRY(get_double(c, tc, "rms_norm_eps", 1e-6, &eps));
+    cfg->rms_eps = (float)eps;
+    RS_TRY(check_pos(c, "hidden_size", cfg->hidden));
+    RS_TRY(check_pos(c, "num_attention_heads", cfg->attn.n_heads));
+    /* head_dim: class default 256; an explicit null means hidden_size // num_attention_heads */
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(tc, "head_dim");
+    if (hd && cJSON_IsNull(hd)) cfg->attn.head_dim = cfg->hidden / cfg->attn.n_heads;
+    else RS_TRY(get_int(c, tc, "head_dim", 256, &cfg->attn.head_dim));
+
+    const char *act;
+    RS_TRY(get_str(c, tc, "hidden_act", "silu", &act));
+    RS_CHECK(strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0, RS_E_UNSUPPORTED,
+             "%s: hidden_act '%s' is not supported yet (silu only)", c->label, act);
+    cfg->mlp.activation = RS_ACT_SILU;
+    int bias;
+    RS_TRY(get_bool(c, tc, "attention_bias", 0, &bias));
+    RS_CHECK(!bias, RS_E_UNSUPPORTED, "%s: attention_bias = true is not supported yet", c->label);
+    int gate;
+    RS_TRY(get_bool(c, tc, "attn_output_gate", 1, &gate));
+    RS_CHECK(gate, RS_E_UNSUPPORTED, "%s: attn_output_gate = false is not supported yet", c->label);
+    const cJSON *ne = field(tc, "num_experts");
+    RS_CHECK(!ne || (cJSON_IsNumber(ne) && ne->valuedouble == 0.0), RS_E_UNSUPPORTED,
+             "%s: num_experts is set: mixture-of-experts models are not supported yet", c->label);
+    cfg->attn.output_gate = 1;
+    cfg->attn.qk_norm = 1;
+    cfg->attn.use_rope = 1;
+
+    /* RoPE: rope_parameters {rope_type, rope_theta, partial_rotary_factor, mrope_*}; text-only positions
+     * make interleaved M-RoPE equal to plain partial RoPE. Fallbacks: top-level keys (BC), then defaults
+     * (theta 10000, partial_rotary_factor 0.25 set by Qwen3_5TextConfig.__post_init__). */
+    double theta, prf;
+    RS_TRY(get_double(c, tc, "rope_theta", 10000.0, &theta));
+    RS_TRY(get_double(c, tc, "partial_rotary_factor", 0.25, &prf));
+    const cJSON *rp = field(tc, "rope_parameters");
+    if (!rp) rp = field(tc, "rope_scaling");
+    if (rp) {
+        RS_CHECK(cJSON_IsObject(rp), RS_E_FORMAT, "%s: %srope_parameters must be an object", c->label, c->scope);
+        const char *rt;
+        RS_TRY(get_str(c, rp, "rope_type", "default", &rt));
+        const char *rt2;
+        RS_TRY(get_str(c, rp, "type", rt, &rt2));
+        RS_CHECK(strcmp(rt2, "default") == 0, RS_E_UNSUPPORTED,
+                 "%s: rope_type '%s' is not supported yet (default only)", c->label, rt2);
+        RS_TRY(get_double(c, rp, "rope_theta", theta, &theta));
+        RS_TRY(get_double(c, rp, "partial_rotary_factor", prf, &prf));
+    }
+    RS_CHECK(theta > 0 && prf > 0 && prf <= 1, RS_E_FORMAT, "%s: rope_theta %g / partial_rotary_factor %g out of "
+             "range", c->label, theta, prf);
+    cfg->attn.rope_theta = theta;
+    cfg->attn.partial_rotary_factor = prf;
+    cfg->attn.rotary_dim = (int)(cfg->attn.head_dim * prf);
+
+    RS_TRY(get_int(c, tc, "linear_num_key_heads", 16, &cfg->gdn.n_k_heads));
+    RS_TRY(get_int(c, tc, "linear_num_value_heads", 32, &cfg->gdn.n_v_heads));
+    RS_TRY(get_int(c, tc, "linear_key_head_dim", 128, &cfg->gdn.k_head_dim));
+    RS_TRY(get_int(c, tc, "linear_value_head_dim", 128, &cfg->gdn.v_head_dim));
+    RS_TRY(get_int(c, tc, "linear_conv_kernel_dim", 4, &cfg->gdn.conv_kernel));
+
+    /* layer_types, else full_attention_interval (default 4): linear unless (i+1) % interval == 0 */
+    const cJSON *lt = field(tc, "layer_types");
+    if (lt) {
+        RS_TRY(layers_from_list(c, RS_FAMILY_QWEN35, lt, "layer_types", cfg));
+        RS_CHECK(cfg->n_layers == nl, RS_E_FORMAT, "%s: layer_types has %d entries but num_hidden_layers is %d",
+                 c->label, cfg->n_layers, nl);
+    } else {
+        int interval;
+        RS_TRY(get_int(c, tc, "full_attention_interval", 4, &interval));
+        RS_TRY(check_pos(c, "full_attention_interval", interval));
+        RS_TRY(check_pos(c, "num_hidden_layers", nl));
+        RS_CHECK(nl <= RS_MODEL_MAX_LAYERS, RS_E_UNSUPPORTED, "%s: %d layers: more than %d is not supported yet",
+                 c->label, nl, RS_MODEL_MAX_LAYERS);
+        for (int i = 0; i < nl; i++)
+            cfg->layer_kind[i] = ((i + 1) % interval) ? RS_LAYER_GDN : RS_LAYER_ATTENTION;
+        cfg->n_layers = nl;
+    }
+
+    /* tie_word_embeddings: the top-level key (qwen3_5 wrapper) if present, else the text config's */
+    const cJSON *tie_src = field(root, "tie_word_embeddings") ? root : tc;
+    RS_TRY(get_bool(c, tie_src, "tie_word_embeddings", 0, &cfg->tie_word_embeddings));
+
+    RS_TRY(check_pos(c, "linear_num_key_heads", cfg->gdn.n_k_heads));
+    RS_TRY(check_pos(c, "linear_num_value_heads", cfg->gdn.n_v_heads));
+    RS_TRY(check_pos(c, "linear_key_head_dim", cfg->gdn.k_head_dim));
+    RS_TRY(check_pos(c, "linear_value_head_dim", cfg->gdn.v_head_dim));
+    RS_TRY(check_pos(c, "linear_conv_kernel_dim", cfg->gdn.conv_kernel));
+    RS_CHECK(cfg->gdn.n_v_heads % cfg->gdn.n_k_heads == 0, RS_E_FORMAT,
+             "%s: linear_num_value_heads %d is not a multiple of linear_num_key_heads %d", c->label,
+             cfg->gdn.n_v_heads, cfg->gdn.n_k_heads);
+    cfg->gdn.key_dim = cfg->gdn.n_k_heads * cfg->gdn.k_head_dim;
+    cfg->gdn.value_dim = cfg->gdn.n_v_heads * cfg->gdn.v_head_dim;
+    cfg->gdn.conv_dim = 2 * cfg->gdn.key_dim + cfg->gdn.value_dim;
+    return RS_OK;
+}
+
+static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_config *cfg) {
+    cfg->family = RS_FAMILY_NEMOTRONH;
+    cfg->layer_has_mlp = 0;
+    double eps;
+    rs_mamba2_config *mc = &cfg->mamba;
+    RS_TRY(get_int(c, root, "vocab_size", 131072, &cfg->vocab));
+    RS_TRY(get_int(c, root, "hidden_size", 4096, &cfg->hidden));
+    RS_TRY(get_double(c, root, "layer_norm_epsilon", 1e-5, &eps)); /* HF ignores a stray rms_norm_eps */
+    cfg->rms_eps = (float)eps;
+    RS_TRY(get_bool(c, root, "tie_word_embeddings", 0, &cfg->tie_word_embeddings));
+
+    /* pattern: layers_block_type (alias layer_types) wins over the legacy hybrid_override_pattern;
+     * without either, transformers' default schedule contains a MoE layer */
+    const cJSON *lbt = field(root, "layers_block_type");
+    const char *lbt_key = "layers_block_type";
+    if (!lbt) {
+        lbt = field(root, "layer_types");
+        lbt_key = "layer_types";
+    }
+    if (lbt) {
+        RS_TRY(layers_from_list(c, RS_FAMILY_NEMOTRONH, lbt, lbt_key, cfg));
+    } else if (field(root, "hybrid_override_pattern")) {
+        const char *pat;
+        RS_TRY(get_str(c, root, "hybrid_override_pattern", "", &pat));
+        RS_TRY(layers_from_pattern(c, pat, cfg));
+    } else {
+        return rs_error_set(RS_E_UNSUPPORTED, "%s: neither layers_block_type nor hybrid_override_pattern given; "
+                            "transformers' default schedule has a MoE layer: not supported yet", c->label);
+    }
+
+    RS_TRY(get_int(c, root, "num_attention_heads", 32, &cfg->attn.n_heads));
+    const cJSON *kvh = cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads");
+    if (kvh && cJSON_IsNull(kvh)) cfg->attn.n_kv_heads = cfg->attn.n_heads;
+    else RS_TRY(get_int(c, root, "num_key_value_heads", 8, &cfg->attn.n_kv_heads));
+    /* head_dim (class default 128); older remote-code configs spell it attention_head_dim */
+    RS_TRY(get_int(c, root, field(root, "head_dim") ? "head_dim" : "attention_head_dim", 128, &cfg->attn.head_dim));
+    cfg->attn.output_gate = 0;
+    cfg->attn.qk_norm = 0;
+    cfg->attn.use_rope = 0;
+
+    const char *act;
+    RS_TRY(get_int(c, root, "intermediate_size", 21504, &cfg->mlp.intermediate));
+    RS_TRY(get_str(c, root, "mlp_hidden_act", "relu2", &act));
+    RS_CHECK(strcmp(act, "relu2") == 0, RS_E_UNSUPPORTED,
+             "%s: mlp_hidden_act '%s' is not supported yet (relu2 only)", c->label, act);
+    cfg->mlp.activation = RS_ACT_RELU2;
+    RS_TRY(get_str(c, root, "mamba_hidden_act", "silu", &act));
+    RS_CHECK(strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0, RS_E_UNSUPPORTED,
+             "%s: mamba_hidden_act '%s' is not supported yet (silu only)", c->label, act);
+    int b1, b2;
+    RS_TRY(get_bool(c, root, "use_bias", 0, &b1));
+    RS_TRY(get_bool(c, root, "mlp_bias", 0, &b2));
+    RS_CHECK(!b1 && !b2, RS_E_UNSUPPORTED, "%s: use_bias / mlp_bias = true is not supported yet", c->label);
+
+    RS_TRY(get_int(c, root, "ssm_state_size", 128, &mc->d_state));
+    RS_TRY(get_int(c, root, "mamba_num_heads", 128, &mc->n_heads));
+    RS_TRY(get_int(c, root, "mamba_head_dim", 64, &mc->head_dim));
+    RS_TRY(get_int(c, root, first_key(root, "n_groups", "mamba_n_groups"), 8, &mc->n_groups));
+    RS_TRY(get_int(c, root, first_key(root, "conv_kernel", "mamba_d_conv"), 4, &mc->conv_kernel));
+    RS_TRY(get_int(c, root, first_key(root, "chunk_size", "mamba_chunk_size"), 128, &mc->chunk_size));
+    RS_TRY(get_bool(c, root, first_key(root, "use_conv_bias", "mamba_conv_bias"), 1, &mc->use_conv_bias));
+    RS_TRY(get_double(c, root, first_key(root, "time_step_min", "mamba_dt_min"), 0.001, &mc->time_step_min));
+    RS_TRY(get_double(c, root, first_key(root, "time_step_max", "mamba_dt_max"), 0.1, &mc->time_step_max));
+    RS_TRY(get_double(c, root, first_key(root, "time_step_floor", "mamba_dt_init_floor"), 1e-4,
+                      &mc->time_step_floor));
+    mc->time_step_limit[0] = 0.0;
+    mc->time_step_limit[1] = HUGE_VAL;
+    const char *lk = first_key(root, "time_step_limit", "mamba_dt_limit");
+    const cJSON *lim = field(root, lk);
+    if (lim) {
+        RS_CHECK(cJSON_IsArray(lim) && cJSON_GetArraySize(lim) == 2 && as_double(lim->child, &mc->time_step_limit[0])
+                     && as_double(lim->child->next, &mc->time_step_limit[1]),
+                 RS_E_FORMAT, "%s: %s must be a list of two numbers", c->label, lk);
+    }
+
+    RS_TRY(check_pos(c, "hidden_size", cfg->hidden));
+    RS_TRY(check_pos(c, "num_attention_heads", cfg->attn.n_heads));
+    RS_TRY(check_pos(c, "head_dim", cfg->attn.head_dim));
+    RS_TRY(check_pos(c, "ssm_state_size", mc->d_state));
+    RS_TRY(check_pos(c, "mamba_num_heads", mc->n_heads));
+    RS_TRY(check_pos(c, "mamba_head_dim", mc->head_dim));
+    RS_TRY(check_pos(c, "n_groups", mc->n_groups));
+    RS_TRY(check_pos(c, "conv_kernel", mc->conv_kernel));
+    RS_CHECK(mc->n_heads % mc->n_groups == 0, RS_E_FORMAT, "%s: mamba_num_heads %d is not a multiple of n_groups %d",
+             c->label, mc->n_heads, mc->n_groups);
+    mc->d_inner = mc->n_heads * mc->head_dim;
+    mc->conv_dim = mc->d_inner + 2 * mc->n_groups * mc->d_state;
+    mc->in_proj_dim = mc->d_inner + mc->conv_dim + mc->n_heads;
+    cfg->attn.rotary_dim = 0;
+    return RS_OK;
+}
+
+rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs_model_config *cfg) {
+    RS_CHECK(text && cfg, RS_E_INVAL, "rs_hf_config_parse: NULL argument");
+    if (!label) label = "config.json";
+    memset(cfg, 0, sizeof *cfg);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    RS_CHECK(root != NULL, RS_E_FORMAT, "%s: not well-formed JSON (error near byte %ld)", label,
+             cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - text) : -1L);
+    rs_status st = RS_OK;
+    ctx c = {label, ""};
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (!cJSON_IsObject(root)) {
+        st = rs_error_set(RS_E_FORMAT, "%s: top level is not a JSON object", label);
+    } else if (!cJSON_IsString(mt)) {
+        st = rs_error_set(RS_E_FORMAT, "%s: no string field 'model_type'", label);
+    } else if (strlen(mt->valuestring) >= sizeof cfg->model_type) {
+        st = rs_error_set(RS_E_UNSUPPORTED, "%s: model_type '%.40s...' is not supported yet", label, mt->valuestring);
+    } else {
+        snprintf(cfg->model_type, sizeof cfg->model_type, "%s", mt->valuestring);
+        if (strcmp(mt->valuestring, "qwen3_5_text") == 0) {
+            st = parse_qwen35(&c, root, root, cfg);
+        } else if (strcmp(mt->valuestring, "qwen3_5") == 0) {
+            const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+            if (!cJSON_IsObject(tc)) {
+                st = rs_error_set(RS_E_FORMAT, "%s: model_type qwen3_5 needs an object 'text_config'", label);
+            } else {
+                c.scope = "text_config.";
+                st = parse_qwen35(&c, tc, root, cfg);
+            }
+        } else if (strcmp(mt->valuestring, "nemotron_h") == 0) {
+            st = parse_nemotronh(&c, root, cfg);
+        } else {
+            st = rs_error_set(RS_E_UNSUPPORTED, "%s: model_type '%s' is not supported yet (supported: qwen3_5_text, "
+                              "qwen3_5, nemotron_h)", label, mt->valuestring);
+        }
+    }
+    if (st == RS_OK) {
+        st = check_pos(&c, "vocab_size", cfg->vocab);
+        if (st == RS_OK && cfg->attn.n_kv_heads <= 0)
+            st = rs_error_set(RS_E_FORMAT, "%s: num_key_value_heads must be positive", label);
+        if (st == RS_OK && cfg->attn.n_heads % cfg->attn.n_kv_heads != 0)
+            st = rs_error_set(RS_E_FORMAT, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                              label, cfg->attn.n_heads, cfg->attn.n_kv_heads);
+        if (st == RS_OK && cfg->attn.head_dim <= 0)
+            st = rs_error_set(RS_E_FORMAT, "%s: head_dim must be positive", label);
+        if (st == RS_OK && cfg->mlp.intermediate <= 0)
+            st = rs_error_set(RS_E_FORMAT, "%s: intermediate_size must be positive", label);
+        if (st == RS_OK && !(cfg->rms_eps > 0.0f))
+            st = rs_error_set(RS_E_FORMAT, "%s: the RMSNorm epsilon must be positive", label);
+    }
+    if (st == RS_OK) {
+        cfg->tokenizer = cfg->vocab == 256 ? RS_TOKENIZER_BYTE : RS_TOKENIZER_UNSUPPORTED;
+        for (int i = 0; i < cfg->n_layers; i++) {
+            switch (cfg->layer_kind[i]) {
+            case RS_LAYER_GDN: cfg->n_gdn++; break;
+            case RS_LAYER_MAMBA2: cfg->n_mamba++; break;
+            case RS_LAYER_ATTENTION: cfg->n_attn++; break;
+            case RS_LAYER_MLP: cfg->n_mlp++; break;
+            }
+        }
+    }
+    cJSON_Delete(root);
+    if (st != RS_OK) {
+        memset(cfg, 0, sizeof *cfg);
+    }
+    return st;
+}
+
+rs_status rs_hf_config_load(const char *path, rs_model_config *cfg) {
+    RS_CHECK(path && cfg, RS_E_INVAL, "rs_hf_config_load: NULL argument");
+    FILE *fp = fopen(path, "rb");
+    RS_CHECK(fp != NULL, RS_E_IO, "%s: cannot open config", path);
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            cap = cap ? 2 * cap : 16384;
+            if (cap > ((size_t)64 << 20)) {
+                free(buf);
+                fclose(fp);
+                return rs_error_set(RS_E_FORMAT, "%s: config larger than 64 MiB", path);
+            }
+            char *g = realloc(buf, cap);
+            if (!g) {
+                free(buf);
+                fclose(fp);
+                return rs_error_set(RS_E_NOMEM, "%s: out of memory", path);
+            }
+            buf = g;
+        }
+        size_t r = fread(buf + n, 1, 4096, fp);
+        n += r;
+        if (r < 4096) break;
+    }
+    fclose(fp);
+    rs_status st = rs_hf_config_parse(buf ? buf : "", n, path, cfg);
+    free(buf);
+    return st;
+}

@@ -1,0 +1,261 @@
+/* test_hf_config.c — config.json parsing (rs_hf_config.h) against transformers 5.17 semantics.
+ *
+ * Expected values are written from the transformers configuration classes and the published configs
+ * (docs/model-formats.md), not from the parser: class defaults, the full_attention_interval rule,
+ * qwen3_5's text_config nesting and top-level tie flag, NemotronH's legacy aliases (mamba_n_groups,
+ * mamba_d_conv, mamba_dt_*, mamba_conv_bias), hybrid_override_pattern vs layers_block_type
+ * precedence, the tagged-infinity time_step_limit, derived Mamba-2/GDN sizes, and the published
+ * Nemotron-3-Nano-4B pattern (21 M, 17 '-', 4 '*' at 12, 17, 24, 32). Unsupported inputs (unknown
+ * model_type, MoE, biases, RoPE scaling) must say "not supported yet"; malformed JSON and fields of the
+ * wrong type give RS_E_FORMAT naming the field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rs_hf_config.h"
+
+static rs_status parse(const char *json, rs_model_config *c) {
+    return rs_hf_config_parse(json, strlen(json), "test-config.json", c);
+}
+
+static void expect_err(const char *json, rs_status code, const char *needle) {
+    rs_model_config c;
+    rs_status st = parse(json, &c);
+    if (st != code || !strstr(rs_last_error(), needle))
+        fprintf(stderr, "json %s\n -> %d: %s (want %d, '%s')\n", json, st, rs_last_error(), code, needle);
+    assert_int_equal(st, code);
+    assert_non_null(strstr(rs_last_error(), "test-config.json"));
+    assert_non_null(strstr(rs_last_error(), needle));
+    assert_int_equal(c.n_layers, 0); /* zeroed on failure */
+}
+
+static void test_qwen35_text_defaults(void **state) {
+    (void)state;
+    rs_model_config c;
+    /* everything else from Qwen3_5TextConfig's class defaults */
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":8}", &c), RS_OK);
+    assert_int_equal(c.family, RS_FAMILY_QWEN35);
+    assert_string_equal(c.model_type, "qwen3_5_text");
+    assert_int_equal(c.n_layers, 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(c.layer_kind[i], (i + 1) % 4 ? RS_LAYER_GDN : RS_LAYER_ATTENTION);
+    assert_int_equal(c.n_gdn, 6);
+    assert_int_equal(c.n_attn, 2);
+    assert_int_equal(c.layer_has_mlp, 1);
+    assert_int_equal(c.vocab, 248320);
+    assert_int_equal(c.hidden, 4096);
+    assert_int_equal(c.mlp.intermediate, 12288);
+    assert_int_equal(c.mlp.activation, RS_ACT_SILU);
+    assert_true(c.rms_eps == 1e-6f);
+    assert_int_equal(c.tie_word_embeddings, 0);
+    assert_int_equal(c.attn.n_heads, 16);
+    assert_int_equal(c.attn.n_kv_heads, 4);
+    assert_int_equal(c.attn.head_dim, 256);
+    assert_int_equal(c.attn.output_gate, 1);
+    assert_int_equal(c.attn.qk_norm, 1);
+    assert_int_equal(c.attn.use_rope, 1);
+    assert_true(c.attn.partial_rotary_factor == 0.25);
+    assert_int_equal(c.attn.rotary_dim, 64);
+    assert_true(c.attn.rope_theta == 10000.0);
+    assert_int_equal(c.gdn.n_k_heads, 16);
+    assert_int_equal(c.gdn.n_v_heads, 32);
+    assert_int_equal(c.gdn.k_head_dim, 128);
+    assert_int_equal(c.gdn.v_head_dim, 128);
+    assert_int_equal(c.gdn.conv_kernel, 4);
+    assert_int_equal(c.gdn.key_dim, 2048);
+    assert_int_equal(c.gdn.value_dim, 4096);
+    assert_int_equal(c.gdn.conv_dim, 8192);
+    assert_int_equal(c.tokenizer, RS_TOKENIZER_UNSUPPORTED);
+
+    /* interval 2, explicit null head_dim -> hidden / heads */
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":4,\"full_attention_interval\":2,"
+                           "\"hidden_size\":64,\"num_attention_heads\":4,\"head_dim\":null,\"vocab_size\":256}",
+                           &c),
+                     RS_OK);
+    assert_int_equal(c.layer_kind[0], RS_LAYER_GDN);
+    assert_int_equal(c.layer_kind[1], RS_LAYER_ATTENTION);
+    assert_int_equal(c.attn.head_dim, 16);
+    assert_int_equal(c.tokenizer, RS_TOKENIZER_BYTE);
+}
+
+/* The published Qwen3.5-4B text parameters, nested as in the multimodal checkpoint. */
+static const char *QWEN35_4B =
+    "{\"model_type\":\"qwen3_5\",\"tie_word_embeddings\":true,\"architectures\":[\"Qwen3_5ForConditionalGeneration\"],"
+    "\"vision_config\":{\"depth\":24,\"hidden_size\":1024},"
+    "\"text_config\":{\"model_type\":\"qwen3_5_text\",\"hidden_size\":2560,\"num_hidden_layers\":32,"
+    "\"num_attention_heads\":16,\"num_key_value_heads\":4,\"head_dim\":256,\"intermediate_size\":9216,"
+    "\"vocab_size\":248320,\"rms_norm_eps\":1e-06,\"linear_num_key_heads\":16,\"linear_key_head_dim\":128,"
+    "\"linear_num_value_heads\":32,\"linear_value_head_dim\":128,\"linear_conv_kernel_dim\":4,"
+    "\"tie_word_embeddings\":false,\"attn_output_gate\":true,"
+    "\"layer_types\":[\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\","
+    "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\"],"
+    "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000000,\"partial_rotary_factor\":0.25,"
+    "\"mrope_section\":[11,11,10],\"mrope_interleaved\":true}}}";
+
+static void test_qwen35_nested(void **state) {
+    (void)state;
+    rs_model_config c;
+    assert_int_equal(parse(QWEN35_4B, &c), RS_OK);
+    assert_string_equal(c.model_type, "qwen3_5");
+    assert_int_equal(c.family, RS_FAMILY_QWEN35);
+    assert_int_equal(c.n_layers, 32);
+    assert_int_equal(c.n_gdn, 24);
+    assert_int_equal(c.n_attn, 8);
+    assert_int_equal(c.layer_kind[3], RS_LAYER_ATTENTION);
+    assert_int_equal(c.layer_kind[30], RS_LAYER_GDN);
+    assert_int_equal(c.hidden, 2560);
+    assert_int_equal(c.mlp.intermediate, 9216);
+    assert_int_equal(c.tie_word_embeddings, 1); /* top-level key wins over text_config's */
+    assert_true(c.attn.rope_theta == 1e7);
+    assert_int_equal(c.attn.rotary_dim, 64);
+    assert_int_equal(c.gdn.conv_dim, 8192);
+
+    /* legacy layer names ("linear"/"full") are remapped like remap_legacy_layer_types */
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":2,"
+                           "\"layer_types\":[\"linear\",\"full\"]}", &c), RS_OK);
+    assert_int_equal(c.layer_kind[0], RS_LAYER_GDN);
+    assert_int_equal(c.layer_kind[1], RS_LAYER_ATTENTION);
+    /* top-level rope keys (no rope_parameters) */
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":4,\"rope_theta\":500000,"
+                           "\"partial_rotary_factor\":0.5}", &c), RS_OK);
+    assert_true(c.attn.rope_theta == 500000.0);
+    assert_int_equal(c.attn.rotary_dim, 128);
+
+    expect_err("{\"model_type\":\"qwen3_5\"}", RS_E_FORMAT, "text_config");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":3,\"layer_types\":[\"linear_attention\"]}",
+               RS_E_FORMAT, "num_hidden_layers");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"num_hidden_layers\":1,\"layer_types\":[\"mlp\"]}",
+               RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"rope_parameters\":{\"rope_type\":\"yarn\",\"factor\":4}}",
+               RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"attention_bias\":true}", RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_act\":\"gelu\"}", RS_E_UNSUPPORTED, "gelu");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"linear_num_key_heads\":3}", RS_E_FORMAT, "multiple");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":\"64\"}", RS_E_FORMAT, "hidden_size");
+    expect_err("{\"model_type\":\"qwen3_5\",\"text_config\":{\"hidden_size\":64.5}}", RS_E_FORMAT,
+               "text_config.hidden_size");
+}
+
+static void test_nemotronh(void **state) {
+    (void)state;
+    rs_model_config c;
+    /* published Nemotron-3-Nano-4B (legacy spelling, as on the hub) */
+    const char *nano4b =
+        "{\"model_type\":\"nemotron_h\",\"hidden_size\":3136,\"num_hidden_layers\":42,\"vocab_size\":131072,"
+        "\"hybrid_override_pattern\":\"M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-\","
+        "\"mamba_num_heads\":96,\"mamba_head_dim\":80,\"n_groups\":8,\"ssm_state_size\":128,\"conv_kernel\":4,"
+        "\"chunk_size\":256,\"use_conv_bias\":true,\"num_attention_heads\":40,\"num_key_value_heads\":8,"
+        "\"head_dim\":128,\"intermediate_size\":12544,\"mlp_hidden_act\":\"relu2\",\"layer_norm_epsilon\":1e-05,"
+        "\"rms_norm_eps\":1e-03,\"mamba_proj_bias\":false,\"time_step_min\":0.001,\"time_step_max\":0.1,"
+        "\"time_step_limit\":[0.0,{\"__float__\":\"Infinity\"}],\"tie_word_embeddings\":false}";
+    assert_int_equal(parse(nano4b, &c), RS_OK);
+    assert_int_equal(c.family, RS_FAMILY_NEMOTRONH);
+    assert_int_equal(c.n_layers, 42);
+    assert_int_equal(c.n_mamba, 21);
+    assert_int_equal(c.n_mlp, 17);
+    assert_int_equal(c.n_attn, 4);
+    static const int attn_at[4] = {12, 17, 24, 32};
+    for (int k = 0; k < 4; k++) assert_int_equal(c.layer_kind[attn_at[k]], RS_LAYER_ATTENTION);
+    assert_int_equal(c.layer_has_mlp, 0);
+    assert_true(c.rms_eps == 1e-5f); /* layer_norm_epsilon; the stray rms_norm_eps is ignored as in HF */
+    assert_int_equal(c.mamba.d_inner, 7680);
+    assert_int_equal(c.mamba.conv_dim, 9728);
+    assert_int_equal(c.mamba.in_proj_dim, 17504);
+    assert_int_equal(c.mamba.n_groups, 8);
+    assert_int_equal(c.mamba.chunk_size, 256);
+    assert_true(c.mamba.time_step_limit[0] == 0.0 && isinf(c.mamba.time_step_limit[1]));
+    assert_true(c.mamba.time_step_min == 0.001);
+    assert_int_equal(c.attn.n_heads, 40);
+    assert_int_equal(c.attn.n_kv_heads, 8);
+    assert_int_equal(c.attn.use_rope, 0);
+    assert_int_equal(c.attn.output_gate, 0);
+    assert_int_equal(c.attn.qk_norm, 0);
+    assert_int_equal(c.mlp.activation, RS_ACT_RELU2);
+    assert_int_equal(c.mlp.intermediate, 12544);
+    assert_int_equal(c.tie_word_embeddings, 0);
+
+    /* legacy aliases override, layers_block_type beats hybrid_override_pattern, class defaults */
+    assert_int_equal(parse("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"***\","
+                           "\"layers_block_type\":[\"mamba\",\"attention\",\"mlp\",\"linear_attention\","
+                           "\"full_attention\"],\"n_groups\":8,\"mamba_n_groups\":4,\"mamba_d_conv\":3,"
+                           "\"mamba_dt_min\":0.01,\"mamba_dt_max\":0.2,\"mamba_conv_bias\":false,"
+                           "\"mamba_chunk_size\":32,\"mamba_dt_limit\":[0.001,50],\"num_key_value_heads\":null,"
+                           "\"attention_head_dim\":64}", &c), RS_OK);
+    assert_int_equal(c.n_layers, 5);
+    static const rs_layer_kind k5[5] = {RS_LAYER_MAMBA2, RS_LAYER_ATTENTION, RS_LAYER_MLP, RS_LAYER_MAMBA2,
+                                        RS_LAYER_ATTENTION};
+    for (int i = 0; i < 5; i++) assert_int_equal(c.layer_kind[i], k5[i]);
+    assert_int_equal(c.mamba.n_groups, 4);
+    assert_int_equal(c.mamba.conv_kernel, 3);
+    assert_true(c.mamba.time_step_min == 0.01);
+    assert_true(c.mamba.time_step_max == 0.2);
+    assert_int_equal(c.mamba.use_conv_bias, 0);
+    assert_int_equal(c.mamba.chunk_size, 32);
+    assert_true(c.mamba.time_step_limit[0] == 0.001 && c.mamba.time_step_limit[1] == 50.0);
+    assert_int_equal(c.attn.n_kv_heads, 32); /* null -> num_attention_heads (default 32) */
+    assert_int_equal(c.attn.head_dim, 64);   /* attention_head_dim when head_dim is absent */
+    /* class defaults */
+    assert_int_equal(c.hidden, 4096);
+    assert_int_equal(c.vocab, 131072);
+    assert_int_equal(c.mamba.n_heads, 128);
+    assert_int_equal(c.mamba.head_dim, 64);
+    assert_int_equal(c.mamba.d_state, 128);
+    assert_int_equal(c.mlp.intermediate, 21504);
+    assert_true(c.rms_eps == 1e-5f);
+    assert_true(c.mamba.time_step_floor == 1e-4);
+
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M-*E\"}", RS_E_UNSUPPORTED, "MoE");
+    expect_err("{\"model_type\":\"nemotron_h\",\"layers_block_type\":[\"mamba\",\"moe\"]}", RS_E_UNSUPPORTED,
+               "not supported yet");
+    expect_err("{\"model_type\":\"nemotron_h\"}", RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M-X\"}", RS_E_FORMAT, "'X'");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\",\"use_bias\":true}",
+               RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\",\"mamba_num_heads\":6,"
+               "\"n_groups\":4}", RS_E_FORMAT, "multiple");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\",\"time_step_limit\":[0]}",
+               RS_E_FORMAT, "time_step_limit");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\",\"use_conv_bias\":1}",
+               RS_E_FORMAT, "use_conv_bias");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\",\"mlp_hidden_act\":\"silu\"}",
+               RS_E_UNSUPPORTED, "relu2");
+}
+
+static void test_unknown_and_malformed(void **state) {
+    (void)state;
+    expect_err("{\"model_type\":\"llama\",\"hidden_size\":64}", RS_E_UNSUPPORTED, "'llama' is not supported yet");
+    expect_err("{\"model_type\":\"qwen3_next\"}", RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"qwen3_5_moe\"}", RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"hidden_size\":64}", RS_E_FORMAT, "model_type");
+    expect_err("{\"model_type\":7}", RS_E_FORMAT, "model_type");
+    expect_err("{\"model_type\":\"nemotron_h\",", RS_E_FORMAT, "JSON");
+    expect_err("", RS_E_FORMAT, "JSON");
+    expect_err("[1,2]", RS_E_FORMAT, "object");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":64,}", RS_E_FORMAT, "JSON");
+    rs_model_config c;
+    assert_int_equal(rs_hf_config_load("/nonexistent/dir/config.json", &c), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), "/nonexistent/dir/config.json"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen35_text_defaults),
+        cmocka_unit_test(test_qwen35_nested),
+        cmocka_unit_test(test_nemotronh),
+        cmocka_unit_test(test_unknown_and_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
