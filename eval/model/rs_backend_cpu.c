@@ -1,0 +1,231 @@
+/* rs_backend_cpu.c — the CPU backend: OpenBLAS sgemm for the projections, OpenMP threads
+ * over rows / channels / (query, head) pairs / tasks for everything else; the per-row math
+ * is rs_layers.c. OpenBLAS is set to one thread and the GEMMs are split over output columns
+ * by OpenMP, so there is a single thread pool (a pthread OpenBLAS pool spinning next to the
+ * OpenMP one halves throughput on a loaded 2-core machine). */
+#include "rs_backend.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cpu_impl {
+    char msg[512]; /* message of the first failing task of a parallel_for */
+} cpu_impl;
+
+static void cpu_destroy_(rs_backend *be)
+{
+    if (!be) return;
+    free(be->impl);
+    free(be);
+}
+
+static rs_status cpu_linear_(rs_backend *be, size_t M, size_t N, size_t K, const float *X,
+                             size_t ldx, const float *W, float beta, float *Y, size_t ldy)
+{
+    if (M == 0 || N == 0) return RS_OK;
+    RS_CHECK(X && W && Y && K > 0, RS_E_INVAL, "linear: NULL operand or K = 0");
+    /* Y = X W^T: X [M][K] row-major, W [N][K] row-major -> op(W) = W^T. The output columns
+     * are split into one slab per OpenMP thread, each a single-threaded sgemm (OpenBLAS runs
+     * with 1 thread: one thread pool, no oversubscription with the OpenMP regions). */
+    const size_t nt = (size_t)be->n_threads;
+    size_t slab = (N + nt - 1) / nt;
+    slab = (slab + 15) / 16 * 16; /* whole 16-column panels */
+    const long nslab = (long)((N + slab - 1) / slab);
+#pragma omp parallel for schedule(static) num_threads(be->n_threads) if (nslab > 1 && M * N * K >= 65536)
+    for (long b = 0; b < nslab; b++) {
+        const size_t n0 = (size_t)b * slab, nn = n0 + slab <= N ? slab : N - n0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)nn, (int)K, 1.0f, X,
+                    (int)ldx, W + n0 * K, (int)K, beta, Y + n0, (int)ldy);
+    }
+    return RS_OK;
+}
+
+static rs_status cpu_embed_(rs_backend *be, const int32_t *tokens, size_t T, const float *E,
+                            size_t vocab, size_t d, float *Y, size_t ldy)
+{
+    (void)be;
+    for (size_t t = 0; t < T; t++) {
+        RS_CHECK(tokens[t] >= 0 && (size_t)tokens[t] < vocab, RS_E_INVAL,
+                 "token %ld at chunk position %zu is outside the vocabulary [0, %zu)",
+                 (long)tokens[t], t, vocab);
+        memcpy(Y + t * ldy, E + (size_t)tokens[t] * d, d * sizeof(float));
+    }
+    return RS_OK;
+}
+
+static rs_status cpu_rmsnorm_(rs_backend *be, size_t M, size_t n, const float *X, size_t ldx,
+                              const float *w, float eps, rs_norm_weight kind, float *Y,
+                              size_t ldy)
+{
+    long m = (long)M;
+#pragma omp parallel for schedule(static) num_threads(be->n_threads)
+    for (long i = 0; i < m; i++) rs_rmsnorm(X + (size_t)i * ldx, n, w, eps, kind, Y + (size_t)i * ldy);
+    return RS_OK;
+}
+
+static rs_status cpu_rmsnorm_gated_(rs_backend *be, size_t M, size_t n, size_t gs,
+                                    const float *X, size_t ldx, const float *Z, size_t ldz,
+                                    const float *w, size_t w_len, float eps, rs_gate_order order,
+                                    float *Y, size_t ldy)
+{
+    RS_CHECK(gs > 0 && n % gs == 0 && (w_len == gs || w_len == n), RS_E_SHAPE,
+             "gated RMSNorm: group %zu does not divide %zu or weight length %zu fits neither",
+             gs, n, w_len);
+    long m = (long)M;
+#pragma omp parallel for schedule(static) num_threads(be->n_threads)
+    for (long i = 0; i < m; i++)
+        rs_rmsnorm_gated(X + (size_t)i * ldx, Z + (size_t)i * ldz, n, gs, w, w_len, eps, order,
+                         Y + (size_t)i * ldy);
+    return RS_OK;
+}
+
+static rs_status cpu_conv1d_(rs_backend *be, size_t T, size_t C, size_t K, const float *X,
+                             size_t ldx, float *state, const float *w, const float *bias,
+                             int silu, float *Y, size_t ldy)
+{
+    RS_CHECK(K >= 1, RS_E_INVAL, "conv1d: kernel size 0");
+    /* channel blocks of 64: each thread owns whole channels, so the state is race-free */
+    const size_t blk = 64, nblk = (C + blk - 1) / blk;
+    long nb = (long)nblk;
+#pragma omp parallel for schedule(static) num_threads(be->n_threads)
+    for (long b = 0; b < nb; b++) {
+        const size_t c0 = (size_t)b * blk, c1 = c0 + blk < C ? c0 + blk : C;
+        rs_conv1d_causal(X, ldx, T, state, w, bias, K, c0, c1, silu, Y, ldy);
+    }
+    return RS_OK;
+}
+
+/* dot product with 8 independent partial sums (vectorisable without reassociation) */
+static float dot8_(const float *a, const float *b, size_t n)
+{
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static rs_status cpu_attention_(rs_backend *be, const rs_attn_args *a)
+{
+    RS_CHECK(a->Hkv > 0 && a->H % a->Hkv == 0, RS_E_SHAPE,
+             "attention: %zu query heads not a multiple of %zu KV heads", a->H, a->Hkv);
+    RS_CHECK(a->n_past + a->T <= a->cap, RS_E_SHAPE,
+             "attention: %zu positions exceed the KV cache capacity %zu", a->n_past + a->T, a->cap);
+    const size_t rep = a->H / a->Hkv, hd = a->hd;
+    long ntask = (long)(a->T * a->H);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(be->n_threads)
+    for (long task = 0; task < ntask; task++) {
+        const size_t t = (size_t)task / a->H, h = (size_t)task % a->H, g = h / rep;
+        const size_t n = a->n_past + t + 1; /* causal: positions 0 .. n_past + t */
+        const float *q = a->Q + t * a->ldq + h * a->q_hstride;
+        const float *Kh = a->Kc + g * a->cap * hd, *Vh = a->Vc + g * a->cap * hd;
+        float *s = a->scratch + (size_t)omp_get_thread_num() * a->cap;
+        float *o = a->O + t * a->ldo + h * hd;
+        for (size_t j = 0; j < n; j++) s[j] = dot8_(q, Kh + j * hd, hd) * a->scale;
+        rs_softmax_inplace(s, n);
+        for (size_t d = 0; d < hd; d++) o[d] = 0.0f;
+        for (size_t j = 0; j < n; j++) {
+            const float p = s[j];
+            const float *v = Vh + j * hd;
+            for (size_t d = 0; d < hd; d++) o[d] += p * v[d];
+        }
+    }
+    return RS_OK;
+}
+
+static rs_status cpu_swiglu_(rs_backend *be, size_t M, size_t n, float *G, size_t ldg,
+                             const float *U, size_t ldu)
+{
+    long m = (long)M;
+#pragma omp parallel for schedule(static) num_threads(be->n_threads)
+    for (long i = 0; i < m; i++) {
+        float *g = G + (size_t)i * ldg;
+        const float *u = U + (size_t)i * ldu;
+        for (size_t j = 0; j < n; j++) g[j] = rs_silu(g[j]) * u[j];
+    }
+    return RS_OK;
+}
+
+static rs_status cpu_relu2_(rs_backend *be, size_t M, size_t n, float *X, size_t ldx)
+{
+    long m = (long)M;
+#pragma omp parallel for schedule(static) num_threads(be->n_threads)
+    for (long i = 0; i < m; i++) {
+        float *x = X + (size_t)i * ldx;
+        for (size_t j = 0; j < n; j++) {
+            const float r = x[j] > 0.0f ? x[j] : 0.0f;
+            x[j] = r * r;
+        }
+    }
+    return RS_OK;
+}
+
+static rs_status cpu_parallel_for_(rs_backend *be, size_t n, rs_task_fn fn, void *ctx)
+{
+    cpu_impl *im = (cpu_impl *)be->impl;
+    rs_status first = RS_OK;
+    long nt = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(be->n_threads)
+    for (long i = 0; i < nt; i++) {
+        rs_status st;
+#pragma omp atomic read
+        st = first;
+        if (st != RS_OK) continue; /* fail fast: skip the remaining tasks */
+        st = fn(ctx, (size_t)i);
+        if (st != RS_OK) {
+#pragma omp critical(rs_backend_cpu_err)
+            {
+                if (first == RS_OK) {
+                    snprintf(im->msg, sizeof im->msg, "%s", rs_last_error());
+#pragma omp atomic write
+                    first = st;
+                }
+            }
+        }
+    }
+    if (first != RS_OK) return rs_error_set(first, "%s", im->msg);
+    return RS_OK;
+}
+
+static const rs_backend_ops cpu_ops_ = {
+    .name = "cpu",
+    .destroy = cpu_destroy_,
+    .linear = cpu_linear_,
+    .embed = cpu_embed_,
+    .rmsnorm = cpu_rmsnorm_,
+    .rmsnorm_gated = cpu_rmsnorm_gated_,
+    .conv1d = cpu_conv1d_,
+    .attention = cpu_attention_,
+    .swiglu = cpu_swiglu_,
+    .relu2 = cpu_relu2_,
+    .parallel_for = cpu_parallel_for_,
+};
+
+rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
+{
+    RS_CHECK(out != NULL, RS_E_INVAL, "rs_backend_cpu_create: NULL out");
+    *out = NULL;
+    rs_backend *be = (rs_backend *)calloc(1, sizeof *be);
+    cpu_impl *im = (cpu_impl *)calloc(1, sizeof *im);
+    if (!be || !im) {
+        free(be);
+        free(im);
+        return rs_error_set(RS_E_NOMEM, "rs_backend_cpu_create: out of memory");
+    }
+    be->ops = &cpu_ops_;
+    be->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
+    be->impl = im;
+    openblas_set_num_threads(1); /* threads come from OpenMP (see cpu_linear_) */
+    *out = be;
+    return RS_OK;
+}
+
+void rs_backend_destroy(rs_backend *be)
+{
+    if (be && be->ops && be->ops->destroy) be->ops->destroy(be);
+}

@@ -1,0 +1,333 @@
+/* rs_runner.c — lifecycle of the lockstep runs and their scratch (see rs_runner.h). */
+#include "rs_runner.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXZ(a, b) ((a) > (b) ? (a) : (b))
+
+rs_runner_config rs_runner_config_default(void)
+{
+    rs_runner_config c;
+    memset(&c, 0, sizeof c);
+    c.n_runs = 1;
+    c.policies = NULL; /* NULL with n_runs == 1: the fp32 reference */
+    c.window = 16;
+    c.seed = 0;
+    c.chunk = 64;
+    c.max_tokens = 8192;
+    c.dt_mode = RS_DT_KERNEL;
+    c.capture_hidden = 0;
+    return c;
+}
+
+/* calloc of count floats with an overflow check and a message naming the buffer */
+static rs_status falloc_(float **p, size_t count, const char *what)
+{
+    *p = NULL;
+    if (count == 0) count = 1;
+    if (count > SIZE_MAX / sizeof(float))
+        return rs_error_set(RS_E_NOMEM, "runner: %s of %zu floats overflows", what, count);
+    *p = (float *)calloc(count, sizeof(float));
+    if (!*p)
+        return rs_error_set(RS_E_NOMEM, "runner: cannot allocate %s (%zu bytes)", what,
+                            count * sizeof(float));
+    return RS_OK;
+}
+
+static int is_ssm_(rs_layer_kind k)
+{
+    return k == RS_LAYER_GDN || k == RS_LAYER_MAMBA2;
+}
+
+/* heads and conv geometry of SSM layer kind k */
+static void ssm_geom_(const rs_model_config *c, rs_layer_kind k, size_t *H, size_t *d_v,
+                      size_t *d_k, size_t *conv_dim, size_t *K)
+{
+    if (k == RS_LAYER_GDN) {
+        *H = (size_t)c->gdn.n_v_heads;
+        *d_v = (size_t)c->gdn.v_head_dim;
+        *d_k = (size_t)c->gdn.k_head_dim;
+        *conv_dim = (size_t)c->gdn.conv_dim;
+        *K = (size_t)c->gdn.conv_kernel;
+    } else {
+        *H = (size_t)c->mamba.n_heads;
+        *d_v = (size_t)c->mamba.head_dim;
+        *d_k = (size_t)c->mamba.d_state;
+        *conv_dim = (size_t)c->mamba.conv_dim;
+        *K = (size_t)c->mamba.conv_kernel;
+    }
+}
+
+static void run_free_(rs_run *run, const rs_model_config *c)
+{
+    for (int l = 0; l < c->n_layers; l++) {
+        if (run->conv_state) free(run->conv_state[l]);
+        if (run->heads && run->heads[l]) {
+            size_t H, dv, dk, cd, K;
+            ssm_geom_(c, c->layer_kind[l], &H, &dv, &dk, &cd, &K);
+            for (size_t h = 0; h < H; h++) rs_head_free(&run->heads[l][h]);
+            free(run->heads[l]);
+        }
+        if (run->k_cache) free(run->k_cache[l]);
+        if (run->v_cache) free(run->v_cache[l]);
+    }
+    free(run->conv_state);
+    free(run->heads);
+    free(run->k_cache);
+    free(run->v_cache);
+    memset(run, 0, sizeof *run);
+}
+
+static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runner_config *rc,
+                           const rs_policy *pol)
+{
+    const size_t L = (size_t)c->n_layers;
+    run->policy = *pol;
+    run->conv_state = (float **)calloc(L, sizeof(float *));
+    run->heads = (rs_head **)calloc(L, sizeof(rs_head *));
+    run->k_cache = (float **)calloc(L, sizeof(float *));
+    run->v_cache = (float **)calloc(L, sizeof(float *));
+    RS_CHECK(run->conv_state && run->heads && run->k_cache && run->v_cache, RS_E_NOMEM,
+             "runner: cannot allocate the per-layer tables");
+    for (int l = 0; l < c->n_layers; l++) {
+        const rs_layer_kind k = c->layer_kind[l];
+        if (is_ssm_(k)) {
+            size_t H, dv, dk, cd, K;
+            ssm_geom_(c, k, &H, &dv, &dk, &cd, &K);
+            RS_CHECK(K >= 1, RS_E_INVAL, "layer %d: conv kernel 0", l);
+            RS_TRY(falloc_(&run->conv_state[l], cd * (K - 1), "a conv state"));
+            run->heads[l] = (rs_head *)calloc(H, sizeof(rs_head));
+            RS_CHECK(run->heads[l] != NULL, RS_E_NOMEM, "runner: cannot allocate %zu heads", H);
+            for (size_t h = 0; h < H; h++) {
+                rs_head_config hc;
+                memset(&hc, 0, sizeof hc);
+                hc.kind = k == RS_LAYER_GDN ? RS_SSM_GDN : RS_SSM_MAMBA2;
+                hc.d_v = dv;
+                hc.d_k = dk;
+                hc.policy = *pol;
+                hc.window = rc->window;
+                hc.max_drafts = 1;
+                hc.seed = rc->seed;
+                hc.layer = (uint32_t)l;
+                hc.head = (uint32_t)h;
+                RS_TRY(rs_head_init(&run->heads[l][h], &hc));
+            }
+        } else if (k == RS_LAYER_ATTENTION) {
+            const size_t n = (size_t)c->attn.n_kv_heads * rc->max_tokens * (size_t)c->attn.head_dim;
+            RS_TRY(falloc_(&run->k_cache[l], n, "a key cache"));
+            RS_TRY(falloc_(&run->v_cache[l], n, "a value cache"));
+        }
+    }
+    return RS_OK;
+}
+
+static void ws_free_(rs_fwd_ws *ws)
+{
+    free(ws->x);
+    free(ws->xn);
+    free(ws->proj);
+    free(ws->proj2);
+    free(ws->conv);
+    free(ws->small);
+    free(ws->ssm_v);
+    free(ws->ssm_o);
+    free(ws->rope_cos);
+    free(ws->rope_sin);
+    free(ws->rope_inv);
+    free(ws->attn_scratch);
+    free(ws->logits);
+    memset(ws, 0, sizeof *ws);
+}
+
+static rs_status ws_init_(rs_fwd_ws *ws, const rs_model_config *c, const rs_runner_config *rc,
+                          int n_threads)
+{
+    const size_t M = rc->n_runs * rc->chunk, d = (size_t)c->hidden, V = (size_t)c->vocab;
+    size_t P1 = 0, P2 = 0, cw = 0, hmax = 1, sv = 0, so = 0;
+    const size_t I = (size_t)c->mlp.intermediate;
+    if (c->layer_has_mlp || c->n_mlp > 0) {
+        P1 = MAXZ(P1, I);
+        if (c->mlp.activation == RS_ACT_SILU) P2 = MAXZ(P2, I);
+    }
+    if (c->n_gdn > 0) {
+        P1 = MAXZ(P1, (size_t)c->gdn.conv_dim);
+        P2 = MAXZ(P2, (size_t)c->gdn.value_dim);
+        cw = MAXZ(cw, (size_t)c->gdn.conv_dim);
+        hmax = MAXZ(hmax, (size_t)c->gdn.n_v_heads);
+        so = MAXZ(so, (size_t)c->gdn.value_dim);
+    }
+    if (c->n_mamba > 0) {
+        P1 = MAXZ(P1, (size_t)c->mamba.in_proj_dim);
+        cw = MAXZ(cw, (size_t)c->mamba.conv_dim);
+        hmax = MAXZ(hmax, (size_t)c->mamba.n_heads);
+        sv = (size_t)c->mamba.d_inner;
+        so = MAXZ(so, (size_t)c->mamba.d_inner);
+    }
+    size_t rot = 0;
+    if (c->n_attn > 0) {
+        const size_t H = (size_t)c->attn.n_heads, hd = (size_t)c->attn.head_dim;
+        P1 = MAXZ(P1, H * hd * (c->attn.output_gate ? 2 : 1));
+        P2 = MAXZ(P2, 2 * (size_t)c->attn.n_kv_heads * hd);
+        cw = MAXZ(cw, H * hd);
+        if (c->attn.use_rope) rot = (size_t)c->attn.rotary_dim;
+    }
+    ws->rows = M;
+    ws->P1 = P1;
+    ws->P2 = P2;
+    ws->hmax = hmax;
+    ws->cap = rc->max_tokens;
+    RS_TRY(falloc_(&ws->x, M * d, "the residual stream"));
+    RS_TRY(falloc_(&ws->xn, M * d, "the normed stream"));
+    RS_TRY(falloc_(&ws->proj, M * P1, "the projection scratch"));
+    RS_TRY(falloc_(&ws->proj2, M * P2, "the second projection scratch"));
+    RS_TRY(falloc_(&ws->conv, M * cw, "the conv / attention output scratch"));
+    RS_TRY(falloc_(&ws->small, 4 * M * hmax, "the per-head scalars"));
+    RS_TRY(falloc_(&ws->ssm_v, M * sv, "the Mamba-2 inputs"));
+    RS_TRY(falloc_(&ws->ssm_o, M * so, "the SSM outputs"));
+    RS_TRY(falloc_(&ws->rope_cos, rc->chunk * (rot / 2), "the RoPE table"));
+    RS_TRY(falloc_(&ws->rope_sin, rc->chunk * (rot / 2), "the RoPE table"));
+    RS_TRY(falloc_(&ws->rope_inv, rot / 2, "the RoPE frequencies"));
+    if (rot > 0) rs_rope_inv_freq(c->attn.rope_theta, rot, ws->rope_inv);
+    RS_TRY(falloc_(&ws->attn_scratch, c->n_attn > 0 ? (size_t)n_threads * rc->max_tokens : 1,
+                   "the attention scores"));
+    RS_TRY(falloc_(&ws->logits, M * V, "the logits of a chunk"));
+    return RS_OK;
+}
+
+void rs_runner_free(rs_runner *r)
+{
+    if (!r) return;
+    if (r->runs)
+        for (size_t i = 0; i < r->cfg.n_runs; i++) run_free_(&r->runs[i], &r->m->cfg);
+    free(r->runs);
+    free(r->policies);
+    ws_free_(&r->ws);
+    free(r->hidden);
+    free(r);
+}
+
+rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_config *cfg,
+                           rs_runner **out)
+{
+    RS_CHECK(out != NULL, RS_E_INVAL, "rs_runner_create: NULL out");
+    *out = NULL;
+    RS_CHECK(m && be && cfg, RS_E_INVAL, "rs_runner_create: NULL model, backend or config");
+    RS_CHECK(cfg->n_runs >= 1 && cfg->chunk >= 1 && cfg->max_tokens >= 1, RS_E_INVAL,
+             "rs_runner_create: n_runs (%zu), chunk (%zu) and max_tokens (%zu) must be >= 1",
+             cfg->n_runs, cfg->chunk, cfg->max_tokens);
+    RS_CHECK(cfg->policies != NULL || cfg->n_runs == 1, RS_E_INVAL,
+             "rs_runner_create: %zu runs need %zu policies", cfg->n_runs, cfg->n_runs);
+    RS_CHECK(m->cfg.family == RS_FAMILY_QWEN35 || m->cfg.family == RS_FAMILY_NEMOTRONH,
+             RS_E_UNSUPPORTED, "rs_runner_create: model family %d is not supported yet",
+             (int)m->cfg.family);
+
+    rs_runner *r = (rs_runner *)calloc(1, sizeof *r);
+    RS_CHECK(r != NULL, RS_E_NOMEM, "rs_runner_create: out of memory");
+    r->m = m;
+    r->be = be;
+    r->cfg = *cfg;
+    r->policies = (rs_policy *)calloc(cfg->n_runs, sizeof(rs_policy));
+    r->runs = (rs_run *)calloc(cfg->n_runs, sizeof(rs_run));
+    rs_status st = RS_OK;
+    if (!r->policies || !r->runs) {
+        st = rs_error_set(RS_E_NOMEM, "rs_runner_create: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->n_runs; i++)
+        r->policies[i] = cfg->policies ? cfg->policies[i] : rs_policy_fp32();
+    r->cfg.policies = r->policies;
+    for (size_t i = 0; i < cfg->n_runs && st == RS_OK; i++)
+        st = run_init_(&r->runs[i], &m->cfg, cfg, &r->policies[i]);
+    if (st == RS_OK) st = ws_init_(&r->ws, &m->cfg, cfg, be->n_threads);
+    if (st == RS_OK && cfg->capture_hidden)
+        st = falloc_(&r->hidden, ((size_t)m->cfg.n_layers + 1) * r->ws.rows * (size_t)m->cfg.hidden,
+                     "the hidden-state capture");
+    if (st != RS_OK) goto fail;
+    *out = r;
+    return RS_OK;
+fail:
+    rs_runner_free(r);
+    return st;
+}
+
+rs_status rs_runner_reset(rs_runner *r)
+{
+    RS_CHECK(r != NULL, RS_E_INVAL, "rs_runner_reset: NULL runner");
+    const rs_model_config *c = &r->m->cfg;
+    for (size_t i = 0; i < r->cfg.n_runs; i++) {
+        rs_run *run = &r->runs[i];
+        for (int l = 0; l < c->n_layers; l++) {
+            if (!is_ssm_(c->layer_kind[l])) continue;
+            size_t H, dv, dk, cd, K;
+            ssm_geom_(c, c->layer_kind[l], &H, &dv, &dk, &cd, &K);
+            memset(run->conv_state[l], 0, cd * (K - 1) * sizeof(float));
+            for (size_t h = 0; h < H; h++) RS_TRY(rs_head_reset(&run->heads[l][h], NULL));
+        }
+        run->status = RS_OK;
+        run->message[0] = '\0';
+    }
+    r->pos = 0;
+    r->last_n = 0;
+    r->sticky = RS_OK;
+    return RS_OK;
+}
+
+rs_status rs_runner_step(rs_runner *r, const int32_t *tokens, size_t n)
+{
+    RS_CHECK(r != NULL && tokens != NULL, RS_E_INVAL, "rs_runner_step: NULL runner or tokens");
+    RS_CHECK(r->sticky == RS_OK, RS_E_STATE,
+             "rs_runner_step: an earlier step failed (%d); reset the runner", (int)r->sticky);
+    RS_CHECK(n >= 1 && n <= r->cfg.chunk, RS_E_INVAL,
+             "rs_runner_step: %zu positions, this runner takes 1..%zu per step", n, r->cfg.chunk);
+    RS_CHECK(r->pos + n <= r->cfg.max_tokens, RS_E_SHAPE,
+             "rs_runner_step: position %zu would pass max_tokens = %zu", r->pos + n,
+             r->cfg.max_tokens);
+    for (size_t t = 0; t < n; t++) /* checked here so a bad token never half-advances a run */
+        RS_CHECK(tokens[t] >= 0 && tokens[t] < r->m->cfg.vocab, RS_E_INVAL,
+                 "rs_runner_step: token %ld at position %zu is outside the vocabulary [0, %d)",
+                 (long)tokens[t], r->pos + t, r->m->cfg.vocab);
+    rs_fwd_args a;
+    a.m = r->m;
+    a.be = r->be;
+    a.runs = r->runs;
+    a.R = r->cfg.n_runs;
+    a.ws = &r->ws;
+    a.pos = r->pos;
+    a.n = n;
+    a.tokens = tokens;
+    a.dt_mode = r->cfg.dt_mode;
+    a.hidden = r->hidden;
+    const rs_status st = rs_forward_chunk(&a);
+    if (st != RS_OK) { /* some heads or caches may have advanced: refuse to go on */
+        r->sticky = st;
+        return st;
+    }
+    r->pos += n;
+    r->last_n = n;
+    return RS_OK;
+}
+
+const float *rs_runner_logits(const rs_runner *r, size_t run)
+{
+    if (!r || run >= r->cfg.n_runs || r->last_n == 0) return NULL;
+    return r->ws.logits + run * r->last_n * (size_t)r->m->cfg.vocab;
+}
+
+const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run)
+{
+    if (!r || !r->hidden || run >= r->cfg.n_runs || layer > (size_t)r->m->cfg.n_layers ||
+        r->last_n == 0)
+        return NULL;
+    const size_t M = r->cfg.n_runs * r->last_n, d = (size_t)r->m->cfg.hidden;
+    return r->hidden + layer * M * d + run * r->last_n * d;
+}
+
+rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg)
+{
+    if (msg) *msg = "";
+    RS_CHECK(r != NULL && run < r->cfg.n_runs, RS_E_INVAL, "rs_runner_run_status: bad run %zu", run);
+    if (msg) *msg = r->runs[run].message;
+    return r->runs[run].status;
+}
