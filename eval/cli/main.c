@@ -18,6 +18,9 @@ typedef struct {
 } rs_cli_command;
 
 static const rs_cli_command k_commands[] = {
+    {"kl", rs_cmd_kl, "teacher-forced KL(p_fp32 || p_policy) of PG-19 books -> HDF5"},
+    {"sweep", rs_cmd_sweep, "formats x rounding x modes x windows in one KL log"},
+    {"info", rs_cmd_info, "summary of a KL log or a model directory"},
     {"quant-error", rs_cmd_quant_error, "quantize synthetic or HDF5 matrices and report the error of each format"},
     {"theory", rs_cmd_theory, "Appendix C: intensities, traffic, optimal window, error-growth curves (HDF5)"},
 };

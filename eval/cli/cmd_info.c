@@ -1,0 +1,124 @@
+/* cmd_info.c — `replayssm info FILE.h5|MODEL_DIR`: what a KL log holds (provenance, books,
+ * progress, per-run summary computed from the stored per-position arrays, so an interrupted log
+ * is summarised too), or what a Hugging Face model directory is (family, layer pattern, sizes,
+ * state and KV-cache bytes, tokenizer support). Reads only; never modifies the file. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rs_cli.h"
+#include "rs_h5log.h"     /* defines: rs_h5log_open / summarize */
+#include "rs_hf_config.h" /* defines: rs_hf_config_load */
+#include "rs_kl.h"
+#include "rs_status.h"
+#include "rs_tokenizer.h"
+
+static void usage_(FILE *f)
+{
+    fprintf(f, "usage: replayssm info FILE.h5|MODEL_DIR\n\n"
+               "  FILE.h5    a log of 'replayssm kl' / 'replayssm sweep': provenance, books and their\n"
+               "             committed positions, per-run summary (from the stored arrays)\n"
+               "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, sizes, state bytes\n");
+}
+
+static int info_model_(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    rs_model_config c;
+    rs_status st = rs_hf_config_load(p, &c);
+    if (st != RS_OK) return rs_cli_fail("info", "cannot read the model config", st);
+    printf("model      %s\nmodel_type %s (family %s)\n", dir, c.model_type, rs_model_family_name(c.family));
+    printf("layers     %d:", c.n_layers);
+    for (int i = 0; i < c.n_layers; i++) printf(" %s", rs_layer_kind_name(c.layer_kind[i]));
+    printf("\n           gdn %d, mamba2 %d, attention %d, mlp %d%s\n", c.n_gdn, c.n_mamba, c.n_attn, c.n_mlp,
+           c.layer_has_mlp ? " (+ an MLP in every layer)" : "");
+    printf("hidden     %d, vocab %d, rms eps %g, tied lm_head %s\n", c.hidden, c.vocab, (double)c.rms_eps,
+           c.tie_word_embeddings ? "yes" : "no");
+    double state_bytes = 0;
+    if (c.n_gdn) {
+        printf("GDN        key heads %d x %d, value heads %d x %d, conv %d\n", c.gdn.n_k_heads, c.gdn.k_head_dim,
+               c.gdn.n_v_heads, c.gdn.v_head_dim, c.gdn.conv_kernel);
+        state_bytes += 4.0 * c.n_gdn * c.gdn.n_v_heads * c.gdn.v_head_dim * c.gdn.k_head_dim;
+    }
+    if (c.n_mamba) {
+        printf("Mamba-2    heads %d x %d, groups %d, d_state %d, conv %d\n", c.mamba.n_heads, c.mamba.head_dim,
+               c.mamba.n_groups, c.mamba.d_state, c.mamba.conv_kernel);
+        state_bytes += 4.0 * c.n_mamba * c.mamba.n_heads * c.mamba.head_dim * c.mamba.d_state;
+    }
+    if (c.n_attn)
+        printf("attention  heads %d, kv heads %d, head dim %d%s\n", c.attn.n_heads, c.attn.n_kv_heads, c.attn.head_dim,
+               c.attn.use_rope ? "" : " (no positional encoding)");
+    printf("SSM state  %.0f bytes per sequence in fp32\n", state_bytes);
+    printf("KV cache   %.0f bytes per token in fp32 (per run)\n",
+           4.0 * 2 * c.n_attn * c.attn.n_kv_heads * c.attn.head_dim);
+    rs_tokenizer tok;
+    if (rs_tokenizer_for_model(&c, dir, &tok) == RS_OK) printf("tokenizer  %s (supported)\n", tok.name);
+    else printf("tokenizer  not supported yet: %s\n", rs_last_error());
+    return 0;
+}
+
+static int info_log_(const char *path)
+{
+    rs_h5log *lg = NULL;
+    rs_status st = rs_h5log_open(path, 0, NULL, &lg);
+    if (st != RS_OK) return rs_cli_fail("info", "cannot open the log", st);
+    static const char *keys[] = {"status", "tool_version", "git_commit", "command_line", "model_path", "model_type",
+                                 "model_config_hash", "tokenizer", "data_path", "split", "short_books", "start_time",
+                                 "end_time"};
+    char buf[4096];
+    printf("log        %s\n", path);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) == RS_OK) printf("%-18s %s\n", keys[i], buf);
+    printf("%-18s %llu per book, chunk %llu\n", "tokens", (unsigned long long)lg->tokens,
+           (unsigned long long)lg->chunk);
+    size_t done = 0, total = 0;
+    printf("books (%zu):\n", lg->n_books);
+    for (size_t b = 0; b < lg->n_books; b++) {
+        printf("  %-8s %lld / %llu positions\n", lg->book_ids[b], (long long)lg->completed[b],
+               (unsigned long long)lg->book_len[b]);
+        done += (size_t)lg->completed[b];
+        total += lg->book_len[b];
+    }
+    printf("committed  %zu of %zu positions%s\n", done, total, done < total ? " (incomplete: --resume continues)" : "");
+    printf("\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL", "±se",
+           "median", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
+    int rc = 0;
+    for (size_t r = 0; r < lg->n_runs; r++) {
+        rs_kl_summary s;
+        st = rs_h5log_summarize(lg, r, &s);
+        if (st != RS_OK) {
+            rc = rs_cli_fail("info", "cannot summarise", st);
+            break;
+        }
+        printf("%-3zu %-26s %4llu %10.3e %9.2e %10.3e %10.3e %10.3e %10.3e %7.3f%% %8.3f %6zu\n", r, lg->policies[r],
+               (unsigned long long)lg->windows[r], s.mean_kl, s.mean_kl_se, s.median_kl, s.p99_kl, s.p999_kl,
+               s.max_kl, 100.0 * s.rms_dp, s.same_top1_pct, s.n_nonfinite);
+        for (size_t b = 0; b < lg->n_books; b++) {
+            int64_t p;
+            int32_t L, H;
+            if (rs_h5log_get_nonfinite(lg, r, b, &p, &L, &H) == RS_OK && p >= 0)
+                printf("    book %s: non-finite from position %lld (layer %d, head %d)\n", lg->book_ids[b],
+                       (long long)p, (int)L, (int)H);
+        }
+    }
+    rs_h5log_close(lg);
+    return rc;
+}
+
+int rs_cmd_info(int argc, char **argv)
+{
+    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage_(argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    struct stat sb;
+    if (stat(argv[1], &sb) != 0) {
+        fprintf(stderr, "replayssm info: %s does not exist\n", argv[1]);
+        return 1;
+    }
+    return S_ISDIR(sb.st_mode) ? info_model_(argv[1]) : info_log_(argv[1]);
+}
