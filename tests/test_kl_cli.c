@@ -230,6 +230,55 @@ static void test_kill9_resume(void **state)
     assert_true(out_has_("seed"));
 }
 
+/* `replayssm sweep`: the cartesian product lands in one log with one fp32 reference, and each
+ * swept run is bit-identical to the same policy and window run alone with `kl` (sharing the
+ * reference and grouping runs by window must not change any result). */
+static void test_sweep_matches_kl(void **state)
+{
+    (void)state;
+    char sw[600], one[600];
+    snprintf(sw, sizeof sw, "%s/sweep.h5", g_dir);
+    snprintf(one, sizeof one, "%s/one.h5", g_dir);
+    assert_int_equal(sh_("'%s' sweep --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 "
+                         "--threads 1 --quiet --modes shared,split --formats nvfp4 --rounding sr --hp fp32 "
+                         "--windows 4,16 --out '%s'", g_cli, g_gdn, g_data, sw), 0);
+    rs_h5log *a = NULL, *b = NULL;
+    assert_int_equal(rs_h5log_open(sw, 0, NULL, &a), RS_OK);
+    assert_int_equal(a->n_runs, 4); /* {shared, split} x {L=4, L=16} */
+    long want = -1;
+    int seen[2][2] = {{0, 0}, {0, 0}};
+    for (size_t r = 0; r < a->n_runs; r++) {
+        const int split = !strncmp(a->policies[r], "split:", 6);
+        const int big = a->windows[r] == 16;
+        assert_true(a->windows[r] == 4 || a->windows[r] == 16);
+        seen[split][big]++;
+        if (!strcmp(a->policies[r], "shared:nvfp4-sr") && big) want = (long)r;
+    }
+    assert_true(seen[0][0] == 1 && seen[0][1] == 1 && seen[1][0] == 1 && seen[1][1] == 1);
+    assert_true(want >= 0);
+    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 "
+                         "--threads 1 --quiet --policy shared:nvfp4-sr --window 16 --out '%s'",
+                         g_cli, g_gdn, g_data, one), 0);
+    assert_int_equal(rs_h5log_open(one, 0, NULL, &b), RS_OK);
+    const size_t n = (size_t)a->completed[0];
+    assert_int_equal(n, 96);
+    double *x = malloc(n * 8), *y = malloc(n * 8);
+    const char *names[] = {"kl", "nll", "dp", "top1_agree"};
+    for (size_t k = 0; k < 4; k++) {
+        assert_int_equal(rs_h5log_read_row(a, want, names[k], 0, n, x), RS_OK);
+        assert_int_equal(rs_h5log_read_row(b, 0, names[k], 0, n, y), RS_OK);
+        assert_memory_equal(x, y, n * 8);
+    }
+    /* the shared reference run too */
+    assert_int_equal(rs_h5log_read_row(a, -1, "nll", 0, n, x), RS_OK);
+    assert_int_equal(rs_h5log_read_row(b, -1, "nll", 0, n, y), RS_OK);
+    assert_memory_equal(x, y, n * 8);
+    free(x);
+    free(y);
+    rs_h5log_close(a);
+    rs_h5log_close(b);
+}
+
 static void test_bad_inputs(void **state)
 {
     (void)state;
@@ -296,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_acceptance2_gdn),
         cmocka_unit_test(test_acceptance2_mamba2),
         cmocka_unit_test(test_kill9_resume),
+        cmocka_unit_test(test_sweep_matches_kl),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
