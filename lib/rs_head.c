@@ -328,6 +328,15 @@ static rs_status ready_(rs_head *hd, const rs_ssm_token *x, size_t T, float *o)
              "layer %u head %u: %zu drafts, this head takes 1..%zu", hd->cfg.layer, hd->cfg.head,
              T, hd->cfg.max_drafts);
     RS_TRY(sticky_(hd, o, T));
+    /* A NaN decay or gate is a non-finite input (it comes from upstream activations that
+     * already overflowed), not a caller error: mark the head non-finite like any other
+     * non-finite value so the evaluator records where it happened and the other runs go on. */
+    for (size_t s = 0; s < T; s++) {
+        if (isnan(x[s].alpha) || (hd->cfg.kind == RS_SSM_GDN && isnan(x[s].beta))) {
+            for (size_t i = 0; i < T * hd->cfg.d_v; i++) o[i] = NAN;
+            return nonfinite_(hd, hd->pos + s, "decay/gate input");
+        }
+    }
     return check_tokens_(hd, x, T);
 }
 

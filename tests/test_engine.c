@@ -389,6 +389,31 @@ static void test_nonfinite(void **st)
     assert_int_equal(rs_head_decode(&hd, &x, o), RS_E_NONFINITE);
     assert_int_equal(rs_head_first_nonfinite(&hd), 10);
     assert_non_null(strstr(rs_last_error(), "output at step 10"));
+    /* Regression: a NaN decay or gate (from upstream activations that overflowed) was
+     * rejected as RS_E_INVAL "alpha outside [0, 1]", which aborted the whole model step
+     * instead of marking this head's run non-finite. It is a non-finite input. */
+    for (int which = 0; which < 2; which++) {
+        assert_int_equal(rs_head_reset(&hd, NULL), RS_OK);
+        for (int i = 0; i < 3; i++) {
+            rs_tgen_next(&g, &t);
+            rs_ssm_token y = rs_ttok_view(&t);
+            assert_int_equal(rs_head_decode(&hd, &y, o), RS_OK);
+        }
+        rs_tgen_next(&g, &t);
+        rs_ssm_token y = rs_ttok_view(&t);
+        if (which == 0) y.alpha = NAN;
+        else y.beta = NAN;
+        assert_int_equal(rs_head_decode(&hd, &y, o), RS_E_NONFINITE);
+        assert_int_equal(rs_head_first_nonfinite(&hd), 3);
+        assert_true(isnan(o[0]));
+        assert_non_null(strstr(rs_last_error(), "decay/gate input at step 3"));
+    }
+    /* out-of-range but finite decays are still a caller error */
+    assert_int_equal(rs_head_reset(&hd, NULL), RS_OK);
+    rs_tgen_next(&g, &t);
+    rs_ssm_token y = rs_ttok_view(&t);
+    y.alpha = 1.5f;
+    assert_int_equal(rs_head_decode(&hd, &y, o), RS_E_INVAL);
     rs_ttok_free(&t);
     rs_head_free(&hd);
 }

@@ -297,12 +297,64 @@ static void test_errors(void **state)
     assert_null(run);
 }
 
+/* A run whose state overflows its format is marked non-finite with the layer, head and step
+ * where it happened, while the other runs go on unharmed. The v rows of layer 0's
+ * in_proj_qkv are scaled by 1e6 so the GDN state exceeds FP16's 65504 (fp16 RTN overflows to
+ * Inf) but stays far inside fp32; the gated RMSNorm after the mixer keeps fp32 finite. */
+static void test_nonfinite_run(void **state)
+{
+    const fixture *f0 = (const fixture *)*state;
+    char dir[1024];
+    rs_test_fixture_path(dir, sizeof dir, f0->name);
+    rs_model m;
+    assert_int_equal(rs_model_load(dir, &m), RS_OK);
+    assert_int_equal(m.cfg.layer_kind[0], RS_LAYER_GDN);
+    const size_t d = (size_t)m.cfg.hidden, kd = (size_t)m.cfg.gdn.key_dim, vd = (size_t)m.cfg.gdn.value_dim;
+    float *w = (float *)m.w.layers[0].gdn.in_qkv; /* the slab is ours; the view is const for the forward */
+    for (size_t i = 2 * kd * d; i < (2 * kd + vd) * d; i++) w[i] *= 1e6f;
+    rs_policy p[2];
+    assert_int_equal(rs_policy_parse("fp32", &p[0]), RS_OK);
+    assert_int_equal(rs_policy_parse("conv:fp16-rtn", &p[1]), RS_OK);
+    rs_runner_config rc = rs_runner_config_default();
+    rc.n_runs = 2;
+    rc.policies = p;
+    rc.chunk = 8;
+    rc.max_tokens = 16;
+    rs_runner *run = NULL;
+    rs_status st = rs_runner_create(&m, f0->be, &rc, &run);
+    if (st != RS_OK) fail_msg("create: %s", rs_last_error());
+    st = rs_runner_step(run, f0->ids, 8);
+    if (st != RS_OK) fail_msg("step: %s", rs_last_error());
+    int32_t L, H;
+    int64_t step;
+    const char *msg = NULL;
+    assert_int_equal(rs_runner_run_status(run, 0, &msg), RS_OK);
+    assert_int_equal(rs_runner_run_nonfinite(run, 0, &L, &H, &step), RS_OK);
+    assert_true(L == -1 && H == -1 && step == -1);
+    const float *lg0 = rs_runner_logits(run, 0);
+    for (size_t i = 0; i < 8 * f0->V; i++) assert_true(isfinite(lg0[i]));
+    assert_int_equal(rs_runner_run_status(run, 1, &msg), RS_E_NONFINITE);
+    assert_int_equal(rs_runner_run_nonfinite(run, 1, &L, &H, &step), RS_OK);
+    print_message("non-finite run: layer %d head %d step %lld: %s\n", (int)L, (int)H, (long long)step, msg);
+    assert_int_equal(L, 0);
+    assert_true(H >= 0 && H < m.cfg.gdn.n_v_heads);
+    assert_true(step >= 0 && step < 8);
+    assert_non_null(strstr(msg, "layer 0"));
+    /* reset clears the mark */
+    assert_int_equal(rs_runner_reset(run), RS_OK);
+    assert_int_equal(rs_runner_run_status(run, 1, NULL), RS_OK);
+    assert_int_equal(rs_runner_run_nonfinite(run, 1, &L, &H, &step), RS_OK);
+    assert_true(L == -1 && step == -1);
+    rs_runner_free(run);
+    rs_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest gdn[] = {
         cmocka_unit_test(test_parity_full_and_layers), cmocka_unit_test(test_chunk_sizes),
         cmocka_unit_test(test_fp32_equals_hf_decode), cmocka_unit_test(test_lockstep),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors), cmocka_unit_test(test_nonfinite_run),
     };
     const struct CMUnitTest mamba[] = {
         cmocka_unit_test(test_parity_full_and_layers), cmocka_unit_test(test_chunk_sizes),

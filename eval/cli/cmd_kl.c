@@ -358,22 +358,6 @@ typedef struct group {
     rs_runner *runner;
 } group;
 
-static int parse_nonfinite_msg_(const char *msg, int32_t *layer, int32_t *head)
-{
-    *layer = -1;
-    *head = -1;
-    if (!msg) return 0;
-    const char *p = strstr(msg, "layer ");
-    int l = -1;
-    size_t h = 0;
-    if (p && sscanf(p, "layer %d head %zu", &l, &h) == 2) {
-        *layer = l;
-        *head = (int32_t)h;
-        return 1;
-    }
-    return 0;
-}
-
 static void print_summary_(const kl_opts *o, const rs_kl_summary *s, FILE *f)
 {
     fprintf(f, "\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL",
@@ -731,7 +715,9 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
                         if (!pt.finite && !nf_done[r]) {
                             const char *msg = NULL;
                             int32_t L = -1, H = -1;
-                            if (rs_runner_run_status(groups[g].runner, j, &msg) != RS_OK) parse_nonfinite_msg_(msg, &L, &H);
+                            int64_t nf_step = -1;
+                            if (rs_runner_run_status(groups[g].runner, j, &msg) != RS_OK)
+                                rs_runner_run_nonfinite(groups[g].runner, j, &L, &H, &nf_step);
                             st = rs_h5log_set_nonfinite(lg, r, b, (int64_t)(pos + t), L, H);
                             nf_done[r] = 1;
                             fprintf(stderr, "replayssm %s: run %zu (%s, L=%zu) book %s: non-finite from position %zu%s%s\n",

@@ -32,6 +32,9 @@ static void mark_nonfinite_(const rs_fwd_args *a, int l, size_t H)
             char pol[64];
             if (rs_policy_print(&run->policy, pol, sizeof pol) != RS_OK) snprintf(pol, sizeof pol, "?");
             run->status = RS_E_NONFINITE;
+            run->nf_layer = l;
+            run->nf_head = (int32_t)h;
+            run->nf_step = step;
             snprintf(run->message, sizeof run->message,
                      "run %zu (policy %s): layer %d head %zu: non-finite SSM value at step %lld", r,
                      pol, l, h, (long long)step);

@@ -52,6 +52,9 @@ typedef struct rs_run {
     rs_status status;   /* RS_OK, or RS_E_NONFINITE once an SSM head of this run produced a
                            non-finite value (its later outputs are NaN; other runs go on) */
     char message[256];  /* the first failure's message */
+    int32_t nf_layer;   /* where the first non-finite SSM value appeared: layer, head and */
+    int32_t nf_head;    /* the head's step (token position); -1 while the run is finite */
+    int64_t nf_step;
 } rs_run;
 
 /* Scratch of a chunk (M = R * C rows at most), owned by the runner; no allocation per chunk. */

@@ -267,6 +267,8 @@ rs_status rs_runner_reset(rs_runner *r)
         }
         run->status = RS_OK;
         run->message[0] = '\0';
+        run->nf_layer = run->nf_head = -1;
+        run->nf_step = -1;
     }
     r->pos = 0;
     r->last_n = 0;
@@ -322,6 +324,19 @@ const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run)
         return NULL;
     const size_t M = r->cfg.n_runs * r->last_n, d = (size_t)r->m->cfg.hidden;
     return r->hidden + layer * M * d + run * r->last_n * d;
+}
+
+rs_status rs_runner_run_nonfinite(const rs_runner *r, size_t run, int32_t *layer, int32_t *head,
+                                  int64_t *step)
+{
+    RS_CHECK(r != NULL && run < r->cfg.n_runs && layer && head && step, RS_E_INVAL,
+             "rs_runner_run_nonfinite: bad run %zu or NULL output", run);
+    const rs_run *x = &r->runs[run];
+    const int nf = x->status == RS_E_NONFINITE;
+    *layer = nf ? x->nf_layer : -1;
+    *head = nf ? x->nf_head : -1;
+    *step = nf ? x->nf_step : -1;
+    return RS_OK;
 }
 
 rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg)

@@ -83,6 +83,11 @@ const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run);
  *  message of its first failure. */
 rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg);
 
+/*! rs_runner_run_nonfinite() : where run i first went non-finite: *layer, *head and the
+ *  head's *step (token position), or -1 each while the run is finite. */
+rs_status rs_runner_run_nonfinite(const rs_runner *r, size_t run, int32_t *layer, int32_t *head,
+                                  int64_t *step);
+
 #ifdef __cplusplus
 }
 #endif
