@@ -73,13 +73,16 @@ rs_status rs_cuda_quantize_roundtrip(const rs_format *f, const float *d_x, size_
 
 /* ================================== SSM decode kernels ================================== */
 
-typedef enum rs_ssm_family { RS_SSM_MAMBA2 = 0, RS_SSM_GDN = 1 } rs_ssm_family;
+/* The family enum is lib/'s rs_ssm_kind (RS_SSM_MAMBA2, RS_SSM_GDN). */
+#include "rs_ssm.h"
+typedef rs_ssm_kind rs_ssm_family;
 
 /* Storage type of a state or ring buffer. */
 typedef enum rs_cuda_dtype { RS_CUDA_F32 = 0, RS_CUDA_F16 = 1, RS_CUDA_BF16 = 2 } rs_cuda_dtype;
 
-#define RS_CUDA_DK 128 /* d_k supported by this version (one float4 per lane, a warp per row) */
+#define RS_CUDA_DK 128  /* d_k supported by this version (one float4 per lane, a warp per row) */
 #define RS_CUDA_LMAX 64 /* largest ReplaySSM window */
+#define RS_CUDA_TMAX 8  /* most draft tokens per verification */
 
 typedef struct rs_ssm_dims {
     int batch;     /* B */
@@ -90,7 +93,9 @@ typedef struct rs_ssm_dims {
 } rs_ssm_dims;
 
 /* Per-step inputs and outputs (fp32). Mamba-2: S = alpha S + v k^T, o = S q.
- * GDN: u = beta (v - alpha S k), S = alpha S + u k^T, o = S q (digest section 1). */
+ * GDN: u = beta (v - alpha S k), S = alpha S + u k^T, o = S q (digest section 1).
+ * For T draft tokens (verification) every array is T of these stacked, draft s first index:
+ * alpha [T][B][H], v [T][B][H][d_v], k, q [T][B][G][d_k], o [T][B][H][d_v]. */
 typedef struct rs_ssm_step_io {
     const float *alpha; /* [B][H] decay in (0, 1) */
     const float *beta;  /* [B][H] GDN write strength in (0, 1); unused (may be NULL) for Mamba-2 */
@@ -124,13 +129,19 @@ rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const 
  *  - non-flush (Mamba-2): o = gamma S_ckpt q + sum_j gamma_{j+1:h} v_j (k_j . q), reading
  *    S_ckpt once; GDN also forms S_{t-1} k and S_{t-1} q from the same pass to get u.
  *    Writes o and the new record (alpha, v or u, k) at ring slot fill[b].
- *  - flush: S = REPLAY(S_ckpt, ring + this step), o = S q, S_ckpt <- S (one read, one write),
- *    and the record is not stored (the ring empties).
- * The kernel reads fill and never writes it (all heads of a row read the same value in one
+ *  - flush: S = REPLAY(S_ckpt, ring + this step), o = S q, S_ckpt <- S (one read, one write);
+ *    the ring empties (slot L-1 holds this step's k and alpha, which nothing reads again).
+ * Two launches: a prologue per (row, key head) forms k_j . q (and k_j . k) once per key head
+ * and the decay products per value head into `work`, and stores k and alpha; the main kernel
+ * streams the checkpoint (warps independent, no block barrier).
+ * The kernels read fill and never write it (all heads of a row read the same value in one
  * launch); call rs_cuda_replay_advance once per model step, after every layer's decode.
  * Records are rounded to ring_dtype before they are used, so this step's output and later
- * replays see the same values. k is stored once per key head (by the first value head of the
- * group). Ring vectors are F32 or BF16 (RTN); decays are fp32. */
+ * replays see the same values. Ring vectors are F32 or BF16 (RTN); decays are fp32.
+ * Low-precision reads (split checkpoint, digest section 4): with ckpt_read set, non-flush rows
+ * read that copy (fp16, bf16, fp8 or nvfp4, tensor extent d_v * d_k, as rs_qtensor stores it)
+ * and dequantise in registers; flush rows read and write the fp32 S_ckpt, and
+ * rs_cuda_replay_requant refreshes the copy of the rows that flushed (RTN, before advance). */
 typedef struct rs_cuda_replay_state {
     float *S_ckpt;             /* [B][H][d_v][d_k] fp32 checkpoint */
     void *ring_v;              /* [B][H][L][d_v] Mamba-2 v / GDN u, ring_dtype */
@@ -139,16 +150,74 @@ typedef struct rs_cuda_replay_state {
     rs_cuda_dtype ring_dtype;  /* F32 or BF16 */
     int L;                     /* window, 1..RS_CUDA_LMAX */
     const int32_t *fill;       /* [B] records committed before this step, 0..L-1 */
-    int rows_per_block;        /* tuning: state rows per CUDA block, a multiple of 4 dividing d_v,
-                                  <= 64; 0 = the largest such (64 for d_v = 64 and 128) */
+    float *work;               /* rs_cuda_replay_work_bytes() of scratch (coefficients) */
+    const rs_qtensor *ckpt_read; /* NULL, or the low-precision copy of S_ckpt read by non-flush rows
+                                   (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
+    int rows_per_warp;         /* tuning, fp32 reads only: rows per prefetched chunk, 4 (0 = default) or 8;
+                                  low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
 } rs_cuda_replay_state;
+
+/*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
+size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
 
 /*! rs_cuda_replay_decode() : one ReplaySSM decode step of B x H heads (per-row flush). */
 rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                                 const rs_cuda_replay_state *st, rs_cuda_stream s);
 
+/*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
+ *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to
+ *  rs_quantize with the descriptor's format forced to RTN). Call after the decode, before
+ *  rs_cuda_replay_advance. */
+rs_status rs_cuda_replay_requant(const rs_ssm_dims *dims, const rs_cuda_replay_state *st, rs_cuda_stream s);
+
 /*! rs_cuda_replay_advance() : fill[b] <- fill[b] + 1 == L ? 0 : fill[b] + 1, on the device. */
 rs_status rs_cuda_replay_advance(int32_t *d_fill, int batch, int L, rs_cuda_stream s);
+
+/* ---- speculative verification (digest section 3) ------------------------------------------- */
+
+/* Snapshot baseline (what vLLM ships): T conventional steps from S, each state written to its
+ * snapshot slot: 1 read + T writes of the state. Outputs o[T]. Commit selects the snapshot of
+ * the accepted length (rs_cuda_snapshot_commit copies it back; vLLM indexes it instead). */
+rs_status rs_cuda_snapshot_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
+                                  const float *S, float *snap /* [T][B][H][d_v][d_k] */, rs_cuda_stream s);
+
+/*! rs_cuda_snapshot_commit() : S[b] <- snap[accepted[b] - 1][b] (accepted in 1..T). */
+rs_status rs_cuda_snapshot_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted, const float *snap,
+                                  float *S, rs_cuda_stream s);
+
+/* ReplaySSM verification. Ring of capacity C = L + T per row with a rotating origin:
+ * logical record j of row b is physical slot (start[b] + j) % C; records 0..fill[b]-1 are
+ * committed (fill <= L). The verify kernel writes the T drafts as records fill..fill+T-1
+ * (Mamba-2 v; GDN u from the UT solve), computes the T outputs by the output-only form
+ * (K^T Q once per key head) from one pass over S_ckpt, and, if fill + T > L (the flush rule of
+ * Appendix D.1), also folds the committed records into S_ckpt in the same pass. The commit
+ * kernel then sets fill <- (flushed ? 0 : fill) + accepted, start <- start + (flushed ? fill : 0)
+ * (pointer rollback: rejected drafts stay where they are and are overwritten later). */
+typedef struct rs_cuda_verify_state {
+    float *S_ckpt;            /* [B][H][d_v][d_k] fp32 */
+    void *ring_v;             /* [B][H][C][d_v] Mamba-2 v / GDN u, ring_dtype */
+    void *ring_k;             /* [B][G][C][d_k] */
+    float *ring_alpha;        /* [B][H][C] */
+    rs_cuda_dtype ring_dtype; /* F32 or BF16 */
+    int L;                    /* window */
+    int cap;                  /* C >= L + T */
+    int32_t *fill;            /* [B] committed records h */
+    int32_t *start;           /* [B] physical slot of logical record 0 */
+    float *work;              /* rs_cuda_replay_work_bytes(dims, L, T) */
+} rs_cuda_verify_state;
+
+rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
+                                const rs_cuda_verify_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_replay_commit() : the pointer commit after acceptance (accepted[b] in 1..T). */
+rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted,
+                                const rs_cuda_verify_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_set_warps_per_head() : tuning and testing knob of the ReplaySSM kernels: each warp
+ *  walks d_v / wph rows of one head in chunks (wph a power of two dividing d_v / chunk rows).
+ *  0 (default) picks the smallest wph that gives ~32 warps per SM. Process-wide, not thread-safe. */
+void rs_cuda_set_warps_per_head(int wph);
+int rs_cuda_get_warps_per_head(void);
 
 /*! rs_cuda_dtype_bytes() : 4, 2, 2. */
 size_t rs_cuda_dtype_bytes(rs_cuda_dtype t);

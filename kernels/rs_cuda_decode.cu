@@ -6,10 +6,12 @@
  * float4 (16-byte, fully coalesced: a row is one 512-byte warp access). A warp handles 4
  * consecutive rows, whose loads are all issued before the first use.
  *   conventional: block = 4 warps = 16 rows of one (b, h); grid = B * H * d_v/16.
- *   replay:       block = R/4 warps = R rows of one (b, h), R = the largest multiple of 4
- *                 dividing d_v and <= 64; the block stages the key-head ring (k_j), the
- *                 decays and its rows' ring values in shared memory, computes k_j . q (and
- *                 k_j . k for GDN) once, then streams the checkpoint rows.
+ *   replay:       two launches. The prologue (block per row and key head) forms k_j . q and
+ *                 k_j . k once per key head, the decay products per value head (float64,
+ *                 rounded once: lib/rs_gamma.h) and writes per-head coefficients to `work`;
+ *                 the main kernel gives each warp RPW rows (4 or 8) and no block barrier:
+ *                 lane j also holds ring record j (and j + 32), so the record sum is part of
+ *                 the row's warp reduction.
  * Arithmetic is fp32. The conventional state update is written as alpha*s + v*k (GDN:
  * alpha*s + u*k) with explicit round-to-nearest intrinsics, the same operations as a plain C
  * loop, so a fp16/bf16 store can be checked bit for bit against the CPU codecs.
@@ -23,12 +25,17 @@
 #include "rs_cuda.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_quant.cuh"
+#include "rs_cuda_ssm.cuh"
 
 #define RS_CONV_ROWS_PER_WARP 4
 #define RS_CONV_WARPS 4
 #define RS_CONV_ROWS (RS_CONV_ROWS_PER_WARP * RS_CONV_WARPS) /* 16 rows per block */
 
 extern "C" size_t rs_cuda_dtype_bytes(rs_cuda_dtype t) { return t == RS_CUDA_F32 ? 4u : 2u; }
+
+static int g_rs_wph = 0; /* rs_cuda_set_warps_per_head */
+extern "C" void rs_cuda_set_warps_per_head(int wph) { g_rs_wph = wph > 0 ? wph : 0; }
+extern "C" int rs_cuda_get_warps_per_head(void) { return g_rs_wph; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -186,172 +193,289 @@ extern "C" rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *d
 
 /* ---- ReplaySSM decode ------------------------------------------------------------------------- */
 
-/* Round to the ring's storage type (the record's value as every later step will see it). */
-template <int RDT> __device__ __forceinline__ float ring_round(float x)
+/* Per-head coefficients written by the prologue (floats, stride replay_ws(L) per (b, h)):
+ *   [0, L)    P_j   decay from record j to the end of the replay (gamma_{j+1:last})
+ *   [L, 2L)   cq_j = P_j (k_j . q)
+ *   [2L, 3L)  ck_j = P_j (k_j . k)          (GDN)
+ *   3L        P_ckpt = gamma_{0:last}
+ *   3L+1      k_hn . q (the current record's; GDN)
+ * last = fill (Mamba-2 replays this step's record too) or fill - 1 (GDN replays to S_{t-1}). */
+__host__ __device__ __forceinline__ int replay_ws(int L) { return 3 * L + 4; }
+
+extern "C" size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *d, int L, int T)
 {
-    return RDT == RS_CUDA_F32 ? x : rs_dev_bf16_value(rs_dev_bf16_rtn(x));
-}
-template <int RDT> __device__ __forceinline__ float ring_load(const void *p, size_t i)
-{
-    return RDT == RS_CUDA_F32 ? static_cast<const float *>(p)[i] : rs_dev_bf16_value(static_cast<const uint16_t *>(p)[i]);
-}
-template <int RDT> __device__ __forceinline__ void ring_store(void *p, size_t i, float x) /* x already rounded */
-{
-    if (RDT == RS_CUDA_F32) static_cast<float *>(p)[i] = x;
-    else static_cast<uint16_t *>(p)[i] = rs_dev_bf16_rtn(x);
+    if (!d || L < 1) return 0;
+    const size_t C = (size_t)L + (size_t)(T > 0 ? T : 0);
+    size_t per = (size_t)replay_ws(L);
+    if (T > 0) {
+        const size_t v = (size_t)T + 2 * (size_t)T * C + C + 4; /* rs_cuda_verify.cu layout */
+        if (v > per) per = v;
+    }
+    return sizeof(float) * per * (size_t)d->batch * (size_t)d->heads;
 }
 
-__device__ __forceinline__ float beta_of(const rs_ssm_step_io &io, size_t bh) { return io.beta[bh]; }
+#define RS_PREP_WARPS 4
 
-/* Rows per replay block: the largest multiple of 4 that divides d_v and is <= 64. */
-static int replay_rows(int d_v)
-{
-    for (int r = 64; r >= 4; r -= 4)
-        if (d_v % r == 0) return r;
-    return 0;
-}
-
-static size_t replay_smem_bytes(int L, int R)
-{
-    /* ks[(L+1)][128], qs[128], al, P, kq, kk [L+1 each], vs[(L+1)][R+1], Pck */
-    return sizeof(float) * ((size_t)(L + 1) * RS_CUDA_DK + RS_CUDA_DK + 4 * (size_t)(L + 1) + (size_t)(L + 1) * (R + 1) + 1);
-}
-
+/* Prologue, one block per (row b, key head g). Every global load is issued up front (the ring
+ * decays of the group's heads, all L slots, and the ring keys, up to 4 records per warp in
+ * flight), so a block costs about one memory latency. */
 template <int FAM, int RDT>
-__global__ void __launch_bounds__(512) rs_k_replay_decode(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
-                                                          int R)
+__global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_dims d, rs_ssm_step_io io,
+                                                                       rs_cuda_replay_state st)
 {
-    extern __shared__ float sm[];
+    extern __shared__ float psm[];
+    float *kq_s = psm, *kk_s = psm + RS_CUDA_LMAX, *al_s = psm + 2 * RS_CUDA_LMAX; /* al_s [grp][L] */
     const int L = st.L;
-    float *ks = sm;                               /* [L+1][128]: ring k_0..k_{hn-1}, this step's k at hn */
-    float *qs = ks + (size_t)(L + 1) * RS_CUDA_DK; /* [128] */
-    float *al = qs + RS_CUDA_DK;                  /* [L+1] decays, this step's at hn */
-    float *P = al + (L + 1);                      /* [L+1] decay from record j to the end of the replay */
-    float *kq = P + (L + 1);                      /* [L+1] k_j . q */
-    float *kk = kq + (L + 1);                     /* [L+1] k_j . k (GDN) */
-    float *vs = kk + (L + 1);                     /* [L+1][VS] ring values of this block's rows */
-    float *Pck = vs + (size_t)(L + 1) * (R + 1);  /* [1] decay of the checkpoint */
-    const int VS = R + 1;                         /* padded: lanes reading record j = lane hit distinct banks */
-
-    const int chunks = d.d_v / R;
-    const size_t bh = blockIdx.x / chunks;
-    const int chunk = blockIdx.x % chunks;
-    const int h = (int)(bh % d.heads), b = (int)(bh / d.heads);
+    const unsigned kg = blockIdx.x; /* b * G + g */
+    const unsigned b = kg / (unsigned)d.key_heads, g = kg % (unsigned)d.key_heads;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int grp = d.heads / d.key_heads;
-    const int g = h / grp;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
-    const int rowblk = chunk * R;
-    const int hn = st.fill[b];                    /* records in the ring before this step */
-    const bool flush = hn + 1 == L;
-    const size_t kg = (size_t)b * d.key_heads + g; /* key-head index */
-
-    /* the checkpoint rows first: their DRAM latency overlaps the staging below */
-    const int lr0 = warp * 4;                         /* first local row of this warp */
-    const size_t sbase = (bh * d.d_v + rowblk + lr0) * RS_CUDA_DK + 4 * lane;
-    float4 s[4];
+    const size_t bh0 = (size_t)b * d.heads + (size_t)g * grp; /* first value head of the group */
+    for (int i = threadIdx.x; i < grp * L; i += blockDim.x) al_s[i] = st.ring_alpha[bh0 * L + i];
+    const int hn = st.fill[b];
+    const float4 q4 = rs_ld4(io.q + (size_t)kg * RS_CUDA_DK + 4 * lane);
+    float4 kc = rs_ld4(io.k + (size_t)kg * RS_CUDA_DK + 4 * lane);
+    kc = make_float4(rs_ring_round<RDT>(kc.x), rs_ring_round<RDT>(kc.y), rs_ring_round<RDT>(kc.z), rs_ring_round<RDT>(kc.w));
+    if (warp == 0) {
+        const float kx[4] = {kc.x, kc.y, kc.z, kc.w};
+        rs_ring_st<RDT, 4>(st.ring_k, ((size_t)kg * L + hn) * RS_CUDA_DK + 4 * lane, kx);
+    }
+    for (int j0 = warp; j0 <= hn; j0 += 4 * RS_PREP_WARPS) {
+        float4 kj[4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) s[r] = ld4(st.S_ckpt + sbase + (size_t)r * RS_CUDA_DK);
-
-    /* stage: ring k, this step's k (rounded like a record) and q, decays, ring values */
-    for (int i = threadIdx.x; i < hn * RS_CUDA_DK; i += blockDim.x)
-        ks[i] = ring_load<RDT>(st.ring_k, (kg * L) * RS_CUDA_DK + i);
-    for (int i = threadIdx.x; i < RS_CUDA_DK; i += blockDim.x) {
-        ks[(size_t)hn * RS_CUDA_DK + i] = ring_round<RDT>(io.k[kg * RS_CUDA_DK + i]);
-        qs[i] = io.q[kg * RS_CUDA_DK + i];
-    }
-    for (int j = threadIdx.x; j < hn; j += blockDim.x) al[j] = st.ring_alpha[bh * L + j];
-    if (threadIdx.x == 0) al[hn] = io.alpha[bh];
-    for (int i = threadIdx.x; i < hn * R; i += blockDim.x) {
-        const int j = i / R, r = i % R;
-        vs[j * VS + r] = ring_load<RDT>(st.ring_v, (bh * L + j) * d.d_v + rowblk + r);
-    }
-    if (FAM == RS_SSM_MAMBA2)
-        for (int r = threadIdx.x; r < R; r += blockDim.x) vs[hn * VS + r] = ring_round<RDT>(io.v[bh * d.d_v + rowblk + r]);
-    __syncthreads();
-
-    /* dot products with q (and k), one warp per record */
-    for (int j = warp; j <= hn; j += nwarps) {
-        const float4 kj = ld4(ks + (size_t)j * RS_CUDA_DK + 4 * lane);
-        kq[j] = rs_dev_warp_sum(dot4(kj, ld4(qs + 4 * lane)));
-        if (FAM == RS_SSM_GDN) kk[j] = rs_dev_warp_sum(dot4(kj, ld4(ks + (size_t)hn * RS_CUDA_DK + 4 * lane)));
-    }
-    /* decay products. Mamba-2 replays records 0..hn (this step included); GDN replays 0..hn-1
-     * to get S_{t-1}, then applies this step's update itself. Accumulated in double and
-     * rounded once: a float product of L decays carries ~L/2 roundings, and its error is the
-     * same for every element of the head (coherent), which made the L = 4 replay 2.4x the
-     * sequential fp32 error in the first measurement (docs/kernels-notes.md). */
-    if (threadIdx.x == 0) {
-        const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
-        double p = 1.0;
-        for (int j = last; j >= 0; --j) {
-            P[j] = (float)p;
-            p = p * (double)al[j];
+        for (int u = 0; u < 4; ++u) { /* loads first */
+            const int j = j0 + u * RS_PREP_WARPS;
+            kj[u] = j < hn ? rs_ring_k4<RDT>(st.ring_k, ((size_t)kg * L + j) * RS_CUDA_DK, lane) : kc;
         }
-        *Pck = (float)p;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int j = j0 + u * RS_PREP_WARPS;
+            float x[2] = {rs_dot4(kj[u], q4), rs_dot4(kj[u], kc)};
+            rs_warp_sum_t<2>(x, lane); /* lanes 0-15: k_j.q, lanes 16-31: k_j.k */
+            if (j <= hn) {
+                if (lane == 0) kq_s[j] = x[0];
+                if (lane == 16) kk_s[j] = x[0];
+            }
+        }
     }
     __syncthreads();
+    const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
+    const int WS = replay_ws(L);
+    for (int hh = warp; hh < grp; hh += RS_PREP_WARPS) {
+        const size_t bh = bh0 + hh;
+        const float acur = io.alpha[bh];
+        const float *al = al_s + hh * L;
+        /* suffix products in float64 (lib/rs_gamma.h), a warp scan over the records */
+        const double alo = lane <= last ? (double)(lane == hn ? acur : al[lane]) : 1.0;
+        const double ahi = lane + 32 <= last ? (double)(lane + 32 == hn ? acur : al[lane + 32]) : 1.0;
+        double g0, g1, gc;
+        rs_suffix64(alo, ahi, last >= 32, lane, g0, g1, gc);
+        float *w = st.work + bh * WS;
+        if (lane <= last) {
+            const float P = (float)g0;
+            w[lane] = P;
+            w[L + lane] = P * kq_s[lane];
+            if (FAM == RS_SSM_GDN) w[2 * L + lane] = P * kk_s[lane];
+        }
+        if (lane + 32 <= last) {
+            const float P = (float)g1;
+            w[lane + 32] = P;
+            w[L + lane + 32] = P * kq_s[lane + 32];
+            if (FAM == RS_SSM_GDN) w[2 * L + lane + 32] = P * kk_s[lane + 32];
+        }
+        if (lane == 0) {
+            w[3 * L] = (float)gc;
+            w[3 * L + 1] = kq_s[hn];
+            st.ring_alpha[bh * L + hn] = acur;
+        }
+    }
+}
 
-    const float pck = *Pck;
-    const float alpha = al[hn];
-    const float4 q4 = ld4(qs + 4 * lane);
-    const float4 kc4 = ld4(ks + (size_t)hn * RS_CUDA_DK + 4 * lane);
-    float o[4];
-    if (!flush) {
+/* the lane's ring values (records lane and lane + 32) for rows [row, row + N) */
+template <int FAM, int RDT, int N, bool TWO>
+__device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
+                                            int d_v, int row, int lane, int hn, int last, float *v0, float *v1)
+{
+    const size_t vb = bh * (size_t)st.L * d_v + row;
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int lr = lr0 + r;
-            if (FAM == RS_SSM_MAMBA2) {
-                float part = pck * dot4(s[r], q4);
-                for (int j = lane; j <= hn; j += 32) part += (P[j] * kq[j]) * vs[j * VS + lr];
-                o[r] = rs_dev_warp_sum(part);
+    for (int half = 0; half < 2; ++half) {
+        const int j = lane + 32 * half;
+        float *v = half ? v1 : v0;
+        if (half && !TWO) {
+#pragma unroll
+            for (int r = 0; r < N; ++r) v[r] = 0.f;
+            continue;
+        }
+        if (j <= last) {
+            if (FAM == RS_SSM_MAMBA2 && j == hn) {
+                rs_ring_ld<RS_CUDA_F32, N>(io.v, bh * d_v + row, v);
+#pragma unroll
+                for (int r = 0; r < N; ++r) v[r] = rs_ring_round<RDT>(v[r]);
             } else {
-                float a = pck * dot4(s[r], kc4), c = pck * dot4(s[r], q4);
-                for (int j = lane; j < hn; j += 32) {
-                    const float uj = P[j] * vs[j * VS + lr];
-                    a += uj * kk[j];
-                    c += uj * kq[j];
-                }
-                const float sk = rs_dev_warp_sum(a), sq = rs_dev_warp_sum(c);
-                const float vi = io.v[bh * d.d_v + rowblk + lr];
-                const float u = ring_round<RDT>(beta_of(io, bh) * (vi - alpha * sk));
-                o[r] = alpha * sq + u * kq[hn];
-                if (lane == 0) ring_store<RDT>(st.ring_v, (bh * L + hn) * d.d_v + rowblk + lr, u);
+                rs_ring_ld<RDT, N>(st.ring_v, vb + (size_t)j * d_v, v);
             }
-        }
-    } else {
+        } else {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int lr = lr0 + r;
-            float4 S = make_float4(pck * s[r].x, pck * s[r].y, pck * s[r].z, pck * s[r].w);
-            const int nrep = FAM == RS_SSM_MAMBA2 ? hn + 1 : hn;
-            for (int j = 0; j < nrep; ++j) {
-                const float c = P[j] * vs[j * VS + lr];
-                const float4 kj = ld4(ks + (size_t)j * RS_CUDA_DK + 4 * lane);
-                S = make_float4(S.x + c * kj.x, S.y + c * kj.y, S.z + c * kj.z, S.w + c * kj.w);
-            }
-            if (FAM == RS_SSM_GDN) {
-                const float sk = rs_dev_warp_sum(dot4(S, kc4));
-                const float vi = io.v[bh * d.d_v + rowblk + lr];
-                const float u = ring_round<RDT>(beta_of(io, bh) * (vi - alpha * sk));
-                S = axpy4(alpha, S, u, kc4);
-            }
-            o[r] = rs_dev_warp_sum(dot4(S, q4));
-            *reinterpret_cast<float4 *>(st.S_ckpt + sbase + (size_t)r * RS_CUDA_DK) = S;
+            for (int r = 0; r < N; ++r) v[r] = 0.f;
         }
     }
-    if (lane == 0)
-        *reinterpret_cast<float4 *>(io.o + bh * d.d_v + rowblk + lr0) = make_float4(o[0], o[1], o[2], o[3]);
+}
 
-    /* the new record (non-flush): values of this block's rows, decay and k once per key head */
+template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */>
+__global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+                                                        rs_ckpt_src src, rs_geom gm)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (gw >= gm.BH * gm.wph) return; /* whole warps */
+    const unsigned bhu = gw / gm.wph, part = gw % gm.wph;
+    const unsigned hd = bhu % gm.H, b = bhu / gm.H;
+    const size_t bh = bhu, kg = (size_t)b * gm.G + hd / gm.grp;
+    const int dv = d.d_v, L = st.L;
+    const int r_begin = (int)part * gm.rows, r_end = r_begin + gm.rows;
+    const int hn = st.fill[b];
+    const bool flush = hn + 1 == L;
+    const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
+    const float *w = st.work + bh * replay_ws(L);
+    const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
+    float P0 = 0.f, P1 = 0.f, c0 = 0.f, c1 = 0.f, k0 = 0.f, k1 = 0.f;
+    if (lane <= last) {
+        P0 = w[lane], c0 = w[L + lane];
+        if (FAM == RS_SSM_GDN) k0 = w[2 * L + lane];
+    }
+    if (TWO && lane + 32 <= last) {
+        P1 = w[lane + 32], c1 = w[L + lane + 32];
+        if (FAM == RS_SSM_GDN) k1 = w[2 * L + lane + 32];
+    }
+    const float pck = w[3 * L];
+    float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f);
+    float alpha = 0.f, beta = 0.f, kqc = 0.f;
+    if (FAM == RS_SSM_GDN) {
+        kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
+        alpha = io.alpha[bh], beta = io.beta[bh], kqc = w[3 * L + 1];
+    }
+
     if (!flush) {
-        if (FAM == RS_SSM_MAMBA2)
-            for (int r = threadIdx.x; r < R; r += blockDim.x)
-                ring_store<RDT>(st.ring_v, (bh * L + hn) * d.d_v + rowblk + r, vs[hn * VS + r]);
-        if (chunk == 0) {
-            if (threadIdx.x == 0) st.ring_alpha[bh * L + hn] = alpha;
-            if (h % grp == 0)
-                for (int i = threadIdx.x; i < RS_CUDA_DK; i += blockDim.x)
-                    ring_store<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + i, ks[(size_t)hn * RS_CUDA_DK + i]);
+        /* ---- non-flush: o from one read of the checkpoint (any format) ---- */
+        const float sdec = CKF == RS_FMT_NVFP4 ? src.sdec[bh] : 0.f;
+        constexpr int SPAN = 16 / RPW > 0 ? 16 / RPW : 1; /* GDN: lanes per row value after the reduction */
+        rs_raw<CKF> cur[RPW], nxt[RPW];
+        float cv0[RPW], cv1[RPW], nv0[RPW], nv1[RPW], cvi = 0.f, nvi = 0.f;
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) cur[r] = rs_raw_load<CKF>(src, bh * dv + r_begin + r, lane);
+        replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
+        if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
+        for (int row = r_begin; row < r_end; row += RPW) {
+            const bool more = row + RPW < r_end;
+            if (more) { /* prefetch the next chunk */
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) nxt[r] = rs_raw_load<CKF>(src, bh * dv + row + RPW + r, lane);
+                replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, row + RPW, lane, hn, last, nv0, nv1);
+                if (FAM == RS_SSM_GDN) nvi = io.v[bh * dv + row + RPW + (lane / SPAN) % RPW];
+            }
+            const size_t grow0 = bh * dv + row;
+            if constexpr (FAM == RS_SSM_MAMBA2) {
+                float x[RPW];
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) {
+                    float m;
+                    const float4 sv = rs_raw_dec<CKF>(cur[r], sdec, m);
+                    x[r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(__fmul_rn(pck, m), rs_dot4(sv, q4))));
+                }
+                rs_warp_sum_t<RPW>(x, lane);
+                if (lane % (32 / RPW) == 0) io.o[grow0 + lane / (32 / RPW)] = x[0];
+                if (lane == (hn & 31)) { /* the lane holding this step's record stores it */
+                    if (hn < 32) rs_ring_st<RDT, RPW>(st.ring_v, (bh * L + hn) * dv + row, cv0);
+                    else rs_ring_st<RDT, RPW>(st.ring_v, (bh * L + hn) * dv + row, cv1);
+                }
+            } else {
+                float x[2 * RPW];
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) {
+                    float m;
+                    const float4 sv = rs_raw_dec<CKF>(cur[r], sdec, m);
+                    const float pm = __fmul_rn(pck, m);
+                    x[r] = __fmaf_rn(k1, cv1[r], __fmaf_rn(k0, cv0[r], __fmul_rn(pm, rs_dot4(sv, kc4))));
+                    x[RPW + r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(pm, rs_dot4(sv, q4))));
+                }
+                rs_warp_sum_t<2 * RPW>(x, lane); /* lanes 0-15: S_{t-1} k of the rows, 16-31: S_{t-1} q */
+                const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], 16);
+                if (lane < 16 && lane % SPAN == 0) {
+                    const int r = lane / SPAN;
+                    const float u = rs_ring_round<RDT>(beta * (cvi - alpha * x[0]));
+                    io.o[grow0 + r] = __fmaf_rn(u, kqc, alpha * sq);
+                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[(bh * L + hn) * dv + row + r] = u;
+                    else static_cast<uint16_t *>(st.ring_v)[(bh * L + hn) * dv + row + r] = (uint16_t)rs_bf16bits(u);
+                }
+            }
+            if (more) {
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) cur[r] = nxt[r], cv0[r] = nv0[r], cv1[r] = nv1[r];
+                cvi = nvi;
+            }
+        }
+        return;
+    }
+
+    /* ---- flush: S = P_ckpt S_ckpt + sum_j P_j v_j k_j^T, o = S q, S_ckpt <- S (fp32, 4 rows a chunk) ---- */
+    constexpr int RF = 4;
+    float4 cs[RF], ns[RF];
+    float cv0[RF], cv1[RF], nv0[RF], nv1[RF], cvv[RF], nvv[RF];
+#pragma unroll
+    for (int r = 0; r < RF; ++r) cs[r] = rs_ld4(st.S_ckpt + (bh * dv + r_begin + r) * RS_CUDA_DK + 4 * lane);
+    replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
+    if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + r_begin, cvv);
+    for (int row = r_begin; row < r_end; row += RF) {
+        const bool more = row + RF < r_end;
+        if (more) {
+#pragma unroll
+            for (int r = 0; r < RF; ++r) ns[r] = rs_ld4(st.S_ckpt + (bh * dv + row + RF + r) * RS_CUDA_DK + 4 * lane);
+            replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, row + RF, lane, hn, last, nv0, nv1);
+            if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + row + RF, nvv);
+        }
+        const size_t grow0 = bh * dv + row;
+        float cp0[RF], cp1[RF];
+#pragma unroll
+        for (int r = 0; r < RF; ++r) cp0[r] = P0 * cv0[r], cp1[r] = P1 * cv1[r], cs[r] = rs_scale4(pck, cs[r]);
+        int j = 0;
+        for (; j + 4 <= last + 1; j += 4) { /* 4 key loads in flight */
+            float4 kj[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) kj[u] = rs_ring_k4<RDT>(st.ring_k, (kg * L + j + u) * RS_CUDA_DK, lane);
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int r = 0; r < RF; ++r)
+                    cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j + u < 32 ? cp0[r] : cp1[r], (j + u) & 31), kj[u], cs[r]);
+        }
+        for (; j <= last; ++j) {
+            const float4 kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+#pragma unroll
+            for (int r = 0; r < RF; ++r) cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j < 32 ? cp0[r] : cp1[r], j & 31), kj, cs[r]);
+        }
+        if (FAM == RS_SSM_GDN) {
+            float x[RF];
+#pragma unroll
+            for (int r = 0; r < RF; ++r) x[r] = rs_dot4(cs[r], kc4);
+            rs_warp_sum_t<RF>(x, lane);
+#pragma unroll
+            for (int r = 0; r < RF; ++r) {
+                const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
+                const float u = rs_ring_round<RDT>(beta * (cvv[r] - alpha * sk));
+                cs[r] = rs_fma4(u, kc4, rs_scale4(alpha, cs[r]));
+            }
+        }
+        float x[RF];
+#pragma unroll
+        for (int r = 0; r < RF; ++r) {
+            x[r] = rs_dot4(cs[r], q4);
+            *reinterpret_cast<float4 *>(st.S_ckpt + (grow0 + r) * RS_CUDA_DK + 4 * lane) = cs[r];
+        }
+        rs_warp_sum_t<RF>(x, lane);
+        if (lane % (32 / RF) == 0) io.o[grow0 + lane / (32 / RF)] = x[0];
+        if (more) {
+#pragma unroll
+            for (int r = 0; r < RF; ++r) cs[r] = ns[r], cv0[r] = nv0[r], cv1[r] = nv1[r], cvv[r] = nvv[r];
         }
     }
 }
@@ -362,20 +486,45 @@ __global__ void rs_k_replay_advance(int32_t *fill, int batch, int L)
     if (b < batch) fill[b] = fill[b] + 1 == L ? 0 : fill[b] + 1;
 }
 
-template <int FAM, int RDT>
-static cudaError_t replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
-                                 cudaStream_t s)
+template <int FAM, int RDT, int CKF, int RPW>
+static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+                          const rs_ckpt_src &src, cudaStream_t s)
 {
-    const int R = st->rows_per_block ? st->rows_per_block : replay_rows(d->d_v);
-    const size_t smem = replay_smem_bytes(st->L, R);
-    if (smem > 48 * 1024) {
-        const cudaError_t e = cudaFuncSetAttribute(rs_k_replay_decode<FAM, RDT>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return e;
+    const int grp = d->heads / d->key_heads;
+    const size_t psmem = sizeof(float) * (2 * RS_CUDA_LMAX + (size_t)grp * st->L);
+    rs_k_replay_prep<FAM, RDT><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_PREP_WARPS, psmem, s>>>(*d, *io,
+                                                                                                            *st);
+    const rs_geom g = rs_replay_geom(d, RPW);
+    const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
+    if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+    else rs_k_replay_main<FAM, RDT, CKF, RPW, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+}
+
+/* rows per chunk (RPW) by checkpoint format: 16 B of fp32 state per lane and row-chunk (4 rows),
+ * fp16/bf16 8 rows, fp8/nvfp4 16 rows (GDN 8: its two sums per row share one 32-lane reduction) */
+template <int FAM, int RDT>
+static void replay_launch_ckf(int ckf, int rpw, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+                              const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
+{
+    constexpr int RLP = FAM == RS_SSM_GDN ? 8 : 16;
+    switch (ckf) {
+    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(d, io, st, src, s); break;
+    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(d, io, st, src, s); break;
+    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(d, io, st, src, s); break;
+    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(d, io, st, src, s); break;
+    default:
+        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(d, io, st, src, s);
+        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(d, io, st, src, s);
+        break;
     }
-    const unsigned grid = (unsigned)((size_t)d->batch * d->heads * (d->d_v / R));
-    rs_k_replay_decode<FAM, RDT><<<grid, 8 * R, smem, s>>>(*d, *io, *st, R);
-    return cudaSuccess;
+}
+
+/* the RPW replay_launch_ckf will use (for the d_v check) */
+static int replay_rpw(rs_ssm_family fam, int ckf, int knob)
+{
+    if (ckf == RS_FMT_FP32) return knob == 8 ? 8 : 4;
+    if (ckf == RS_FMT_FP16 || ckf == RS_FMT_BF16) return 8;
+    return fam == RS_SSM_GDN ? 8 : 16;
 }
 
 extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
@@ -383,24 +532,35 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
 {
     static const char who[] = "rs_cuda_replay_decode";
     RS_TRY(check_dims(dims, io, fam, who));
-    RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill, RS_E_INVAL,
-             "%s: NULL state array", who);
+    RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill && st->work, RS_E_INVAL,
+             "%s: NULL state array or work", who);
     RS_CHECK(st->L >= 1 && st->L <= RS_CUDA_LMAX, RS_E_INVAL, "%s: window L = %d outside 1..%d", who, st->L,
              RS_CUDA_LMAX);
-    RS_CHECK(st->rows_per_block == 0 || (st->rows_per_block % 4 == 0 && st->rows_per_block <= 64 &&
-                                         dims->d_v % st->rows_per_block == 0),
-             RS_E_INVAL, "%s: rows_per_block = %d (need 0, or a multiple of 4 dividing d_v = %d, <= 64)", who,
-             st->rows_per_block, dims->d_v);
+    RS_CHECK(st->rows_per_warp == 0 || st->rows_per_warp == 4 || st->rows_per_warp == 8, RS_E_INVAL,
+             "%s: rows_per_warp = %d (need 0, 4 or 8)", who, st->rows_per_warp);
+    const int rpw = replay_rpw(fam, st->ckpt_read ? (int)st->ckpt_read->fmt.kind : (int)RS_FMT_FP32, st->rows_per_warp);
+    RS_CHECK(dims->d_v % rpw == 0, RS_E_SHAPE, "%s: d_v = %d is not a multiple of %d rows per chunk", who, dims->d_v,
+             rpw);
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
-    cudaError_t e;
-    if (fam == RS_SSM_MAMBA2)
-        e = st->ring_dtype == RS_CUDA_F32 ? replay_launch<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, io, st, s)
-                                          : replay_launch<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, io, st, s);
-    else
-        e = st->ring_dtype == RS_CUDA_F32 ? replay_launch<RS_SSM_GDN, RS_CUDA_F32>(dims, io, st, s)
-                                          : replay_launch<RS_SSM_GDN, RS_CUDA_BF16>(dims, io, st, s);
-    RS_TRY(rs_cuda_call_status(e, who, "cudaFuncSetAttribute"));
+    rs_ckpt_src src = {st->S_ckpt, nullptr, nullptr, nullptr, nullptr, dims->d_v};
+    int ckf = RS_FMT_FP32;
+    if (st->ckpt_read) {
+        const rs_qtensor *q = st->ckpt_read;
+        const size_t n = (size_t)dims->batch * dims->heads * dims->d_v * RS_CUDA_DK;
+        RS_CHECK(q->codes && q->n == n && q->tensor_extent == (size_t)dims->d_v * RS_CUDA_DK, RS_E_SHAPE,
+                 "%s: ckpt_read holds %zu elements in tensors of %zu (need %zu in tensors of d_v * d_k)", who, q->n,
+                 q->tensor_extent, n);
+        ckf = (int)q->fmt.kind;
+        src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
+    }
+    if (fam == RS_SSM_MAMBA2) {
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, dims, io, st, src, s);
+    } else {
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, dims, io, st, src, s);
+    }
     return rs_cuda_launch_status(who);
 }
 

@@ -96,12 +96,24 @@ static rs_dev_fmt dev_fmt(const rs_format *f)
 }
 
 /* fp16/bf16: thread = elements 4g .. 4g+3 (< n). codes (may be NULL), y (may be NULL). */
+/* Row filter of rs_cuda_replay_requant: with fill set, only elements of batch rows b whose
+ * fill[b] + 1 == L (row_elems elements each) are encoded; NULL encodes everything. */
+struct rs_dev_rowsel {
+    const int32_t *fill;
+    int L;
+    size_t row_elems;
+};
+__device__ __forceinline__ bool rs_dev_skip(const rs_dev_rowsel &sel, size_t i)
+{
+    return sel.fill && sel.fill[i / sel.row_elems] + 1 != sel.L;
+}
+
 __global__ void rs_k_half_encode(int bf, rs_dev_fmt f, const float *x, size_t n, uint64_t seed, uint64_t stream,
-                                 uint16_t *codes, float *y)
+                                 uint16_t *codes, float *y, rs_dev_rowsel sel)
 {
     const size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const size_t i = 4 * g;
-    if (i >= n) return;
+    if (i >= n || rs_dev_skip(sel, i)) return;
     const size_t m = n - i < 4 ? n - i : 4;
     float xv[4];
     for (size_t j = 0; j < m; ++j) xv[j] = x[i + j];
@@ -124,11 +136,12 @@ __global__ void rs_k_half_decode(int bf, const uint16_t *codes, size_t n, float 
 
 /* fp8: warp w handles block w (128 elements), lane = 4 elements. */
 __global__ void rs_k_fp8_encode(rs_dev_fmt f, const float *x, size_t nblocks, uint64_t seed, uint64_t stream,
-                                uint8_t *codes, float *scale_inv, float *y)
+                                uint8_t *codes, float *scale_inv, float *y, rs_dev_rowsel sel)
 {
     const size_t blk = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
     if (blk >= nblocks) return; /* whole warps exit together: nblocks counts warps */
+    if (rs_dev_skip(sel, blk * RS_FP8_BLOCK)) return; /* rows are whole fp8 blocks: warp-uniform */
     const size_t i = blk * RS_FP8_BLOCK + 4 * (size_t)lane;
     const float4 xv = *reinterpret_cast<const float4 *>(x + i);
     float a = fmaxf(fmaxf(fabsf(xv.x), fabsf(xv.y)), fmaxf(fabsf(xv.z), fabsf(xv.w)));
@@ -160,10 +173,12 @@ __global__ void rs_k_fp8_decode(const uint8_t *codes, const float *scale_inv, si
 
 /* nvfp4: CUDA block t handles tensor t (E elements, E % 16 == 0). */
 __global__ void rs_k_nvfp4_encode(rs_dev_fmt f, const float *x, size_t E, uint64_t seed, uint64_t stream,
-                                  uint8_t *codes, uint8_t *block_scale, float *tensor_scale_dec, float *y)
+                                  uint8_t *codes, uint8_t *block_scale, float *tensor_scale_dec, float *y,
+                                  rs_dev_rowsel sel)
 {
     __shared__ float warp_amax[RS_QK_THREADS / 32];
     const size_t base = (size_t)blockIdx.x * E;
+    if (rs_dev_skip(sel, base)) return; /* rows are whole tensors: block-uniform */
     float a = 0.0f;
     for (size_t j = threadIdx.x; j < E; j += blockDim.x) a = fmaxf(a, fabsf(x[base + j]));
     a = rs_dev_warp_max(a);
@@ -271,7 +286,8 @@ extern "C" void rs_cuda_qtensor_free(rs_qtensor *q)
 /* Shared by quantize (codes != NULL, y == NULL) and the round trip (codes == NULL, y != NULL). */
 static rs_status encode_launch(const rs_format *f, const float *x, size_t n, size_t E, uint64_t seed,
                                uint64_t stream, uint8_t *codes, float *scale_inv, uint8_t *block_scale,
-                               float *tensor_scale_dec, float *y, rs_cuda_stream s, const char *who)
+                               float *tensor_scale_dec, float *y, rs_cuda_stream s, const char *who,
+                               rs_dev_rowsel sel = rs_dev_rowsel{nullptr, 0, 1})
 {
     const rs_dev_fmt df = dev_fmt(f);
     switch (f->kind) {
@@ -282,17 +298,17 @@ static rs_status encode_launch(const rs_format *f, const float *x, size_t n, siz
     case RS_FMT_FP16:
     case RS_FMT_BF16:
         rs_k_half_encode<<<grid_for((n + 3) / 4, RS_QK_THREADS), RS_QK_THREADS, 0, s>>>(
-            f->kind == RS_FMT_BF16, df, x, n, seed, stream, (uint16_t *)(void *)codes, y);
+            f->kind == RS_FMT_BF16, df, x, n, seed, stream, (uint16_t *)(void *)codes, y, sel);
         break;
     case RS_FMT_FP8: {
         const size_t nb = n / RS_FP8_BLOCK;
         rs_k_fp8_encode<<<grid_for(32 * nb, RS_QK_THREADS), RS_QK_THREADS, 0, s>>>(df, x, nb, seed, stream, codes,
-                                                                                 scale_inv, y);
+                                                                                 scale_inv, y, sel);
         break;
     }
     case RS_FMT_NVFP4:
         rs_k_nvfp4_encode<<<(unsigned)(n / E), RS_QK_THREADS, 0, s>>>(df, x, E, seed, stream, codes, block_scale,
-                                                                      tensor_scale_dec, y);
+                                                                      tensor_scale_dec, y, sel);
         break;
     }
     return rs_cuda_launch_status(who);
@@ -345,4 +361,21 @@ extern "C" rs_status rs_cuda_dequantize(const rs_qtensor *dq, float *d_y, rs_cud
         break;
     }
     return rs_cuda_launch_status(who);
+}
+
+extern "C" rs_status rs_cuda_replay_requant(const rs_ssm_dims *dims, const rs_cuda_replay_state *st, rs_cuda_stream s)
+{
+    static const char who[] = "rs_cuda_replay_requant";
+    RS_CHECK(dims && st && st->S_ckpt && st->fill && st->ckpt_read && st->ckpt_read->codes, RS_E_INVAL,
+             "%s: NULL dims, state, fill or ckpt_read", who);
+    const rs_qtensor *q = st->ckpt_read;
+    const size_t row = (size_t)dims->heads * dims->d_v * dims->d_k;
+    RS_CHECK(q->n == row * (size_t)dims->batch && q->tensor_extent == (size_t)dims->d_v * dims->d_k, RS_E_SHAPE,
+             "%s: ckpt_read holds %zu elements in tensors of %zu", who, q->n, q->tensor_extent);
+    RS_CHECK(q->fmt.kind != RS_FMT_FP32, RS_E_INVAL, "%s: an fp32 read copy is S_ckpt itself", who);
+    rs_format f = q->fmt;
+    f.rounding = RS_ROUND_RTN; /* the read-only copy is rounded to nearest (digest section 5) */
+    const rs_dev_rowsel sel = {st->fill, st->L, row};
+    return encode_launch(&f, st->S_ckpt, q->n, q->tensor_extent, 0, 0, q->codes, q->scale_inv, q->block_scale,
+                         q->tensor_scale_dec, NULL, s, who, sel);
 }

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "rs_ssm.h"    /* rs_ssm_kind */
 #include "rs_status.h"
 
 #ifdef __cplusplus
@@ -30,8 +31,6 @@ extern "C" {
 #endif
 
 /* ---- model shapes (digest §7) --------------------------------------------------------- */
-
-typedef enum rs_ssm_kind { RS_SSM_MAMBA2 = 0, RS_SSM_GDN = 1 } rs_ssm_kind;
 
 typedef struct rs_model_shape {
     const char *name;          /* CLI key, e.g. "nemotron-3-super" */

@@ -11,13 +11,18 @@
  *      staggered ring fills so they flush at different steps: conventional fp32 and ReplaySSM
  *      (fp32 ring; Mamba-2 also bf16 ring with bf16-exact inputs) against a float64 host
  *      recurrence. Pass: max over steps of ||o - o64|| / ||o64|| <= 1e-4 and <= 2x the same
- *      error of a float32 host recurrence (+1e-7: the fp32 path can be luckier than its noise
- *      level on one seed) — the issue-8 criterion. ReplaySSM's final state (checkpoint folded
- *      with the ring on the host) is checked the same way.
+ *      error of lib/'s CPU fp32 path (rs_ssm_mamba2_step / rs_ssm_gdn_step; +1e-7: the fp32 path
+ *      can be luckier than its noise level on one seed) — the issue-8 criterion. ReplaySSM's
+ *      final state (checkpoint folded with the ring on the host) is checked the same way.
  *   5. fp16/bf16 conventional state: one step bit for bit against the CPU codecs (Mamba-2,
  *      RTN and SR with the documented Philox keying); then 1000 GDN/Mamba-2 steps with fp16-SR
  *      and fp16-RTN state against float64 (reported; bound 0.1 = catches a broken store, not
  *      a precision claim).
+ *   6. Speculative verification (ReplaySSM output-only + GDN UT solve + pointer commit, and the
+ *      snapshot baseline) with random acceptance against sequential float64 decode (outputs of
+ *      every draft, state after the commits, fill/start pointers), same bound as 4.
+ *   7. Low-precision checkpoint reads (fp16/bf16/fp8/nvfp4): outputs against float64 of the
+ *      rs_dequantize'd checkpoint; rs_cuda_replay_requant bit-identical to rs_quantize (RTN).
  * Exit 0 if every check passes, 1 otherwise, 77 (CTest skip) if no GPU is present.
  * Usage: test_kernels [--quick]   (--quick: fewer codec inputs, 24 decode steps: for compute-sanitizer runs)
  */
@@ -38,6 +43,7 @@ extern "C" {
 #include "rs_philox.h"
 #include "rs_qtensor.h"
 }
+#include "rs_ssm.h" /* lib/: the CPU fp32 recurrences (the yardstick of the fp32 criterion) */
 #include "rs_cuda.h"
 
 #define CK(call)                                                                                 \
@@ -359,15 +365,19 @@ static void gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<
     }
 }
 
-/* Host recurrence in T (double = reference, float = the fp32 noise yardstick). S: [B][H][dv][DK]. */
+/* Host recurrence in float64 (the reference). S: [B][H][dv][DK]. Rows b with active[b] == 0
+ * (active may be NULL) are left alone. The float32 yardstick is lib/'s CPU engine
+ * (host_step_lib below), not this loop. */
 template <typename T>
-static void host_step(const Shape &s, int B, std::vector<T> &S, const StepIn &in, std::vector<T> &o)
+static void host_step(const Shape &s, int B, std::vector<T> &S, const StepIn &in, std::vector<T> &o,
+                      const int *active = nullptr)
 {
     const int H = s.H, G = s.G, dv = s.dv;
     o.resize((size_t)B * H * dv);
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
         const int b = bh / H, h = bh % H, g = h / (H / G);
+        if (active && !active[b]) continue;
         const float *k = &in.k[((size_t)b * G + g) * DK], *q = &in.q[((size_t)b * G + g) * DK];
         const T alpha = (T)in.alpha[bh], beta = (T)in.beta[bh];
         for (int i = 0; i < dv; ++i) {
@@ -384,6 +394,29 @@ static void host_step(const Shape &s, int B, std::vector<T> &S, const StepIn &in
                 oo += row[c] * (T)q[c];
             }
             o[(size_t)bh * dv + i] = oo;
+        }
+    }
+}
+
+/* The CPU fp32 path: lib/rs_ssm.h's conventional steps (rs_ssm_mamba2_step, rs_ssm_gdn_step),
+ * one head at a time. */
+static void host_step_lib(const Shape &s, int B, std::vector<float> &S, const StepIn &in, std::vector<float> &o,
+                          const int *active = nullptr)
+{
+    const int H = s.H, G = s.G, dv = s.dv;
+    o.resize((size_t)B * H * dv);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+        const int b = bh / H, h = bh % H, g = h / (H / G);
+        if (active && !active[b]) continue;
+        const float *k = &in.k[((size_t)b * G + g) * DK], *q = &in.q[((size_t)b * G + g) * DK];
+        float *St = &S[(size_t)bh * dv * DK];
+        if (s.fam == RS_SSM_MAMBA2) {
+            rs_ssm_mamba2_step(St, dv, DK, in.alpha[bh], &in.v[(size_t)bh * dv], k, q, &o[(size_t)bh * dv]);
+        } else {
+            std::vector<float> u(dv);
+            rs_ssm_gdn_step(St, dv, DK, in.alpha[bh], in.beta[bh], &in.v[(size_t)bh * dv], k, q, u.data(),
+                            &o[(size_t)bh * dv]);
         }
     }
 }
@@ -475,7 +508,8 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
     rs_ssm_step_io io_c = {dalpha, dbeta, dv_, dk, dq, doc}, io_r = io_c;
     io_r.o = dor;
     rs_cuda_conv_state cs = {dSc, RS_CUDA_F32, RS_ROUND_RTN, 32, 0, 0, nullptr, nullptr};
-    rs_cuda_replay_state rst = {dSr, drv, drk, dra, bf16_ring ? RS_CUDA_BF16 : RS_CUDA_F32, L, dfill, rows};
+    float *dwork = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&dims, L, 0));
+    rs_cuda_replay_state rst = {dSr, drv, drk, dra, bf16_ring ? RS_CUDA_BF16 : RS_CUDA_F32, L, dfill, dwork, nullptr, rows};
 
     double e_conv = 0, e_rep = 0, e_cpu = 0;
     std::vector<float> oc((size_t)B * H * dv), orr((size_t)B * H * dv), o32;
@@ -491,7 +525,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
         RSK(rs_cuda_replay_decode(s.fam, &dims, &io_r, &rst, nullptr));
         RSK(rs_cuda_replay_advance(dfill, B, L, nullptr));
         host_step<double>(s, B, S64, in, o64);
-        if (!bf16_ring) host_step<float>(s, B, S32, in, o32);
+        if (!bf16_ring) host_step_lib(s, B, S32, in, o32);
         CK(cudaDeviceSynchronize());
         d2h(orr, dor);
         e_rep = fmax(e_rep, rel_err(orr, o64));
@@ -539,7 +573,8 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
         snprintf(name, sizeof name, "conv %s %s fp32 %d steps", s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn", s.name, nsteps);
         report(name, e_conv <= tol && e_conv <= 2 * e_cpu + floor_ && es_conv <= tol && es_conv <= 2 * es_cpu + floor_,
                "out %.2e state %.2e (cpu fp32: out %.2e state %.2e)", e_conv, es_conv, e_cpu, es_cpu);
-        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring R=%d", s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn", s.name, L, rows);
+        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring rpw=%d wph=%d", s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn",
+                 s.name, L, rows, rs_cuda_get_warps_per_head());
         report(name, fill_ok && e_rep <= tol && e_rep <= 2 * e_cpu + floor_ && es_rep <= tol && es_rep <= 2 * es_cpu + floor_,
                "out %.2e state %.2e, %d row flushes, fill %s", e_rep, es_rep, nflush, fill_ok ? "ok" : "WRONG");
     } else {
@@ -548,7 +583,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                e_rep, es_rep, nflush);
     }
     cudaFree(dSc); cudaFree(dSr); cudaFree(dalpha); cudaFree(dbeta); cudaFree(dv_); cudaFree(dk); cudaFree(dq);
-    cudaFree(doc); cudaFree(dor); cudaFree(drv); cudaFree(drk); cudaFree(dra); cudaFree(dfill);
+    cudaFree(doc); cudaFree(dor); cudaFree(drv); cudaFree(drk); cudaFree(dra); cudaFree(dfill); cudaFree(dwork);
 }
 
 /* fp16/bf16 state: one Mamba-2 step bit for bit, then a long run against float64. */
@@ -653,6 +688,294 @@ static void test_half_state(int nsteps)
     cudaFree(dout); cudaFree(dS);
 }
 
+/* ============================== 6. speculative verification ============================== */
+/* Draft inputs of T tokens for B rows, stacked [T][...] as rs_ssm_step_io expects. */
+static void stack_drafts(const std::vector<StepIn> &d, StepIn &out)
+{
+    out = StepIn();
+    for (const StepIn &x : d) {
+        out.alpha.insert(out.alpha.end(), x.alpha.begin(), x.alpha.end());
+        out.beta.insert(out.beta.end(), x.beta.begin(), x.beta.end());
+        out.v.insert(out.v.end(), x.v.begin(), x.v.end());
+        out.k.insert(out.k.end(), x.k.begin(), x.k.end());
+        out.q.insert(out.q.end(), x.q.begin(), x.q.end());
+    }
+}
+
+/* ReplaySSM verification (output-only, GDN UT solve, pointer commit) and the snapshot baseline
+ * against sequential float64 decode, with random acceptance a in 1..T per row and round.
+ * Rows start at staggered fills and ring origins (wrapping), so flushes (h + T > L) happen at
+ * different rounds per row. Checked: every draft's output (both kernels) and, at the end, the
+ * state (ReplaySSM: checkpoint + committed records folded on the host; snapshots: the
+ * committed snapshot) against float64 (<= 1e-4 and <= 2x the lib/ fp32 path + 1e-7), and
+ * the fill/start pointers against the commit rule replayed on the host. */
+static void test_verify_shape(const Shape &s, int rounds, int L, int T)
+{
+    const int B = 4, H = s.H, G = s.G, dv = s.dv, C = L + T;
+    const size_t nS = (size_t)B * H * dv * DK;
+    int fill0[B] = {0, 3 % (L + 1), L / 2, L};
+    int start0[B] = {0, 5 % C, C - 2, 7 % C};
+    rs_ssm_dims dims = {B, H, G, dv, DK};
+    std::vector<double> rate(H);
+    for (int h = 0; h < H; ++h) rate[h] = h % 3 == 0 ? 1e-4 : h % 3 == 1 ? 0.01 : 0.2;
+
+    std::vector<double> S64(nS);
+    std::vector<float> S0(nS);
+    for (size_t i = 0; i < nS; ++i) S0[i] = (float)(0.3 * normal()), S64[i] = S0[i];
+    std::vector<float> ring_v((size_t)B * H * C * dv, 0.f), ring_k((size_t)B * G * C * DK, 0.f), ring_a((size_t)B * H * C, 0.f);
+    for (int b = 0; b < B; ++b)
+        for (int j = 0; j < fill0[b]; ++j) {
+            const int slot = (start0[b] + j) % C;
+            for (int h = 0; h < H; ++h) {
+                ring_a[((size_t)b * H + h) * C + slot] = (float)exp(-rate[h] * (0.5 + unif()));
+                for (int i = 0; i < dv; ++i) ring_v[(((size_t)b * H + h) * C + slot) * dv + i] = (float)(normal() * 0.3);
+            }
+            for (int g = 0; g < G; ++g) {
+                double nk = 0;
+                std::vector<double> kk(DK);
+                for (int c = 0; c < DK; ++c) { kk[c] = normal(); nk += kk[c] * kk[c]; }
+                for (int c = 0; c < DK; ++c) ring_k[(((size_t)b * G + g) * C + slot) * DK + c] = (float)(kk[c] / sqrt(nk));
+            }
+            for (int h = 0; h < H; ++h) {
+                const int g = h / (H / G);
+                const double a = ring_a[((size_t)b * H + h) * C + slot];
+                for (int i = 0; i < dv; ++i) {
+                    const double vi = ring_v[(((size_t)b * H + h) * C + slot) * dv + i];
+                    double *row = &S64[(((size_t)b * H + h) * dv + i) * DK];
+                    for (int c = 0; c < DK; ++c) row[c] = a * row[c] + vi * (double)ring_k[(((size_t)b * G + g) * C + slot) * DK + c];
+                }
+            }
+        }
+    std::vector<float> S32(nS);
+    for (size_t i = 0; i < nS; ++i) S32[i] = (float)S64[i];
+
+    const size_t nv = (size_t)T * B * H * dv, nk = (size_t)T * B * G * DK, na = (size_t)T * B * H;
+    float *dSr = dalloc<float>(nS), *dSc = dalloc<float>(nS), *dsnap = dalloc<float>(nS * T);
+    float *dalpha = dalloc<float>(na), *dbeta = dalloc<float>(na), *dv_ = dalloc<float>(nv), *dk = dalloc<float>(nk),
+          *dq = dalloc<float>(nk), *dor = dalloc<float>(nv), *dos = dalloc<float>(nv);
+    float *drv = dalloc<float>(ring_v.size()), *drk = dalloc<float>(ring_k.size()), *dra = dalloc<float>(ring_a.size());
+    int32_t *dfill = dalloc<int32_t>(B), *dstart = dalloc<int32_t>(B), *dacc = dalloc<int32_t>(B);
+    float *dwork = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&dims, L, T));
+    h2d(dSr, S0); h2d(dSc, S32); h2d(drv, ring_v); h2d(drk, ring_k); h2d(dra, ring_a);
+    h2d(dfill, std::vector<int32_t>(fill0, fill0 + B)); h2d(dstart, std::vector<int32_t>(start0, start0 + B));
+    rs_cuda_verify_state vst = {dSr, drv, drk, dra, RS_CUDA_F32, L, C, dfill, dstart, dwork};
+    rs_ssm_step_io io_r = {dalpha, dbeta, dv_, dk, dq, dor}, io_s = io_r;
+    io_s.o = dos;
+
+    int hfill[B], hstart[B];
+    memcpy(hfill, fill0, sizeof hfill);
+    memcpy(hstart, start0, sizeof hstart);
+    double e_rep = 0, e_snap = 0, e_cpu = 0;
+    int nflush = 0, ntok = 0;
+    const std::vector<float> poison(nv, NAN);
+    std::vector<StepIn> drafts(T);
+    StepIn st;
+    std::vector<float> orr(nv), os(nv), o32;
+    std::vector<double> o64;
+    std::vector<double> S64save;
+    std::vector<float> S32save;
+    for (int round = 0; round < rounds; ++round) {
+        for (int t = 0; t < T; ++t) gen_step(s, B, false, rate, drafts[t]);
+        stack_drafts(drafts, st);
+        h2d(dalpha, st.alpha); h2d(dbeta, st.beta); h2d(dv_, st.v); h2d(dk, st.k); h2d(dq, st.q);
+        h2d(dor, poison); h2d(dos, poison);
+        RSK(rs_cuda_replay_verify(s.fam, &dims, T, &io_r, &vst, nullptr));
+        RSK(rs_cuda_snapshot_verify(s.fam, &dims, T, &io_s, dSc, dsnap, nullptr));
+        std::vector<int32_t> acc(B);
+        for (int b = 0; b < B; ++b) acc[b] = 1 + (int)(rnd64() % (uint64_t)T);
+        h2d(dacc, acc);
+        RSK(rs_cuda_replay_commit(&dims, T, dacc, &vst, nullptr));
+        RSK(rs_cuda_snapshot_commit(&dims, T, dacc, dsnap, dSc, nullptr));
+        /* host: sequential decode of all T drafts (outputs), then again for the accepted ones */
+        S64save = S64;
+        S32save = S32;
+        double er = 0, es = 0, ec = 0;
+        const size_t per = (size_t)B * H * dv;
+        CK(cudaDeviceSynchronize());
+        d2h(orr, dor); d2h(os, dos);
+        for (int t = 0; t < T; ++t) {
+            host_step<double>(s, B, S64, drafts[t], o64);
+            host_step_lib(s, B, S32, drafts[t], o32);
+            const std::vector<float> r1(orr.begin() + t * per, orr.begin() + (t + 1) * per);
+            const std::vector<float> r2(os.begin() + t * per, os.begin() + (t + 1) * per);
+            er = fmax(er, rel_err(r1, o64));
+            es = fmax(es, rel_err(r2, o64));
+            ec = fmax(ec, rel_err(o32, o64));
+        }
+        e_rep = fmax(e_rep, er), e_snap = fmax(e_snap, es), e_cpu = fmax(e_cpu, ec);
+        S64 = S64save;
+        S32 = S32save;
+        for (int t = 0; t < T; ++t) {
+            int active[B];
+            for (int b = 0; b < B; ++b) active[b] = t < acc[b];
+            host_step<double>(s, B, S64, drafts[t], o64, active);
+            host_step_lib(s, B, S32, drafts[t], o32, active);
+        }
+        for (int b = 0; b < B; ++b) { /* the commit rule */
+            ntok += acc[b];
+            if (hfill[b] + T > L) {
+                ++nflush;
+                hstart[b] = (hstart[b] + hfill[b]) % C;
+                hfill[b] = acc[b];
+            } else {
+                hfill[b] += acc[b];
+            }
+        }
+    }
+    /* final states */
+    std::vector<float> Sck(nS), Sc(nS), ra(ring_a.size()), rv(ring_v.size()), rk(ring_k.size());
+    std::vector<int32_t> fill(B), start(B);
+    d2h(Sck, dSr); d2h(Sc, dSc); d2h(ra, dra); d2h(rv, drv); d2h(rk, drk); d2h(fill, dfill); d2h(start, dstart);
+    bool ptr_ok = true;
+    std::vector<double> Sfin(Sck.begin(), Sck.end());
+    for (int b = 0; b < B; ++b) {
+        ptr_ok &= fill[b] == hfill[b] && start[b] == hstart[b];
+        for (int j = 0; j < fill[b]; ++j) {
+            const int slot = (start[b] + j) % C;
+            for (int h = 0; h < H; ++h) {
+                const int g = h / (H / G);
+                const double a = ra[((size_t)b * H + h) * C + slot];
+                for (int i = 0; i < dv; ++i) {
+                    const double vi = rv[(((size_t)b * H + h) * C + slot) * dv + i];
+                    double *row = &Sfin[(((size_t)b * H + h) * dv + i) * DK];
+                    for (int c = 0; c < DK; ++c) row[c] = a * row[c] + vi * (double)rk[(((size_t)b * G + g) * C + slot) * DK + c];
+                }
+            }
+        }
+    }
+    const double es_rep = rel_err(Sfin, S64), es_snap = rel_err(Sc, S64), es_cpu = rel_err(S32, S64);
+    const double tol = 1e-4, fl = 1e-7;
+    char name[96];
+    const char *fam = s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn";
+    snprintf(name, sizeof name, "verify replay %s %s L=%d T=%d wph=%d", fam, s.name, L, T, rs_cuda_get_warps_per_head());
+    report(name, ptr_ok && e_rep <= tol && e_rep <= 2 * e_cpu + fl && es_rep <= tol && es_rep <= 2 * es_cpu + fl,
+           "out %.2e state %.2e (cpu fp32: %.2e %.2e), %d rounds, %d tokens, %d flushes, pointers %s", e_rep, es_rep,
+           e_cpu, es_cpu, rounds, ntok, nflush, ptr_ok ? "ok" : "WRONG");
+    snprintf(name, sizeof name, "verify snapshot %s %s T=%d", fam, s.name, T);
+    report(name, e_snap <= tol && e_snap <= 2 * e_cpu + fl && es_snap <= tol && es_snap <= 2 * es_cpu + fl,
+           "out %.2e state %.2e", e_snap, es_snap);
+    cudaFree(dSr); cudaFree(dSc); cudaFree(dsnap); cudaFree(dalpha); cudaFree(dbeta); cudaFree(dv_); cudaFree(dk);
+    cudaFree(dq); cudaFree(dor); cudaFree(dos); cudaFree(drv); cudaFree(drk); cudaFree(dra); cudaFree(dfill);
+    cudaFree(dstart); cudaFree(dacc); cudaFree(dwork);
+}
+
+/* ============================== 7. low-precision checkpoint reads ============================== */
+/* One ReplaySSM step whose non-flush rows read an fp16/bf16/fp8/nvfp4 copy of the checkpoint
+ * (split checkpoint). Reference: float64 replay from rs_dequantize() of the same bytes (lib's
+ * CPU dequantizer) for non-flush rows and from the fp32 checkpoint for the flushing row; pass:
+ * relative error <= 1e-5 (fp32 arithmetic on identical inputs; the quantisation error itself is
+ * in both). Then rs_cuda_replay_requant: the flushing row's bytes must equal rs_quantize (RTN)
+ * of the new fp32 checkpoint on the CPU, the other rows' bytes must be unchanged. */
+static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_elems, int row)
+{
+    const size_t e0 = row_elems * row;
+    switch (a.fmt.kind) {
+    case RS_FMT_FP16:
+    case RS_FMT_BF16: return !memcmp(a.codes + 2 * e0, b.codes + 2 * e0, 2 * row_elems);
+    case RS_FMT_FP8:
+        return !memcmp(a.codes + e0, b.codes + e0, row_elems) &&
+               !memcmp(a.scale_inv + e0 / 128, b.scale_inv + e0 / 128, 4 * (row_elems / 128));
+    case RS_FMT_NVFP4:
+        return !memcmp(a.codes + e0 / 2, b.codes + e0 / 2, row_elems / 2) &&
+               !memcmp(a.block_scale + e0 / 16, b.block_scale + e0 / 16, row_elems / 16) &&
+               !memcmp(a.tensor_scale_dec + e0 / a.tensor_extent, b.tensor_scale_dec + e0 / a.tensor_extent,
+                       4 * (row_elems / a.tensor_extent));
+    default: return false;
+    }
+}
+
+static void test_lp_reads(const Shape &s, const char *fmtstr)
+{
+    const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
+    const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes */
+    const size_t nS = (size_t)B * H * dv * DK, E = (size_t)dv * DK, row_elems = (size_t)H * E;
+    rs_ssm_dims dims = {B, H, G, dv, DK};
+    rs_format fmt;
+    RSK(rs_format_parse(fmtstr, &fmt));
+    std::vector<double> rate(H);
+    for (int h = 0; h < H; ++h) rate[h] = h % 3 == 0 ? 1e-4 : h % 3 == 1 ? 0.01 : 0.2;
+    std::vector<float> S0(nS);
+    for (auto &x : S0) x = (float)(0.3 * normal());
+    std::vector<float> rv((size_t)B * H * L * dv), rk((size_t)B * G * L * DK), ra((size_t)B * H * L);
+    for (auto &x : rv) x = (float)(0.3 * normal());
+    for (auto &x : rk) x = (float)(normal() / sqrt((double)DK));
+    for (size_t i = 0; i < ra.size(); ++i) ra[i] = (float)exp(-rate[(i / L) % H] * (0.5 + unif()));
+    float *dS = dalloc<float>(nS), *drv = dalloc<float>(rv.size()), *drk = dalloc<float>(rk.size()), *dra = dalloc<float>(ra.size());
+    float *dalpha = dalloc<float>((size_t)B * H), *dbeta = dalloc<float>((size_t)B * H), *dv_ = dalloc<float>((size_t)B * H * dv),
+          *dk = dalloc<float>((size_t)B * G * DK), *dq = dalloc<float>((size_t)B * G * DK), *dout = dalloc<float>((size_t)B * H * dv);
+    int32_t *dfill = dalloc<int32_t>(B);
+    float *dwork = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&dims, L, 0));
+    h2d(dS, S0); h2d(drv, rv); h2d(drk, rk); h2d(dra, ra); h2d(dfill, std::vector<int32_t>(fill0, fill0 + B));
+    rs_qtensor dq_, hq, hq2, hq3;
+    RSK(rs_cuda_qtensor_alloc(&dq_, &fmt, nS, E));
+    RSK(rs_cuda_quantize(&dq_, dS, 1, 2, nullptr));
+    RSK(rs_qtensor_alloc(&hq, &fmt, nS, E));
+    RSK(rs_qtensor_alloc(&hq2, &fmt, nS, E));
+    RSK(rs_qtensor_alloc(&hq3, &fmt, nS, E));
+    const size_t qbytes = rs_qtensor_bytes(&hq);
+    CK(cudaMemcpy(hq.codes, dq_.codes, qbytes, cudaMemcpyDeviceToHost));
+    std::vector<float> Sdq(nS);
+    RSK(rs_dequantize(&hq, Sdq.data()));
+
+    StepIn in;
+    gen_step(s, B, false, rate, in);
+    h2d(dalpha, in.alpha); h2d(dbeta, in.beta); h2d(dv_, in.v); h2d(dk, in.k); h2d(dq, in.q);
+    h2d(dout, std::vector<float>((size_t)B * H * dv, NAN));
+    rs_ssm_step_io io = {dalpha, dbeta, dv_, dk, dq, dout};
+    rs_cuda_replay_state st = {dS, drv, drk, dra, RS_CUDA_F32, L, dfill, dwork, &dq_, 0};
+    RSK(rs_cuda_replay_decode(s.fam, &dims, &io, &st, nullptr));
+    RSK(rs_cuda_replay_requant(&dims, &st, nullptr));
+    std::vector<float> o((size_t)B * H * dv), Snew(nS);
+    CK(cudaDeviceSynchronize());
+    d2h(o, dout);
+    d2h(Snew, dS);
+    CK(cudaMemcpy(hq2.codes, dq_.codes, qbytes, cudaMemcpyDeviceToHost));
+
+    /* float64 reference */
+    std::vector<double> o64((size_t)B * H * dv);
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+        const int b = bh / H, h = bh % H, g = h / (H / G), hn = fill0[b];
+        const std::vector<float> &Su = hn + 1 == L ? S0 : Sdq;
+        const float *k = &in.k[((size_t)b * G + g) * DK], *q = &in.q[((size_t)b * G + g) * DK];
+        std::vector<double> row(DK);
+        for (int i = 0; i < dv; ++i) {
+            for (int c = 0; c < DK; ++c) row[c] = Su[((size_t)bh * dv + i) * DK + c];
+            for (int j = 0; j < hn; ++j) {
+                const double a = ra[(size_t)bh * L + j], vj = rv[((size_t)bh * L + j) * dv + i];
+                const float *kj = &rk[(((size_t)b * G + g) * L + j) * DK];
+                for (int c = 0; c < DK; ++c) row[c] = a * row[c] + vj * kj[c];
+            }
+            const double alpha = in.alpha[bh];
+            double a = in.v[(size_t)bh * dv + i];
+            if (s.fam == RS_SSM_GDN) {
+                double sk = 0;
+                for (int c = 0; c < DK; ++c) sk += row[c] * k[c];
+                a = (double)in.beta[bh] * (a - alpha * sk);
+            }
+            double oo = 0;
+            for (int c = 0; c < DK; ++c) oo += (alpha * row[c] + a * k[c]) * q[c];
+            o64[(size_t)bh * dv + i] = oo;
+        }
+    }
+    const double e = rel_err(o, o64);
+    /* requant: the flushing row against the CPU quantizer (RTN), the others unchanged */
+    rs_format frtn = fmt;
+    frtn.rounding = RS_ROUND_RTN;
+    hq3.fmt = frtn;
+    RSK(rs_quantize(&hq3, Snew.data(), 0, 0));
+    bool rq_ok = true;
+    for (int b = 0; b < B; ++b) rq_ok &= same_row_bytes(hq2, fill0[b] + 1 == L ? hq3 : hq, row_elems, b);
+    char name[96];
+    snprintf(name, sizeof name, "lp-read %s %s %s", s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn", s.name, fmtstr);
+    report(name, e <= 1e-5 && rq_ok, "out %.2e vs float64 of the dequantised checkpoint; requant %s", e,
+           rq_ok ? "bit-identical" : "WRONG");
+    rs_cuda_qtensor_free(&dq_);
+    rs_qtensor_free(&hq); rs_qtensor_free(&hq2); rs_qtensor_free(&hq3);
+    cudaFree(dS); cudaFree(drv); cudaFree(drk); cudaFree(dra); cudaFree(dalpha); cudaFree(dbeta); cudaFree(dv_);
+    cudaFree(dk); cudaFree(dq); cudaFree(dout); cudaFree(dfill); cudaFree(dwork);
+}
+
 int main(int argc, char **argv)
 {
     int ndev = 0;
@@ -669,12 +992,37 @@ int main(int argc, char **argv)
     test_philox();
     test_codecs();
     test_qtensor();
-    for (const Shape &s : k_shapes) test_decode_shape(s, nsteps, 16, false);
+    /* warps per head: 1 makes every warp walk all d_v rows of its head in prefetched chunks (the
+     * geometry of large batches); the automatic choice at B = 4 gives one chunk per warp */
+    for (const Shape &s : k_shapes) {
+        rs_cuda_set_warps_per_head(1);
+        test_decode_shape(s, nsteps, 16, false);
+        rs_cuda_set_warps_per_head(0);
+    }
+    test_decode_shape(k_shapes[1], quick ? 24 : 256, 16, false); /* automatic geometry */
     test_decode_shape(k_shapes[1], nsteps, 16, true);
     test_decode_shape(k_shapes[2], quick ? 24 : 256, 64, false); /* the largest window */
     test_decode_shape(k_shapes[0], quick ? 24 : 256, 4, false);
-    test_decode_shape(k_shapes[3], quick ? 24 : 256, 16, false, 16); /* smaller replay blocks */
+    test_decode_shape(k_shapes[3], quick ? 24 : 256, 16, false, 8); /* 8 rows per warp */
     test_half_state(nsteps);
+    const int vr = quick ? 3 : 96; /* verification rounds (about 3 accepted tokens each at T = 4) */
+    rs_cuda_set_warps_per_head(1);
+    for (const Shape &s : k_shapes) test_verify_shape(s, vr, 16, 4);
+    rs_cuda_set_warps_per_head(0);
+    test_verify_shape(k_shapes[0], quick ? 3 : 32, 16, 4); /* automatic geometry */
+    test_verify_shape(k_shapes[1], vr, 16, 8);
+    test_verify_shape(k_shapes[2], vr, 16, 8);
+    test_verify_shape(k_shapes[0], quick ? 3 : 48, 16, 1);
+    test_verify_shape(k_shapes[3], quick ? 3 : 48, 16, 2);
+    test_verify_shape(k_shapes[2], quick ? 3 : 48, 8, 6); /* T not a power of two, small window */
+    for (const Shape &s : k_shapes)
+        for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
+            /* fp8/nvfp4: one warp walks every row of its head (multi-chunk prefetch at 16 or 8
+             * rows a chunk); fp16/bf16: the automatic geometry */
+            rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
+            test_lp_reads(s, f);
+        }
+    rs_cuda_set_warps_per_head(0);
     printf(g_fail ? "test_kernels: FAILED\n" : "test_kernels: all checks passed\n");
     return g_fail ? 1 : 0;
 }

@@ -1,0 +1,311 @@
+/* rs_cuda_ssm.cuh — device helpers shared by the ReplaySSM decode and verification kernels:
+ * the warp mapping (a warp owns RPW consecutive state rows of one head; lane l holds columns
+ * 4l .. 4l+3), multi-value ("transposed") warp reductions, ring record loads/stores, and the
+ * checkpoint loaders that dequantise fp16 / bf16 / fp8 / nvfp4 in registers.
+ * Device code only; included by rs_cuda_decode.cu and rs_cuda_verify.cu.
+ */
+#ifndef RS_CUDA_SSM_CUH
+#define RS_CUDA_SSM_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "rs_cuda.h"
+#include "rs_cuda_quant.cuh"
+
+#define RS_FULL_MASK 0xFFFFFFFFu
+
+__device__ __forceinline__ float4 rs_ld4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+__device__ __forceinline__ float rs_dot4(float4 a, float4 b)
+{
+    return __fmaf_rn(a.w, b.w, __fmaf_rn(a.z, b.z, __fmaf_rn(a.y, b.y, __fmul_rn(a.x, b.x))));
+}
+/* s + c * k, elementwise, fused */
+__device__ __forceinline__ float4 rs_fma4(float c, float4 k, float4 s)
+{
+    return make_float4(__fmaf_rn(c, k.x, s.x), __fmaf_rn(c, k.y, s.y), __fmaf_rn(c, k.z, s.z), __fmaf_rn(c, k.w, s.w));
+}
+__device__ __forceinline__ float4 rs_scale4(float c, float4 s)
+{
+    return make_float4(__fmul_rn(c, s.x), __fmul_rn(c, s.y), __fmul_rn(c, s.z), __fmul_rn(c, s.w));
+}
+
+/* ---- transposed warp reduction ---------------------------------------------------------------
+ * N values per lane (N a power of two <= 32). Afterwards x[0] of lane l holds the warp sum of
+ * value index l / (32 / N). N - 1 + (5 - log2 N) shuffles instead of 5 N. */
+template <int N, int OFF> struct rs_wsum_step {
+    static __device__ __forceinline__ void run(float *x, int lane)
+    {
+        if constexpr (N > 1) {
+            constexpr int H = N / 2;
+            const bool up = (lane & OFF) != 0;
+#pragma unroll
+            for (int i = 0; i < H; ++i) {
+                const float send = up ? x[i] : x[i + H];
+                const float keep = up ? x[i + H] : x[i];
+                x[i] = keep + __shfl_xor_sync(RS_FULL_MASK, send, OFF);
+            }
+            rs_wsum_step<H, OFF / 2>::run(x, lane);
+        } else {
+            x[0] += __shfl_xor_sync(RS_FULL_MASK, x[0], OFF);
+            rs_wsum_step<1, OFF / 2>::run(x, lane);
+        }
+    }
+};
+template <int N> struct rs_wsum_step<N, 0> {
+    static __device__ __forceinline__ void run(float *, int) {}
+};
+template <int N> __device__ __forceinline__ float rs_warp_sum_t(float *x, int lane)
+{
+    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
+    rs_wsum_step<N, 16>::run(x, lane);
+    return x[0];
+}
+/* index of the value lane `lane` holds after rs_warp_sum_t<N> */
+template <int N> __device__ __forceinline__ int rs_warp_sum_t_index(int lane) { return lane / (32 / N); }
+
+/* ---- decay products (lib/rs_gamma.h convention: float64, rounded once per coefficient) ----------
+ * Lane j holds a_j (1.0 past the last record). rs_warp_suffix_prod returns the inclusive suffix
+ * product prod_{l >= lane} a_l over the warp, by a log-step scan. The products are formed in
+ * float64 as rs_gamma_suffix does, in a tree order instead of its sequential order: the float64
+ * results differ by a few 1e-16 relative, so the fp32 coefficient is the same rounding of
+ * (almost always) the same value. */
+__device__ __forceinline__ double rs_warp_suffix_prod(double x, int lane)
+{
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const double y = __shfl_down_sync(RS_FULL_MASK, x, off);
+        if (lane + off < 32) x *= y;
+    }
+    return x;
+}
+/* exclusive suffix products over 64 records held as (lo: record lane, hi: record lane + 32):
+ * e_lo = prod_{l > lane} a_l, e_hi = prod_{l > lane + 32} a_l, all = prod over every record */
+__device__ __forceinline__ void rs_suffix64(double alo, double ahi, bool two, int lane, double &e_lo, double &e_hi,
+                                            double &all)
+{
+    double shi = 1.0, thi = 1.0;
+    if (two) { /* warp-uniform */
+        shi = rs_warp_suffix_prod(ahi, lane);
+        thi = __shfl_sync(RS_FULL_MASK, shi, 0);
+    }
+    const double slo = rs_warp_suffix_prod(alo, lane) * thi;
+    e_lo = __shfl_down_sync(RS_FULL_MASK, slo, 1);
+    e_hi = __shfl_down_sync(RS_FULL_MASK, shi, 1);
+    if (lane == 31) e_lo = thi, e_hi = 1.0;
+    all = __shfl_sync(RS_FULL_MASK, slo, 0);
+}
+
+/* ---- ring records -------------------------------------------------------------------------- */
+
+/* Round to the ring's storage type (the value every later step will see). bf16 RTN through
+ * the hardware cvt.rn: bit-identical to rs_bf16_encode_rtn for non-NaN input. */
+template <int RDT> __device__ __forceinline__ float rs_ring_round(float x)
+{
+    return RDT == RS_CUDA_F32 ? x : __bfloat162float(__float2bfloat16_rn(x));
+}
+__device__ __forceinline__ float rs_bf16lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float rs_bf16hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
+__device__ __forceinline__ uint32_t rs_bf16bits(float x) /* x already bf16-exact */
+{
+    return __float_as_uint(x) >> 16;
+}
+
+/* N consecutive ring elements (N = 2, 4 or 8) at element offset e (a multiple of N). */
+template <int RDT, int N> __device__ __forceinline__ void rs_ring_ld(const void *p, size_t e, float *x)
+{
+    if (RDT == RS_CUDA_F32) {
+        const float *f = static_cast<const float *>(p) + e;
+        if (N == 2) {
+            const float2 a = *reinterpret_cast<const float2 *>(f);
+            x[0] = a.x, x[1] = a.y;
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 4) {
+                const float4 a = rs_ld4(f + i);
+                x[i] = a.x, x[i + 1] = a.y, x[i + 2] = a.z, x[i + 3] = a.w;
+            }
+        }
+    } else {
+        const uint16_t *h = static_cast<const uint16_t *>(p) + e;
+        if (N == 2) {
+            const uint32_t w = *reinterpret_cast<const uint32_t *>(h);
+            x[0] = rs_bf16lo(w), x[1] = rs_bf16hi(w);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 4) {
+                const uint2 w = *reinterpret_cast<const uint2 *>(h + i);
+                x[i] = rs_bf16lo(w.x), x[i + 1] = rs_bf16hi(w.x), x[i + 2] = rs_bf16lo(w.y), x[i + 3] = rs_bf16hi(w.y);
+            }
+        }
+    }
+}
+/* store N ring elements (already rounded to the ring type) */
+template <int RDT, int N> __device__ __forceinline__ void rs_ring_st(void *p, size_t e, const float *x)
+{
+    if (RDT == RS_CUDA_F32) {
+        float *f = static_cast<float *>(p) + e;
+        if (N == 2) {
+            *reinterpret_cast<float2 *>(f) = make_float2(x[0], x[1]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 4) *reinterpret_cast<float4 *>(f + i) = make_float4(x[i], x[i + 1], x[i + 2], x[i + 3]);
+        }
+    } else {
+        uint16_t *h = static_cast<uint16_t *>(p) + e;
+        if (N == 2) {
+            *reinterpret_cast<uint32_t *>(h) = rs_bf16bits(x[0]) | (rs_bf16bits(x[1]) << 16);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 4)
+                *reinterpret_cast<uint2 *>(h + i) = make_uint2(rs_bf16bits(x[i]) | (rs_bf16bits(x[i + 1]) << 16),
+                                                               rs_bf16bits(x[i + 2]) | (rs_bf16bits(x[i + 3]) << 16));
+        }
+    }
+}
+/* the lane's 4 columns of ring key record at element offset e (row start) */
+template <int RDT> __device__ __forceinline__ float4 rs_ring_k4(const void *p, size_t e, int lane)
+{
+    float x[4];
+    rs_ring_ld<RDT, 4>(p, e + 4 * (size_t)lane, x);
+    return make_float4(x[0], x[1], x[2], x[3]);
+}
+
+/* ---- checkpoint loaders -----------------------------------------------------------------------
+ * A lane holds columns 4l .. 4l+3 of a state row. rs_raw<CKF> is what one lane loads for one row
+ * in the checkpoint's own format (kept compact so a warp can prefetch many rows); rs_raw_dec
+ * turns it into a float4 `raw` and a multiplier: value = raw * mult (mult = 1 except fp8's
+ * scale_inv and nvfp4's s_b * S_dec). Decoders are exact: fp16 and fp8 by the hardware converts,
+ * bf16 by a shift, E2M1 by placing the code's 3 magnitude bits in a binary16 (the value times
+ * 2^-14, the factor folded into mult). CKF is an rs_format_kind. grow = global row over
+ * [B][H][d_v]. */
+struct rs_ckpt_src {
+    const float *f32;       /* fp32 S_ckpt */
+    const uint8_t *codes;   /* rs_qtensor codes */
+    const float *scale_inv; /* fp8 */
+    const uint8_t *bscale;  /* nvfp4 block scales */
+    const float *sdec;      /* nvfp4 tensor scales (per head) */
+    int d_v;
+};
+
+template <int CKF> struct rs_raw {
+    float4 v;
+};
+template <> struct rs_raw<RS_FMT_FP16> {
+    uint2 v;
+};
+template <> struct rs_raw<RS_FMT_BF16> {
+    uint2 v;
+};
+template <> struct rs_raw<RS_FMT_FP8> {
+    uint32_t v;
+    float s;
+};
+template <> struct rs_raw<RS_FMT_NVFP4> {
+    uint32_t v; /* 16 code bits | block scale byte << 16 */
+};
+
+template <int CKF> __device__ __forceinline__ rs_raw<CKF> rs_raw_load(const rs_ckpt_src &c, size_t grow, int lane)
+{
+    rs_raw<CKF> r;
+    const size_t e = grow * RS_CUDA_DK + 4 * (size_t)lane;
+    if constexpr (CKF == RS_FMT_FP32) {
+        r.v = rs_ld4(c.f32 + e);
+    } else if constexpr (CKF == RS_FMT_FP16 || CKF == RS_FMT_BF16) {
+        r.v = *reinterpret_cast<const uint2 *>(c.codes + 2 * e);
+    } else if constexpr (CKF == RS_FMT_FP8) {
+        r.v = *reinterpret_cast<const uint32_t *>(c.codes + e);
+        r.s = c.scale_inv[grow]; /* d_k = 128: one fp8 block per row */
+    } else {
+        r.v = (uint32_t)*reinterpret_cast<const uint16_t *>(c.codes + e / 2) | ((uint32_t)c.bscale[e / RS_NVFP4_BLOCK] << 16);
+    }
+    return r;
+}
+
+__device__ __forceinline__ float2 rs_h2f2(uint32_t w)
+{
+    __half2 h;
+    memcpy(&h, &w, 4);
+    return __half22float2(h);
+}
+/* two E2M1 codes (low byte: element 2i low nibble) as binary16 bits (value * 2^-14) */
+__device__ __forceinline__ uint32_t rs_e2m1x2_h2(uint32_t byte)
+{
+    const uint32_t lo = ((byte & 7u) << 9) | ((byte & 8u) << 12);
+    const uint32_t hi = (((byte >> 4) & 7u) << 9) | (((byte >> 4) & 8u) << 12);
+    return lo | (hi << 16);
+}
+
+/* decode; sdec = the head's nvfp4 S_dec (unused otherwise) */
+template <int CKF> __device__ __forceinline__ float4 rs_raw_dec(const rs_raw<CKF> &r, float sdec, float &mult)
+{
+    if constexpr (CKF == RS_FMT_FP32) {
+        mult = 1.0f;
+        return r.v;
+    } else if constexpr (CKF == RS_FMT_FP16) {
+        mult = 1.0f;
+        const float2 a = rs_h2f2(r.v.x), b = rs_h2f2(r.v.y);
+        return make_float4(a.x, a.y, b.x, b.y);
+    } else if constexpr (CKF == RS_FMT_BF16) {
+        mult = 1.0f;
+        return make_float4(rs_bf16lo(r.v.x), rs_bf16hi(r.v.x), rs_bf16lo(r.v.y), rs_bf16hi(r.v.y));
+    } else if constexpr (CKF == RS_FMT_FP8) {
+        mult = r.s;
+        const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(r.v & 0xFFFFu), __NV_E4M3);
+        const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(r.v >> 16), __NV_E4M3);
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h0));
+        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h1));
+        return make_float4(a.x, a.y, b.x, b.y);
+    } else {
+        const __half_raw sb = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(r.v >> 16), __NV_E4M3);
+        mult = __fmul_rn(__fmul_rn(__half2float(*reinterpret_cast<const __half *>(&sb)), sdec), 16384.0f); /* 2^14 */
+        const float2 a = rs_h2f2(rs_e2m1x2_h2(r.v & 0xFFu)), b = rs_h2f2(rs_e2m1x2_h2((r.v >> 8) & 0xFFu));
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+}
+
+/* Launch geometry of the main kernels: a warp owns `rows` consecutive rows of one head (all
+ * d_v rows when the grid is large; a slice when B * H warps would not fill the GPU) and walks
+ * them in chunks, prefetching chunk i+1 while it computes chunk i. */
+struct rs_geom {
+    unsigned BH, H, G, grp, wph; /* warps per head */
+    int rows;                    /* rows per warp = d_v / wph */
+};
+
+static inline int rs_sm_count(void)
+{
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 132;
+    }
+    return sms;
+}
+
+/* warps per head: split heads into power-of-two slices until the grid has ~128 warps per SM
+ * (about 8 waves at the main kernels' occupancy, so warps that flush, which take 2-3x longer,
+ * do not leave a long tail) */
+static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw)
+{
+    rs_geom g;
+    g.BH = (unsigned)d->batch * (unsigned)d->heads, g.H = (unsigned)d->heads, g.G = (unsigned)d->key_heads;
+    g.grp = g.H / g.G;
+    const unsigned nch = (unsigned)(d->d_v / rpw), target = 128u * (unsigned)rs_sm_count();
+    g.wph = 1;
+    const unsigned forced = (unsigned)rs_cuda_get_warps_per_head();
+    if (forced) {
+        while (2 * g.wph <= forced && nch % (2 * g.wph) == 0) g.wph *= 2;
+    } else {
+        while (g.BH * g.wph < target && nch % (2 * g.wph) == 0) g.wph *= 2;
+    }
+    g.rows = d->d_v / (int)g.wph;
+    return g;
+}
+
+#endif /* RS_CUDA_SSM_CUH */
