@@ -218,8 +218,32 @@ rs_status rs_e2m1_encode_sr(float x, uint32_t r, int k, uint8_t *code)
 
 float rs_e2m1_decode(uint8_t code) { return rs_elem_decode(RS_ELEM_E2M1, code); }
 
+/* FP16 and BF16 fast paths. The state engine stores states in these formats every step, so
+ * the wrappers take a branch-light bit path for the common case and fall back to the generic
+ * encoder for everything else. They are the same decisions, not approximations: in the FP16
+ * normal range exactly 13 low bits are dropped (BF16: 16, subnormals included), and for
+ * k >= 13 (16) the SR rule floor(d*2^k) + (r >> (32-k)) >= 2^k is equivalent to adding
+ * r >> 19 (r >> 16) to the float32 bits and truncating (rem*2^(k-13) + R >= 2^k  <=>
+ * rem + (r >> 19) >= 2^13, as rem is an integer). tests/test_minifloat_fast.c checks the
+ * wrappers against rs_elem_encode on every input class. */
+#define FP16_FAST_LO 0x38800000u /* 2^-14: smallest normal FP16 */
+#define FP16_FAST_HI 0x477FE000u /* 65504: largest finite FP16 */
+#define BF16_FAST_HI 0x7F7F0000u /* largest finite BF16 */
+
+static inline uint32_t f2u_(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
 uint16_t rs_fp16_encode_rtn(float x)
 {
+    const uint32_t b = f2u_(x), u = b & 0x7FFFFFFFu;
+    if (u >= FP16_FAST_LO && u <= FP16_FAST_HI) {
+        const uint32_t v = u + 0x0FFFu + ((u >> 13) & 1u);
+        return (uint16_t)(((b >> 16) & 0x8000u) | ((v >> 13) - (112u << 10)));
+    }
     uint32_t c = 0x7E00;
     rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_RTN, 0, 32, &c);
     return (uint16_t)c;
@@ -227,6 +251,11 @@ uint16_t rs_fp16_encode_rtn(float x)
 
 uint16_t rs_fp16_encode_sr(float x, uint32_t r, int k)
 {
+    const uint32_t b = f2u_(x), u = b & 0x7FFFFFFFu;
+    if (k >= 13 && k <= 32 && u >= FP16_FAST_LO && u <= FP16_FAST_HI) {
+        const uint32_t v = u + (r >> 19);
+        return (uint16_t)(((b >> 16) & 0x8000u) | ((v >> 13) - (112u << 10)));
+    }
     uint32_t c = 0x7E00;
     rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_SR, r, k, &c);
     return (uint16_t)c;
@@ -236,6 +265,11 @@ float rs_fp16_decode(uint16_t code) { return rs_elem_decode(RS_ELEM_FP16, code);
 
 uint16_t rs_bf16_encode_rtn(float x)
 {
+    const uint32_t b = f2u_(x), u = b & 0x7FFFFFFFu;
+    if (u <= BF16_FAST_HI) {
+        const uint32_t v = u + 0x7FFFu + ((u >> 16) & 1u);
+        return (uint16_t)(((b >> 16) & 0x8000u) | (v >> 16));
+    }
     uint32_t c = 0x7FC0;
     rs_elem_encode(RS_ELEM_BF16, x, RS_ROUND_RTN, 0, 32, &c);
     return (uint16_t)c;
@@ -243,6 +277,11 @@ uint16_t rs_bf16_encode_rtn(float x)
 
 uint16_t rs_bf16_encode_sr(float x, uint32_t r, int k)
 {
+    const uint32_t b = f2u_(x), u = b & 0x7FFFFFFFu;
+    if (k >= 16 && k <= 32 && u <= BF16_FAST_HI) {
+        const uint32_t v = u + (r >> 16);
+        return (uint16_t)(((b >> 16) & 0x8000u) | (v >> 16));
+    }
     uint32_t c = 0x7FC0;
     rs_elem_encode(RS_ELEM_BF16, x, RS_ROUND_SR, r, k, &c);
     return (uint16_t)c;
