@@ -59,19 +59,24 @@ static float *ref_tensor_(const fixture *f, const char *name, size_t numel)
     return p;
 }
 
-static int setup_(void **state, const char *name, rs_dt_mode hf_dt, rs_dt_mode hf_dt_dec)
+/* Load the model in fixtures/<name> (or, with ref_name, the bundled data/models/<name> and
+ * its trimmed reference fixtures/trained/<ref_name>) and the transformers reference. */
+static int setup_any_(void **state, const char *name, const char *ref_name, rs_dt_mode hf_dt,
+                      rs_dt_mode hf_dt_dec)
 {
     fixture *f = (fixture *)calloc(1, sizeof *f);
     char dir[1024], path[1100];
     f->name = name;
     f->hf_dt = hf_dt;
     f->hf_dt_dec = hf_dt_dec;
-    rs_test_fixture_path(dir, sizeof dir, name);
+    if (ref_name) snprintf(dir, sizeof dir, "%s/../../data/models/%s", RS_FIXTURE_DIR, name);
+    else rs_test_fixture_path(dir, sizeof dir, name);
     if (rs_model_load(dir, &f->m) != RS_OK) {
         fprintf(stderr, "load %s: %s\n", dir, rs_last_error());
         return -1;
     }
-    snprintf(path, sizeof path, "%s/reference.safetensors", dir);
+    if (ref_name) snprintf(path, sizeof path, "%s/trained/%s", RS_FIXTURE_DIR, ref_name);
+    else snprintf(path, sizeof path, "%s/reference.safetensors", dir);
     if (rs_st_open_file(path, &f->ref) != RS_OK) {
         fprintf(stderr, "reference %s: %s\n", path, rs_last_error());
         return -1;
@@ -92,6 +97,25 @@ static int setup_(void **state, const char *name, rs_dt_mode hf_dt, rs_dt_mode h
     if (rs_backend_cpu_create(2, &f->be) != RS_OK) return -1;
     *state = f;
     return 0;
+}
+
+static int setup_(void **state, const char *name, rs_dt_mode hf_dt, rs_dt_mode hf_dt_dec)
+{
+    return setup_any_(state, name, NULL, hf_dt, hf_dt_dec);
+}
+
+/* The bundled trained models (data/models/, issue 6): transformers' reference logits on the
+ * first 256 bytes of PG-19 book 244. The NemotronH full-sequence path clamps dt at
+ * time_step_min (1e-4 here), its decode path does not (see test_dt_clamp_option). */
+static int setup_gdn_trained_(void **state)
+{
+    return setup_any_(state, "gdn-tiny", "gdn-tiny.reference.safetensors", RS_DT_KERNEL, RS_DT_KERNEL);
+}
+
+static int setup_mamba_trained_(void **state)
+{
+    return setup_any_(state, "mamba2-tiny", "mamba2-tiny.reference.safetensors", RS_DT_CLAMP_MIN,
+                      RS_DT_KERNEL);
 }
 
 static int setup_gdn_(void **state)
@@ -297,6 +321,25 @@ static void test_errors(void **state)
     assert_null(run);
 }
 
+/* Trained weights: fp32 full-sequence logits (chunk 64) vs transformers' full-sequence path,
+ * and one token per step vs its cache path; bar 1e-4 x max|logit| (issue 4's parity bar). */
+static void test_trained_parity(void **state)
+{
+    const fixture *f = (const fixture *)*state;
+    const char *fp32[1] = {"fp32"};
+    float *y = malloc(f->T * f->V * sizeof(float));
+    assert_non_null(y);
+    run_(f, fp32, 1, 64, 16, f->hf_dt, y, 0);
+    const double full = maxdiff_(y, f->logits, f->T * f->V) / f->maxlogit;
+    run_(f, fp32, 1, 1, 16, f->hf_dt_dec, y, 0);
+    const double dec = maxdiff_(y, f->decode, f->T * f->V) / f->maxlogit;
+    printf("  %s (trained): max|diff|/max|logit| full %.3e, decode %.3e (max|logit| %.2f, T = %zu)\n", f->name,
+           full, dec, f->maxlogit, f->T);
+    assert_true(full <= 1e-4);
+    assert_true(dec <= 1e-4);
+    free(y);
+}
+
 /* A run whose state overflows its format is marked non-finite with the layer, head and step
  * where it happened, while the other runs go on unharmed. The v rows of layer 0's
  * in_proj_qkv are scaled by 1e6 so the GDN state exceeds FP16's 65504 (fp16 RTN overflows to
@@ -361,7 +404,11 @@ int main(void)
         cmocka_unit_test(test_fp32_equals_hf_decode), cmocka_unit_test(test_lockstep),
         cmocka_unit_test(test_dt_clamp_option), cmocka_unit_test(test_errors),
     };
+    const struct CMUnitTest trained[] = {cmocka_unit_test(test_trained_parity)};
     int fails = cmocka_run_group_tests_name("gdn-tiny-random (qwen3_5_text)", gdn, setup_gdn_, teardown_);
     fails += cmocka_run_group_tests_name("mamba2-tiny-random (nemotron_h)", mamba, setup_mamba_, teardown_);
+    fails += cmocka_run_group_tests_name("data/models/gdn-tiny (trained)", trained, setup_gdn_trained_, teardown_);
+    fails += cmocka_run_group_tests_name("data/models/mamba2-tiny (trained)", trained, setup_mamba_trained_,
+                                         teardown_);
     return fails;
 }
