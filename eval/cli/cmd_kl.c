@@ -177,8 +177,8 @@ static void usage_kl_(FILE *f)
 {
     fprintf(f,
             "usage: replayssm kl [--model DIR] [--data DIR] [--split test] [--books N | --book-ids ID[,ID...]]\n"
-            "                    [--tokens N] --policy P [--policy P ...] [--window L] [--seed S]\n"
-            "                    [--threads N] [--chunk C] --out F.h5 [--resume] [--force] [--quiet]\n"
+            "                    [--tokens N] [--policy P ...] [--window L] [--seed S]\n"
+            "                    [--threads N] [--chunk C] [--out F.h5] [--resume] [--force] [--quiet]\n"
             "                    [--short skip|truncate]\n\n"
             "Teacher-forced KL(p_fp32 || p_policy) per position of PG-19 books, logged to HDF5.\n"
             "The fp32 reference runs in lockstep with every policy on the same tokens.\n\n"
@@ -193,12 +193,13 @@ static void usage_kl_(FILE *f)
             "  --seed S        stochastic-rounding seed  [0]\n"
             "  --threads N     CPU threads  [OpenMP default]\n"
             "  --chunk C       positions per forward chunk and per HDF5 flush  [%d]\n"
-            "  --out F.h5      output log  [%s when no option is given]\n"
+            "  --out F.h5      output log  [%s]\n"
             "  --resume        continue an interrupted log (same configuration)\n"
             "  --force         replace an existing output\n"
             "  --quiet         no progress on stderr (also off when stderr is not a terminal)\n"
             "  --short MODE    books shorter than N+1 tokens: skip (report) or truncate  [skip]\n\n"
-            "With no options: the bundled model and books, policies %s, %s, %s, %s.\n",
+            "Without --policy: %s, %s, %s, %s (each with the fp32 reference). With no options at all\n"
+            "this is the bundled default run (run it from the repository root).\n",
             RS_KL_DEFAULT_MODEL, RS_KL_DEFAULT_DATA, RS_KL_MAX_TOKENS, RS_KL_DEFAULT_TOKENS, rs_policy_forms(),
             RS_KL_DEFAULT_WINDOW, RS_KL_DEFAULT_CHUNK, RS_KL_DEFAULT_OUT, k_default_policies[0],
             k_default_policies[1], k_default_policies[2], k_default_policies[3]);
@@ -817,23 +818,12 @@ int rs_cmd_kl(int argc, char **argv)
         opts_free_(&o);
         return pr == 1 ? 0 : 2;
     }
-    if (argc <= 1) { /* the bundled default */
+    if (!n_pol) /* the bundled default's policies (also with other options, e.g. --force) */
         for (size_t i = 0; i < sizeof k_default_policies / sizeof k_default_policies[0]; i++)
             policies[n_pol++] = (char *)k_default_policies[i];
-        o.out = RS_KL_DEFAULT_OUT;
-    }
+    if (!o.out) o.out = RS_KL_DEFAULT_OUT;
     if (o.books != 1 && o.n_book_ids) {
         fprintf(stderr, "replayssm kl: --books and --book-ids exclude each other\n");
-        opts_free_(&o);
-        return 2;
-    }
-    if (!n_pol) {
-        fprintf(stderr, "replayssm kl: give at least one --policy (see 'replayssm kl --help')\n");
-        opts_free_(&o);
-        return 2;
-    }
-    if (!o.out) {
-        fprintf(stderr, "replayssm kl: --out F.h5 is required\n");
         opts_free_(&o);
         return 2;
     }
