@@ -16,11 +16,17 @@ Recipe (README.md beside this file has the reasoning and the numbers):
   * byte vocabulary (256), realistic SSM head sizes (GDN d_k = d_v = 128; Mamba-2 head dim 64,
     d_state 128, 2 groups), GQA attention with head dim 64; both models carry the same SSM
     state per sequence (12 GDN heads x 128 x 128 = 24 Mamba-2 heads x 64 x 128 = 196608 values);
-  * decay init the Mamba-2 / FLA way for BOTH families: dt log-uniform in [1e-3, 1e-1] stored as
+  * decay init the Mamba-2 / FLA way for BOTH families, with the dt range widened to slow heads:
+    dt log-uniform in [1e-5, 1e-1] (Mamba-2/FLA: [1e-3, 1e-1]) stored as
     dt_bias = softplus^-1(dt), A uniform in [1, 16] stored as A_log = log(A); drawn stratified
     (one stratum per SSM head of the model) with small dt paired with small A (--decay-coupling),
-    so that a model with few heads still gets a few very slow heads (gdn-tiny at init: 0.9977,
-    0.9930, 0.9874, ...) -- the marginals are exactly the stated ones;
+    so that a model with few heads still gets a few very slow heads -- the marginals are exactly
+    the stated ones. Why [1e-5, 1e-1]: with [1e-3, 1e-1] the slowest heads of the briefly trained
+    models had memories 1/(1-alpha) of 300-800 steps, so a shared checkpoint's accumulated error
+    saturates within ~1/(1-alpha^L) flushes, i.e. the first few thousand positions, and KL stops
+    growing with position (issue 6, acceptance 5 failed); the paper's 4B-120B models, pretrained on
+    trillions of tokens, have heads with memories of 10^4-10^5 steps, which a 7-minute run cannot
+    grow, so the recipe starts some heads there (A dt down to ~1e-5);
   * curriculum of sequence lengths by time fraction, final phase >= 8192 (--phases), constant
     tokens per optimizer step (--batch-tokens, split in micro-batches of --micro-tokens);
   * AdamW (betas 0.9/0.95, weight decay on matrices only), linear warmup, cosine decay to 10 %
@@ -61,12 +67,13 @@ PRESETS = {
         family="qwen3_5_text", hidden_size=256, intermediate_size=768, num_hidden_layers=8,
         num_attention_heads=4, num_key_value_heads=2, head_dim=64,
         linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=128, linear_value_head_dim=128,
-        rope_theta=1000.0, partial_rotary_factor=0.25),
+        rope_theta=1000.0, partial_rotary_factor=0.25, fixed_slow_heads=4),
     # nemotron_h: Mamba-2 + MLP + attention, Nemotron-H style pattern
     "mamba2-tiny": dict(
         family="nemotron_h", hidden_size=256, intermediate_size=1024, hybrid_override_pattern="M-M-M*-M-M-M*-",
         num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-        mamba_num_heads=4, mamba_head_dim=64, n_groups=2, ssm_state_size=128),
+        mamba_num_heads=4, mamba_head_dim=64, n_groups=2, ssm_state_size=128, fixed_slow_heads=4,
+        fixed_mamba_dt=0.01),
     # CPU smoke variants: same head sizes (the C code paths are the same), fewer/narrower layers
     "gdn-smoke": dict(
         family="qwen3_5_text", hidden_size=64, intermediate_size=128, num_hidden_layers=4,
@@ -116,10 +123,10 @@ def build_config(preset, attn_impl="sdpa", **over):
             mamba_head_dim=p["mamba_head_dim"], n_groups=p["n_groups"], conv_kernel=4, chunk_size=128,
             use_conv_bias=True,
             # time_step_min: transformers' torch path clamps dt >= time_step_min, the mamba_ssm/vLLM
-            # kernels (and replayssm's default) do not. 1e-4 (the HF floor) keeps the clamp from
-            # binding on this model's slow heads, so training and kernel semantics agree;
+            # kernels (and replayssm's default) do not. It must stay below the init range (dt down
+            # to 1e-5) so the clamp never binds and training and kernel semantics agree;
             # decay_report.py measures the fraction of dt below it.
-            time_step_min=1e-4, time_step_max=0.1, layer_norm_epsilon=1e-5, tie_word_embeddings=False,
+            time_step_min=p.get("time_step_min", 1e-6), time_step_max=0.1, layer_norm_epsilon=1e-5, tie_word_embeddings=False,
             use_mamba_kernels=False, initializer_range=0.02, max_position_embeddings=131072)
         cls = NemotronHForCausalLM
     else:
@@ -148,7 +155,7 @@ def ssm_mixers(model):
     return out
 
 
-def init_decay(model, seed, torch, dt_range=(1e-3, 1e-1), A_range=(1.0, 16.0), coupling="sorted"):
+def init_decay(model, seed, torch, dt_range=(1e-5, 1e-1), A_range=(1.0, 16.0), coupling="sorted"):
     """Mamba-2 / FLA decay init for every SSM head of the model, stratified: with n heads, dt's
     log-uniform variate and A's uniform variate each take one value from each of n equal-probability
     strata (uniform within the stratum), so the marginals are exactly dt ~ logU[dt_range] and
@@ -182,6 +189,61 @@ def init_decay(model, seed, torch, dt_range=(1e-3, 1e-1), A_range=(1.0, 16.0), c
             m.dt_bias.copy_(inv_dt[k:k + s].to(m.dt_bias.dtype))
             m.A_log.copy_(torch.log(A[k:k + s]).to(m.A_log.dtype))
             k += s
+
+
+def fix_slow_heads(model, n, torch, mamba_dt=None):
+    """Freeze the decays of the n slowest SSM heads at their initial values (RetNet-style fixed
+    multi-scale decays): the head's gate input weights are zeroed (GDN: row h of in_proj_a; Mamba-2:
+    the dt row of in_proj) and gradient hooks keep them, A_log[h] and dt_bias[h] where they are, so
+    alpha_h = exp(-exp(A_log) softplus(dt_bias)) on every token. Why: a few minutes of training at
+    <= 8K context has no use for memories of 10^4-10^5 steps and moves every head faster (the
+    first gdn-tiny retrain with dt down to 1e-5 ended with median alphas <= 0.9996), while the
+    paper's pretrained models keep such heads, and the shared-checkpoint error growth of issue 6
+    lives in them. The model stays an ordinary checkpoint of its family (zero weights, no new
+    tensors). Returns [(layer, head, alpha)] of the frozen heads."""
+    cand = []
+    for i, m, kind in ssm_mixers(model):
+        A = torch.exp(m.A_log.detach().double())
+        dt = torch.nn.functional.softplus(m.dt_bias.detach().double())
+        for h in range(m.dt_bias.numel()):
+            cand.append((float(A[h] * dt[h]), i, h, m, kind))
+    cand.sort(key=lambda c: c[0])
+    chosen = cand[:n]
+    if mamba_dt is not None:
+        # Mamba-2 feeds the state dt * x B^T: a head with A = 1 and dt = 1e-5 is slow but ~100x
+        # quieter than a fast head (steady-state size ~ sqrt(dt / A)), so the model cannot use it
+        # and its checkpoint error cannot matter. The same alpha with dt = mamba_dt and
+        # A = (A dt) / mamba_dt (small A, as pretrained Mamba-2 models learn) is slow AND loud.
+        with torch.no_grad():
+            for adt, i, h, m, kind in chosen:
+                if kind != "mamba2":
+                    continue
+                d = torch.tensor(mamba_dt, dtype=torch.float64)
+                m.dt_bias[h] = (d + torch.log(-torch.expm1(-d))).to(m.dt_bias.dtype)  # softplus^-1
+                m.A_log[h] = math.log(adt / mamba_dt)
+    by_mixer = {}
+    for adt, i, h, m, kind in chosen:
+        by_mixer.setdefault(id(m), (m, kind, []))[2].append(h)
+    with torch.no_grad():
+        for m, kind, heads in by_mixer.values():
+            nh = m.dt_bias.numel()
+            mask = torch.ones(nh)
+            mask[heads] = 0.0
+            if kind == "gdn":
+                w = m.in_proj_a.weight                      # [num_v_heads, hidden]
+                assert w.shape[0] == nh, w.shape
+                rows = torch.tensor(heads)
+            else:
+                w = m.in_proj.weight                        # [gate | xBC | dt, hidden], dt last
+                assert getattr(m.in_proj, "bias", None) is None, "Mamba-2 in_proj with bias"
+                rows = torch.tensor([w.shape[0] - nh + h for h in heads])
+            w[rows] = 0.0
+            wmask = torch.ones(w.shape[0], 1)
+            wmask[rows] = 0.0
+            w.register_hook(lambda g, mk=wmask: g * mk.to(g.device, g.dtype))
+            m.A_log.register_hook(lambda g, mk=mask: g * mk.to(g.device, g.dtype))
+            m.dt_bias.register_hook(lambda g, mk=mask: g * mk.to(g.device, g.dtype))
+    return [(i, h, round(math.exp(-adt), 7)) for adt, i, h, _, _ in chosen]
 
 
 def static_alphas(model, torch):
@@ -457,7 +519,7 @@ def main():
     ap.add_argument("--data", default=None, help="gutenberg-train folder [../shared/data/gutenberg-train]")
     ap.add_argument("--minutes", type=float, default=7.0, help="training wall-clock budget (excl. final eval/export)")
     ap.add_argument("--steps", type=int, default=0, help="fixed number of steps (progress by step; overrides time)")
-    ap.add_argument("--phases", default="1024:0.4,4096:0.3,8192:0.3", help="seq:fraction,... (final >= 8192)")
+    ap.add_argument("--phases", default="1024:0.3,4096:0.3,16384:0.4", help="seq:fraction,... (final >= 8192)")
     ap.add_argument("--batch-tokens", type=int, default=131072, help="tokens per optimizer step")
     ap.add_argument("--micro-tokens", type=int, default=65536, help="tokens per micro-batch (grad accumulation)")
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -476,7 +538,11 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny CPU run: few steps, short sequences")
     ap.add_argument("--random-init", action="store_true", help="export the initialised model, no training")
     ap.add_argument("--no-fast-paths", action="store_true", help="use transformers' torch paths unmodified")
-    ap.add_argument("--dt-range", default="1e-3,1e-1", help="decay init: dt log-uniform in [lo, hi]")
+    ap.add_argument("--dt-range", default="1e-5,1e-1", help="decay init: dt log-uniform in [lo, hi]")
+    ap.add_argument("--fixed-slow-heads", type=int, default=-1,
+                    help="freeze the decays of the N slowest SSM heads at init (fix_slow_heads) [-1: preset]")
+    ap.add_argument("--fixed-mamba-dt", type=float, default=-1.0,
+                    help="Mamba-2 fixed slow heads: dt of the frozen heads, A = (A dt)/dt (0: keep the init pair) [-1: preset]")
     ap.add_argument("--A-range", default="1,16", help="decay init: A uniform in [lo, hi]")
     ap.add_argument("--decay-coupling", default="sorted", choices=["sorted", "independent"],
                     help="pairing of the dt and A strata (see init_decay)")
@@ -531,6 +597,11 @@ def main():
     model = cls(cfg).float()
     init_decay(model, a.seed, torch, tuple(float(v) for v in a.dt_range.split(",")),
                tuple(float(v) for v in a.A_range.split(",")), a.decay_coupling)
+    n_fixed = a.fixed_slow_heads if a.fixed_slow_heads >= 0 else PRESETS[a.model].get("fixed_slow_heads", 0)
+    mdt = PRESETS[a.model].get("fixed_mamba_dt") if a.fixed_mamba_dt < 0 else (a.fixed_mamba_dt or None)
+    fixed = fix_slow_heads(model, n_fixed, torch, mdt) if n_fixed > 0 else []
+    if fixed:
+        log(f"fixed slow heads (layer, head, alpha): {fixed}")
     n_params = sum(p.numel() for p in model.parameters())
     alpha0 = static_alphas(model, torch)
     log(f"params {n_params:,}; layer types {getattr(cfg, 'layer_types', None) or getattr(cfg, 'layers_block_type', None)}")
@@ -539,7 +610,7 @@ def main():
         "model": a.model, "family": cfg.model_type, "args": vars(a), "n_params": n_params,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "python": sys.version.split()[0]},
         "device": str(dev) + (f" {torch.cuda.get_device_name(dev)}" if dev.type == "cuda" else ""),
-        "fast_paths": not a.no_fast_paths, "initial_static_alpha": alpha0, "steps": [], "val": [],
+        "fast_paths": not a.no_fast_paths, "initial_static_alpha": alpha0, "fixed_slow_heads": fixed, "steps": [], "val": [],
     }
 
     if a.random_init:
