@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rs_dot.h"
 #include "rs_gamma.h"
 #include "rs_ssm.h"
 
@@ -39,11 +40,18 @@ void rs_replay_ws_free(rs_replay_ws *ws)
     memset(ws, 0, sizeof *ws);
 }
 
-static float dot_(const float *a, const float *b, size_t n)
+/* The dots below are rs_dot_seq() (one sequential chain each), batched over rows with
+ * rs_dot_rows() / rs_dot_ptrs(): the same operations per dot, so the same bits. */
+
+/* dots[j] = dot(k_j, q) for records j < t */
+static void record_dots_(const rs_ring *ring, size_t t, const float *q, float *dots)
 {
-    float acc = 0.0f;
-    for (size_t c = 0; c < n; c++) acc += a[c] * b[c];
-    return acc;
+    const float *kp[16];
+    for (size_t j0 = 0; j0 < t; j0 += 16) {
+        const size_t m = t - j0 < 16 ? t - j0 : 16;
+        for (size_t j = 0; j < m; j++) kp[j] = rs_ring_k(ring, j0 + j);
+        rs_dot_ptrs(kp, m, q, ring->d_k, dots + j0);
+    }
 }
 
 static void gather_alpha_(const rs_ring *ring, size_t n, float *alpha)
@@ -63,11 +71,11 @@ void rs_replay_materialise(float *S, const rs_ring *ring, size_t n, rs_replay_ws
         /* first record fused with the checkpoint scaling: g0*S + c*k, as a conventional step */
         const float c0 = ws->gam[1] * rs_ring_u(ring, 0)[r];
         const float *k0 = rs_ring_k(ring, 0);
-        for (size_t c = 0; c < d_k; c++) row[c] = g0 * row[c] + c0 * k0[c];
+        rs_axpby(row, g0, c0, k0, d_k);
         for (size_t j = 1; j < n; j++) {
             const float cj = ws->gam[j + 1] * rs_ring_u(ring, j)[r];
             const float *kj = rs_ring_k(ring, j);
-            for (size_t c = 0; c < d_k; c++) row[c] = row[c] + cj * kj[c];
+            rs_axpy(row, cj, kj, d_k);
         }
     }
 }
@@ -77,12 +85,9 @@ void rs_replay_materialise(float *S, const rs_ring *ring, size_t n, rs_replay_ws
 static void ckpt_pass_(const float *ckpt, size_t d_v, size_t d_k, size_t T, const float *Q,
                        float *sq, const rs_ring *ks_ring, size_t h, float *sk)
 {
-    for (size_t r = 0; r < d_v; r++) {
-        const float *row = ckpt + r * d_k;
-        for (size_t s = 0; s < T; s++) {
-            sq[s * d_v + r] = dot_(row, Q + s * d_k, d_k);
-            if (sk) sk[s * d_v + r] = dot_(row, rs_ring_k(ks_ring, h + s), d_k);
-        }
+    for (size_t s = 0; s < T; s++) {
+        rs_dot_rows(ckpt, d_k, d_v, Q + s * d_k, d_k, sq + s * d_v);
+        if (sk) rs_dot_rows(ckpt, d_k, d_v, rs_ring_k(ks_ring, h + s), d_k, sk + s * d_v);
     }
 }
 
@@ -95,7 +100,7 @@ static void combine_(const rs_ring *ring, size_t t, const float *g, const float 
     for (size_t j = 0; j < t; j++) {
         const float cj = g[j + 1] * dots[j];
         const float *uj = rs_ring_u(ring, j);
-        for (size_t r = 0; r < d_v; r++) o[r] = o[r] + cj * uj[r];
+        rs_axpy(o, cj, uj, d_v);
     }
 }
 
@@ -109,7 +114,7 @@ void rs_replay_outputonly(const float *ckpt, const rs_ring *ring, size_t h, size
         const size_t t = h + s + 1; /* records 0..t-1 precede and include draft s */
         const float *q = Q + s * d_k;
         rs_gamma_suffix(ws->alpha, t, ws->gam);
-        for (size_t j = 0; j < t; j++) ws->dots[j] = dot_(rs_ring_k(ring, j), q, d_k);
+        record_dots_(ring, t, q, ws->dots);
         combine_(ring, t, ws->gam, ws->dots, ws->sq + s * d_v, O + s * d_v);
     }
 }
@@ -119,17 +124,14 @@ void rs_replay_gdn_solve(const float *ckpt, rs_ring *ring, size_t h, size_t T,
 {
     const size_t d_v = ring->d_v, d_k = ring->d_k;
     /* S_ckpt K_d in one pass (sq slot unused here: pass a dummy Q of zero drafts) */
-    for (size_t r = 0; r < d_v; r++) {
-        const float *row = ckpt + r * d_k;
-        for (size_t s = 0; s < T; s++) ws->sk[s * d_v + r] = dot_(row, rs_ring_k(ring, h + s), d_k);
-    }
+    for (size_t s = 0; s < T; s++) rs_dot_rows(ckpt, d_k, d_v, rs_ring_k(ring, h + s), d_k, ws->sk + s * d_v);
     gather_alpha_(ring, h + T, ws->alpha);
     for (size_t s = 0; s < T; s++) {
         const size_t t = h + s; /* logical index of the draft; records 0..t-1 precede it */
         const float *kt = rs_ring_k(ring, t);
         /* gam over records 0..t: gam[0] = gamma_{1:t}, record j < t: gam[j+1] = gamma_{j+1:t} */
         rs_gamma_suffix(ws->alpha, t + 1, ws->gam);
-        for (size_t j = 0; j < t; j++) ws->dots[j] = dot_(rs_ring_k(ring, j), kt, d_k);
+        record_dots_(ring, t, kt, ws->dots);
         /* acc = alpha_t S_{t-1} k_t: history (j < h, cached U_c) and earlier drafts (solved) */
         combine_(ring, t, ws->gam, ws->dots, ws->sk + s * d_v, ws->acc);
         const float beta = rs_ring_beta(ring, t);

@@ -2,9 +2,12 @@
 # # rs_style — shared look and helpers of the figure scripts in notebooks/
 #
 # Generic on purpose (any figure script may import it): paper-like rcParams, one colour per
-# method, a save helper that writes `figures/<name>.png`, and readers for the HDF5 files the
-# `replayssm` commands write (`replayssm bench`: a flat table under /rows, one dataset per
-# column; layout in docs/kernels.md).
+# method, a save helper that writes `figures/<name>.png` (`save`; `save_figure` writes PNG + PDF
+# to any folder), and readers for the HDF5 files the `replayssm` commands write
+# (`replayssm bench`: a flat table under /rows, one dataset per column; layout in
+# docs/kernels.md. `replayssm kl`/`sweep` logs: `KLLog`, layout in docs/hdf5-layout.md).
+# Precision figures: colours, markers and paper labels per state policy (`POLICY_STYLE`), KL
+# bucket means, the paper's reference numbers (`PAPER`); see docs/figures.md.
 
 # %%
 import os
@@ -129,3 +132,411 @@ class BenchTable:
 def default_bench_path():
     """BENCH env var, else the committed H200 run."""
     return os.environ.get("BENCH", os.path.join(FIG_DIR, "data", "bench_h200.h5"))
+
+
+# %% [markdown]
+# ## Precision figures: policies, saving, KL logs
+#
+# The precision figures (5, 12, 13, Table 11, C.6) read the HDF5 logs of `replayssm kl` /
+# `replayssm sweep` (layout: docs/hdf5-layout.md) and `replayssm theory`. One style per state
+# policy so a policy looks the same in every figure; labels follow the paper.
+
+# %%
+import matplotlib.ticker  # noqa: E402
+
+# canonical policy string (as `replayssm` stores it in runs/runNN@policy) -> (paper label, colour, marker, linestyle)
+POLICY_STYLE = {
+    "shared:fp8-sr": ("shared FP8+SR", "#d62728", "v", "-"),
+    "shared:nvfp4-sr": ("shared NVFP4+SR", "#ff7f0e", "o", "-"),
+    "split:nvfp4-rtn/fp32": ("split NVFP4/FP32", "#1f77b4", "s", "-"),
+    "split:nvfp4-rtn/fp16-sr": ("split NVFP4/FP16+SR", "#17becf", "D", "--"),
+    "conv:fp16-sr": ("conventional FP16+SR", "#4d4d4d", "^", "-"),
+    "fp32": ("FP32", "#000000", "", ":"),
+}
+# the five policies of the paper's Figure 5, in its legend order
+FIG5_POLICIES = ["shared:fp8-sr", "shared:nvfp4-sr", "split:nvfp4-rtn/fp32", "split:nvfp4-rtn/fp16-sr", "conv:fp16-sr"]
+SHARED_REF = "shared:nvfp4-sr"      # numerator of the paper's max-length ratio (36x)
+SPLIT_REF = "split:nvfp4-rtn/fp32"  # its denominator
+_EXTRA_COLOURS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#aec7e8", "#98df8a"]
+MODE_WORDS = {"conv": "conventional", "shared": "shared", "split": "split", "split-naive": "split-naive"}
+# storage kinds of `replayssm theory` (C.6) in the same colours as the policies that use them
+STORAGE_STYLE = {"conv": ("conventional", "#4d4d4d"), "shared": ("shared", "#ff7f0e"), "split": ("split", "#1f77b4")}
+
+# the paper's numbers the figures are compared with (digest section 7, paper E.4)
+PAPER = {
+    "fig05_model": "Qwen3.5-4B (GDN)",
+    "fig05_shared_nvfp4_128k": 0.136,
+    "fig05_split_fp32_128k": 0.0038,
+    "fig05_ratio": 36.0,
+    "fig12_ratio_range": (13.0, 29.0),
+    "table11": "RTN below SR at 1K; SR below RTN past ~16K; RTN non-finite at 64K-128K for both GDN models",
+}
+
+
+def _fmt_word(fmt):
+    """'nvfp4-sr' -> 'NVFP4+SR', 'fp32' -> 'FP32', 'fp8-rtn+pow2' -> 'FP8+RTN+pow2'."""
+    base, _, rest = fmt.partition("-")
+    w = base.upper()
+    for part in rest.replace("+", "-").split("-"):
+        if part:
+            w += "+" + (part.upper() if part in ("sr", "rtn") else part)
+    return w
+
+
+def parse_policy(policy):
+    """'split:nvfp4-rtn/fp16-sr' -> dict(mode, lp, hp, recurrent) where `recurrent` is the format
+    that carries the recurrence (conv/shared: the stored format; split: the HP copy)."""
+    if ":" not in policy:
+        return {"mode": policy, "lp": policy, "hp": policy, "recurrent": policy}
+    mode, fmts = policy.split(":", 1)
+    if "/" in fmts:
+        lp, hp = fmts.split("/", 1)
+    else:
+        lp = hp = fmts
+    return {"mode": mode, "lp": lp, "hp": hp, "recurrent": hp if mode.startswith("split") else lp}
+
+
+def policy_label(policy):
+    """The paper's label of a policy ('shared NVFP4+SR'), or one made the same way."""
+    if policy in POLICY_STYLE:
+        return POLICY_STYLE[policy][0]
+    p = parse_policy(policy)
+    if p["mode"] in MODE_WORDS and ":" in policy:
+        if p["mode"].startswith("split"):
+            lp = _fmt_word(p["lp"]).replace("+RTN", "")  # the read copy is RTN by default, as the paper writes it
+            return f"{MODE_WORDS[p['mode']]} {lp}/{_fmt_word(p['hp'])}"
+        return f"{MODE_WORDS[p['mode']]} {_fmt_word(p['lp'])}"
+    return policy
+
+
+def _sibling(policy):
+    """The policy with the recurrent checkpoint's rounding flipped (rtn <-> sr), or None."""
+    p = parse_policy(policy)
+    r = p["recurrent"]
+    if "-rtn" in r:
+        r2 = r.replace("-rtn", "-sr")
+    elif "-sr" in r:
+        r2 = r.replace("-sr", "-rtn")
+    else:
+        return None
+    if p["mode"].startswith("split"):
+        return f"{p['mode']}:{p['lp']}/{r2}"
+    return f"{p['mode']}:{r2}"
+
+
+def policy_style(policy):
+    """dict(label, color, marker, ls) for plotting. A policy not in POLICY_STYLE whose RTN/SR twin
+    is (e.g. shared:nvfp4-rtn) takes the twin's colour and marker, dotted, so pairs read together."""
+    if policy in POLICY_STYLE:
+        lab, c, m, ls = POLICY_STYLE[policy]
+        return {"label": lab, "color": c, "marker": m, "ls": ls}
+    twin = _sibling(policy)
+    if twin in POLICY_STYLE:
+        _, c, m, _ = POLICY_STYLE[twin]
+        return {"label": policy_label(policy), "color": c, "marker": m, "ls": ":"}
+    c = _EXTRA_COLOURS[sum(policy.encode()) % len(_EXTRA_COLOURS)]
+    return {"label": policy_label(policy), "color": c, "marker": "x", "ls": "-."}
+
+
+def save_figure(fig, name, out_dir=None, formats=("png", "pdf")):
+    """Write <out_dir>/<name>.<fmt> for every format (default figures/, PNG + PDF); returns the paths."""
+    out_dir = out_dir or FIG_DIR
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for ext in formats:
+        p = os.path.join(out_dir, f"{name}.{ext}")
+        fig.savefig(p, bbox_inches="tight", metadata={"Creator": "replayssm notebooks/"} if ext == "pdf" else None)
+        paths.append(p)
+        print("wrote", _rel(p))
+    plt.close(fig)
+    return paths
+
+
+def _rel(p):
+    p = os.path.abspath(p)
+    return os.path.relpath(p, REPO) if p.startswith(REPO + os.sep) else p
+
+
+def write_json(obj, name, out_dir=None):
+    """Key numbers of a figure as <out_dir>/<name>.json (read by notebooks/precision_report.py)."""
+    import json
+
+    out_dir = out_dir or FIG_DIR
+    os.makedirs(out_dir, exist_ok=True)
+    p = os.path.join(out_dir, name + ".json")
+    with open(p, "w") as fh:
+        json.dump(obj, fh, indent=1, sort_keys=True, default=_json_default)
+        fh.write("\n")
+    print("wrote", _rel(p))
+    return p
+
+
+def _json_default(x):
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return None if not np.isfinite(x) else float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
+
+
+def finite_or_none(x):
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+def fmt_tokens(n):
+    """131072 -> '128K', 1536 -> '1.5K', 300 -> '300'."""
+    n = int(n)
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024}K"
+    if n >= 1024:
+        return f"{n / 1024:.1f}K"
+    return str(n)
+
+
+def script_command(argv=None):
+    """How a script was run, for the provenance line and the JSON sidecar."""
+    import shlex
+    import sys
+
+    argv = list(sys.argv if argv is None else argv)
+    if argv:
+        argv[0] = _rel(argv[0])
+    return "python3 " + " ".join(shlex.quote(_rel(a) if os.path.exists(a) else a) for a in argv)
+
+
+def figure_args(description, name, nargs="+", help_files="HDF5 log(s) of replayssm kl / sweep"):
+    """The command line every precision script shares: input files, --out-dir, --name."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("files", nargs=nargs, help=help_files)
+    ap.add_argument("--out-dir", default=FIG_DIR, help="where PNG, PDF and JSON go (default: figures/)")
+    ap.add_argument("--name", default=name, help=f"output base name (default: {name})")
+    return ap
+
+
+# %% [markdown]
+# ## Reading a `replayssm kl` / `replayssm sweep` log
+#
+# Positions are counted as context length n = t + 1 (the KL at position t predicts token t + 1
+# after seeing n tokens). Only positions below `books/completed_positions` are read (an
+# interrupted log is valid up to there); NaN KL (non-finite runs) is skipped in means and counted.
+
+# %%
+def _s(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.ndarray) and v.shape == ():
+        v = v[()]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def open_h5(path):
+    """Open read-only without HDF5 file locking, so a log still being written (a long run in
+    progress) can be read up to its committed positions."""
+    import h5py
+
+    try:
+        return h5py.File(path, "r", locking=False)
+    except TypeError:  # h5py < 3.5
+        return h5py.File(path, "r")
+
+
+class KLRun:
+    def __init__(self, log, name, attrs, first_nonfinite):
+        self.log, self.name = log, name
+        self.policy = str(_s(attrs.get("policy", name)))
+        self.window = int(_s(attrs.get("window", 0)))
+        self.mode = str(_s(attrs.get("mode", "")))
+        self.seed = _s(attrs.get("seed", 0))
+        self.first_nonfinite = np.asarray(first_nonfinite, dtype=np.int64)  # [B] position (t), -1 none
+        self.style = policy_style(self.policy)
+
+    @property
+    def label(self):
+        return self.style["label"]
+
+    def kl_books(self):
+        """Per-book KL arrays (nats), committed positions only."""
+        with open_h5(self.log.path) as f:
+            d = f["runs"][self.name]["kl"]
+            for b in range(self.log.n_books):
+                n = min(int(self.log.valid[b]), d.shape[1])
+                yield d[b, :n]
+
+    def __repr__(self):
+        return f"KLRun({self.name}, {self.policy}, L={self.window})"
+
+
+class KLLog:
+    """One HDF5 log of `replayssm kl` or `replayssm sweep`: provenance, books, runs."""
+
+    def __init__(self, path):
+        self.path = path
+        with open_h5(path) as f:
+            if _s(f.attrs.get("format", "")) != "replayssm-kl-log":
+                raise ValueError(f"{path}: not a replayssm KL log (format attribute {f.attrs.get('format')!r})")
+            self.attrs = {k: _s(v) for k, v in f.attrs.items()}
+            self.book_ids = [str(_s(x)) for x in f["books/id"][()]]
+            self.n_books = len(self.book_ids)
+            length = f["books/length"][()].astype(np.int64)
+            done = f["books/completed_positions"][()].astype(np.int64)
+            self.valid = np.minimum(length, done)  # positions [0, valid[b]) are committed
+            self.runs = []
+            for name in sorted(f["runs"].keys()):
+                g = f["runs"][name]
+                fn = g["first_nonfinite_position"][()] if "first_nonfinite_position" in g else -np.ones(self.n_books)
+                self.runs.append(KLRun(self, name, dict(g.attrs), fn))
+
+    @property
+    def model(self):
+        """Short model name: the checkpoint folder's name (data/models/gdn-tiny -> gdn-tiny)."""
+        return os.path.basename(os.path.normpath(str(self.attrs.get("model_path", "?"))))
+
+    @property
+    def model_type(self):
+        return str(self.attrs.get("model_type", "?"))
+
+    @property
+    def max_n(self):
+        """Longest committed context length over books."""
+        return int(self.valid.max()) if self.n_books else 0
+
+    def find(self, policy, window=None):
+        """Runs of a policy (optionally a window)."""
+        return [r for r in self.runs if r.policy == policy and (window is None or r.window == window)]
+
+    def provenance(self):
+        return (f"{_rel(self.path)}: {self.model} ({self.model_type}), {self.n_books} book(s) "
+                f"[{','.join(self.book_ids)}], up to {self.max_n} positions, git {self.attrs.get('git_commit', '?')}")
+
+    def describe(self):
+        return {"path": _rel(self.path), "model": self.model, "model_type": self.model_type,
+                "model_config_hash": self.attrs.get("model_config_hash"), "books": self.book_ids,
+                "max_positions": self.max_n, "tokens": self.attrs.get("tokens"),
+                "command_line": self.attrs.get("command_line"), "status": self.attrs.get("status"),
+                "start_time": self.attrs.get("start_time"), "end_time": self.attrs.get("end_time"),
+                "git_commit": self.attrs.get("git_commit")}
+
+
+def log2_edges(max_n, first=32):
+    """Bucket edges in context length n: [1, first), [first, 2 first), ..., [2^k, 2^(k+1)), the
+    last bucket cut at max_n + 1 (exclusive); a last bucket less than half full is merged into
+    the one before (so a 2048-position log ends with [1024, 2048], not [2048, 2048])."""
+    edges = [1]
+    e = first
+    while e <= max_n:
+        edges.append(e)
+        e *= 2
+    edges.append(max_n + 1)
+    if len(edges) > 2 and edges[-1] - edges[-2] < edges[-2] // 2:
+        del edges[-2]  # a last bucket less than half full joins the one before
+    return np.array(edges, dtype=np.int64)
+
+
+def bucket_stats(run, edges):
+    """Mean KL (nats) per bucket [edges[i], edges[i+1]) of context length n = t + 1, pooled over
+    books (each finite (book, position) counts once), with the count of finite and of NaN values
+    and the per-book means. Returns dict of arrays."""
+    nb = len(edges) - 1
+    s = np.zeros(nb)
+    n = np.zeros(nb, dtype=np.int64)
+    nan = np.zeros(nb, dtype=np.int64)
+    per_book = []
+    for kl in run.kl_books():
+        bm = np.full(nb, np.nan)
+        for i in range(nb):
+            lo, hi = edges[i] - 1, edges[i + 1] - 1  # positions t = n - 1
+            v = kl[lo:hi]
+            if v.size == 0:
+                continue
+            fin = np.isfinite(v)
+            nan[i] += int((~fin).sum())
+            if fin.any():
+                s[i] += float(v[fin].sum())
+                n[i] += int(fin.sum())
+                bm[i] = float(v[fin].mean())
+        per_book.append(bm)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+    lo = edges[:-1].astype(float)
+    hi = (edges[1:] - 1).astype(float)  # last n in the bucket
+    return {"lo": edges[:-1], "hi": edges[1:] - 1, "x": np.sqrt(lo * hi), "mean": mean, "n": n, "nan": nan,
+            "per_book": np.array(per_book) if per_book else np.zeros((0, nb))}
+
+
+def mean_kl_upto(run, lo_n, hi_n):
+    """Pooled mean KL over context lengths n in [lo_n, hi_n] (inclusive), and the NaN count."""
+    st = bucket_stats(run, np.array([lo_n, hi_n + 1]))
+    return st["mean"][0], int(st["nan"][0]), int(st["n"][0])
+
+
+def nonfinite_before(run, n_max):
+    """Books (index, position t) whose run went non-finite at a context length <= n_max."""
+    fn = run.first_nonfinite
+    return [(b, int(t)) for b, t in enumerate(fn) if t >= 0 and t + 1 <= n_max]
+
+
+BUCKET_LABEL = "KL(p$_{fp32}$ ‖ p), nats\n(mean over positions n in [2$^k$, 2$^{k+1}$))"
+LENGTH_LABEL = "context length n (tokens = bytes)"
+
+
+def legend_outside(ax, **kw):
+    """Legend to the right of the axes (curves stay uncovered)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0, **kw)
+
+
+def kl_length_panel(ax, log, policies=None, annotate_ratio=True, first=32):
+    """KL vs context length on log-log axes, one line per run (Figure 5 / 12 panel). Returns the
+    key numbers: the last bucket, the shared/split ratio there, growth of each policy."""
+    edges = log2_edges(log.max_n, first)
+    runs = [r for r in log.runs if policies is None or r.policy in policies]
+    if policies is not None:
+        runs.sort(key=lambda r: (policies.index(r.policy), r.window))
+    out = {"model": log.model, "model_type": log.model_type, "books": log.n_books, "max_n": log.max_n,
+           "policies": {}}
+    stats = {}
+    for r in runs:
+        st = bucket_stats(r, edges)
+        stats[r.policy] = st
+        m = st["mean"]
+        ok = np.isfinite(m) & (m > 0)
+        lab = r.label + (f" (L = {r.window})" if len({x.window for x in runs}) > 1 else "")
+        nf = nonfinite_before(r, log.max_n)
+        if nf:
+            lab += f", non-finite from n = {min(t for _, t in nf) + 1}"
+        ax.plot(st["x"][ok], m[ok], color=r.style["color"], marker=r.style["marker"], ls=r.style["ls"],
+                label=lab, markersize=3.5)
+        out["policies"][r.policy] = {
+            "label": r.label, "window": r.window,
+            "bucket_lo": st["lo"].tolist(), "bucket_hi": st["hi"].tolist(), "mean_kl": m.tolist(),
+            "last_bucket_mean_kl": finite_or_none(m[-1]),
+            "nonfinite_books": len(nf), "nan_values": int(st["nan"].sum()),
+        }
+        # growth with length: last bucket / the bucket [512, 1024) (or the first full one)
+        ref_i = int(np.searchsorted(st["lo"], 512)) if st["lo"][-1] >= 1024 else 1 if len(m) > 2 else 0
+        if 0 <= ref_i < len(m) - 1 and np.isfinite(m[ref_i]) and np.isfinite(m[-1]) and m[ref_i] > 0:
+            out["policies"][r.policy]["growth"] = float(m[-1] / m[ref_i])
+            out["policies"][r.policy]["growth_from"] = [int(st["lo"][ref_i]), int(st["hi"][ref_i])]
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(LENGTH_LABEL)
+    ax.set_ylabel(BUCKET_LABEL)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt_tokens(v) if v >= 1 else ""))
+    lo_last, hi_last = int(edges[-2]), int(edges[-1] - 1)
+    out["last_bucket"] = [lo_last, hi_last]
+    if SHARED_REF in stats and SPLIT_REF in stats:
+        a, b = stats[SHARED_REF]["mean"][-1], stats[SPLIT_REF]["mean"][-1]
+        ratio = a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
+        out["ratio_shared_split"] = finite_or_none(ratio)
+        out["shared_last"], out["split_last"] = finite_or_none(a), finite_or_none(b)
+        if annotate_ratio and np.isfinite(ratio) and a > 0:
+            x = stats[SHARED_REF]["x"][-1] * 1.35
+            ax.annotate("", xy=(x, b), xytext=(x, a), arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.9))
+            ax.text(x * 1.08, np.sqrt(a * b), f"{ratio:.1f}×", va="center", ha="left", fontsize=8.5, color="#333333")
+            ax.set_xlim(right=x * 2.2)
+    return out

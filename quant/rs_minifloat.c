@@ -60,7 +60,13 @@ static inline float u2f(uint32_t u)
 
 /* Encode a finite float32 |x| (given by its bits, sign removed) with sign bit s.
  * mode/r/k as in the header. Returns the code. */
-static uint32_t encode_finite(const elem_desc *d, uint32_t s, uint32_t ax, rs_rounding mode,
+#if defined(__GNUC__)
+#define RS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RS_ALWAYS_INLINE inline
+#endif
+
+static RS_ALWAYS_INLINE uint32_t encode_finite(const elem_desc *d, uint32_t s, uint32_t ax, rs_rounding mode,
                               uint32_t r, int k)
 {
     const int nbits = 1 + d->ebits + d->mbits;
@@ -184,8 +190,17 @@ float rs_elem_decode(rs_elem t, uint32_t code)
     return NAN;
 }
 
+/* E4M3 / E2M1 / FP16-subnormal fast paths: for a finite x (and a valid k) the wrappers call
+ * encode_finite() directly with a constant descriptor, so the compiler specialises that one
+ * algorithm for the type: the same function, the same decisions, without the argument checks,
+ * the type switch and the call of rs_elem_encode. Non-finite inputs and bad k take the generic
+ * path (its codes and errors). tests/test_minifloat_fast.c compares them with rs_elem_encode. */
+#define RS_FINITE_(ax) ((ax) < 0x7F800000u)
+
 uint8_t rs_e4m3_encode_rtn(float x)
 {
+    const uint32_t u = f2u(x), ax = u & 0x7FFFFFFFu;
+    if (RS_FINITE_(ax)) return (uint8_t)encode_finite(&k_desc[RS_ELEM_E4M3], u >> 31, ax, RS_ROUND_RTN, 0, 32);
     uint32_t c = 0;
     rs_elem_encode(RS_ELEM_E4M3, x, RS_ROUND_RTN, 0, 32, &c);
     return (uint8_t)c;
@@ -193,6 +208,9 @@ uint8_t rs_e4m3_encode_rtn(float x)
 
 uint8_t rs_e4m3_encode_sr(float x, uint32_t r, int k)
 {
+    const uint32_t u = f2u(x), ax = u & 0x7FFFFFFFu;
+    if (RS_FINITE_(ax) && k >= 1 && k <= 32)
+        return (uint8_t)encode_finite(&k_desc[RS_ELEM_E4M3], u >> 31, ax, RS_ROUND_SR, r, k);
     uint32_t c = 0x7F;
     rs_elem_encode(RS_ELEM_E4M3, x, RS_ROUND_SR, r, k, &c);
     return (uint8_t)c;
@@ -202,6 +220,12 @@ float rs_e4m3_decode(uint8_t code) { return rs_elem_decode(RS_ELEM_E4M3, code); 
 
 rs_status rs_e2m1_encode_rtn(float x, uint8_t *code)
 {
+    const uint32_t u = f2u(x), ax = u & 0x7FFFFFFFu;
+    if (RS_FINITE_(ax)) {
+        const uint32_t c = encode_finite(&k_desc[RS_ELEM_E2M1], u >> 31, ax, RS_ROUND_RTN, 0, 32);
+        if (code) *code = (uint8_t)c;
+        return RS_OK;
+    }
     uint32_t c = 0;
     rs_status st = rs_elem_encode(RS_ELEM_E2M1, x, RS_ROUND_RTN, 0, 32, &c);
     if (st == RS_OK && code) *code = (uint8_t)c;
@@ -210,6 +234,12 @@ rs_status rs_e2m1_encode_rtn(float x, uint8_t *code)
 
 rs_status rs_e2m1_encode_sr(float x, uint32_t r, int k, uint8_t *code)
 {
+    const uint32_t u = f2u(x), ax = u & 0x7FFFFFFFu;
+    if (RS_FINITE_(ax) && k >= 1 && k <= 32) {
+        const uint32_t c = encode_finite(&k_desc[RS_ELEM_E2M1], u >> 31, ax, RS_ROUND_SR, r, k);
+        if (code) *code = (uint8_t)c;
+        return RS_OK;
+    }
     uint32_t c = 0;
     rs_status st = rs_elem_encode(RS_ELEM_E2M1, x, RS_ROUND_SR, r, k, &c);
     if (st == RS_OK && code) *code = (uint8_t)c;
@@ -244,6 +274,7 @@ uint16_t rs_fp16_encode_rtn(float x)
         const uint32_t v = u + 0x0FFFu + ((u >> 13) & 1u);
         return (uint16_t)(((b >> 16) & 0x8000u) | ((v >> 13) - (112u << 10)));
     }
+    if (RS_FINITE_(u)) return (uint16_t)encode_finite(&k_desc[RS_ELEM_FP16], b >> 31, u, RS_ROUND_RTN, 0, 32);
     uint32_t c = 0x7E00;
     rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_RTN, 0, 32, &c);
     return (uint16_t)c;
@@ -256,12 +287,20 @@ uint16_t rs_fp16_encode_sr(float x, uint32_t r, int k)
         const uint32_t v = u + (r >> 19);
         return (uint16_t)(((b >> 16) & 0x8000u) | ((v >> 13) - (112u << 10)));
     }
+    if (k >= 1 && k <= 32 && RS_FINITE_(u)) /* below 2^-14 or short k: the generic algorithm, inlined */
+        return (uint16_t)encode_finite(&k_desc[RS_ELEM_FP16], b >> 31, u, RS_ROUND_SR, r, k);
     uint32_t c = 0x7E00;
     rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_SR, r, k, &c);
     return (uint16_t)c;
 }
 
-float rs_fp16_decode(uint16_t code) { return rs_elem_decode(RS_ELEM_FP16, code); }
+/* normal codes (exponent field 1..30) by bit arithmetic; subnormals, Inf and NaN generic */
+float rs_fp16_decode(uint16_t code)
+{
+    const uint32_t c = code, e = (c >> 10) & 0x1Fu;
+    if (e - 1u < 30u) return u2f(((c & 0x8000u) << 16) | (((c & 0x7FFFu) + (112u << 10)) << 13));
+    return rs_elem_decode(RS_ELEM_FP16, code);
+}
 
 uint16_t rs_bf16_encode_rtn(float x)
 {

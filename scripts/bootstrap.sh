@@ -2,6 +2,7 @@
 # bootstrap.sh — install what replayssm needs on Debian 12 (run as root; idempotent).
 # C toolchain, CMake, HDF5, GSL, zlib, CMocka, cJSON and OpenBLAS from Debian's packages.
 # The CUDA toolkit is optional and not installed here (kernels/ builds when nvcc is found).
+# Also the Python modules of notebooks/requirements.txt (figure scripts; see the end).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libgsl-dev zlib1g-dev libcmocka-dev
       libcjson-dev libopenblas-dev)
@@ -20,3 +21,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "bootstrap: dependencies present"
+
+# Python modules of the figure scripts (notebooks/) and of the CTest test `notebooks`, for the
+# python3 on PATH. Not needed to build: without them that test is skipped, unless
+# RS_REQUIRE_PYTHON is set (CI), in which case a failure here stops the bootstrap.
+req="$(cd "$(dirname "$0")/.." && pwd)/notebooks/requirements.txt"
+py_fail() {
+  echo "bootstrap: $1" >&2
+  echo "bootstrap: the notebooks/ figure scripts and the 'notebooks' test need Python 3 with numpy, h5py and" >&2
+  echo "bootstrap: matplotlib: run 'python3 -m pip install -r notebooks/requirements.txt' yourself (on a" >&2
+  echo "bootstrap: system Python that refuses pip, inside a venv: python3 -m venv .venv && . .venv/bin/activate)." >&2
+  if [ -n "${RS_REQUIRE_PYTHON:-}" ]; then exit 1; fi
+  echo "bootstrap: continuing without them (ctest reports the 'notebooks' test as skipped)" >&2
+}
+if ! command -v python3 > /dev/null 2>&1; then
+  py_fail "no python3 on PATH"
+elif python3 -c 'import sys, numpy, h5py, matplotlib
+want = dict(l.split("==") for l in open(sys.argv[1]).read().split() if "==" in l)
+have = {"numpy": numpy.__version__, "h5py": h5py.__version__, "matplotlib": matplotlib.__version__}
+sys.exit(0 if all(have[k] == v for k, v in want.items()) else 1)' "$req" > /dev/null 2>&1; then
+  echo "bootstrap: Python modules of notebooks/requirements.txt present ($(command -v python3))"
+elif python3 -m pip install -q -r "$req"; then
+  echo "bootstrap: installed notebooks/requirements.txt for $(command -v python3)"
+elif apt-get install -y -qq --no-install-recommends python3-numpy python3-h5py python3-matplotlib > /dev/null \
+     && /usr/bin/python3 -c 'import numpy, h5py, matplotlib' > /dev/null 2>&1; then
+  # fallback: Debian's modules for /usr/bin/python3 (older than the pins; the notebooks test
+  # falls back to that interpreter when python3 on PATH lacks the modules)
+  echo "bootstrap: pip failed; installed Debian's python3-numpy/h5py/matplotlib for /usr/bin/python3 instead"
+else
+  py_fail "python3 -m pip install -r notebooks/requirements.txt failed (see above)"
+fi

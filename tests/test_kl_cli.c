@@ -256,6 +256,12 @@ static void test_sweep_matches_kl(void **state)
     }
     assert_true(seen[0][0] == 1 && seen[0][1] == 1 && seen[1][0] == 1 && seen[1][1] == 1);
     assert_true(want >= 0);
+    /* regression: the lists used to be split in place in argv, so the log recorded
+     * "--modes shared --windows 4" */
+    char cmdl[2048];
+    assert_int_equal(rs_h5log_get_attr_string(a, "/", "command_line", cmdl, sizeof cmdl), RS_OK);
+    assert_non_null(strstr(cmdl, "--modes shared,split"));
+    assert_non_null(strstr(cmdl, "--windows 4,16"));
     assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 "
                          "--threads 1 --quiet --policy shared:nvfp4-sr --window 16 --out '%s'",
                          g_cli, g_gdn, g_data, one), 0);

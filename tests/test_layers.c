@@ -239,7 +239,7 @@ static void test_backend_attention(void **st)
     fill_(Q, T * H * qh, &s, 1.0);
     fill_(Kc, Hkv * cap * hd, &s, 1.0);
     fill_(Vc, Hkv * cap * hd, &s, 1.0);
-    rs_attn_args a = {T, n_past, H, Hkv, hd, Q, H * qh, qh, Kc, Vc, cap, 0.25f, O, H * hd, scratch};
+    rs_attn_args a = {T, n_past, H, Hkv, hd, Q, H * qh, qh, Kc, Vc, cap, 0.25f, O, H * hd, scratch, 1};
     assert_int_equal(be->ops->attention(be, &a), RS_OK);
     for (size_t t = 0; t < T; t++)
         for (size_t h = 0; h < H; h++) {

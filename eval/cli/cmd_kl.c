@@ -843,7 +843,30 @@ int rs_cmd_kl(int argc, char **argv)
     return rc;
 }
 
+/* The sweep lists (--modes, --windows, ...) are split in place (strtok), so the body parses a
+ * copy of argv and keeps the original for the log's command_line attribute (it used to record
+ * "--windows 4" for "--windows 4,8,16"). */
+static int sweep_(int argc, char **argv, char **orig_argv);
+
 int rs_cmd_sweep(int argc, char **argv)
+{
+    char **copy = calloc((size_t)argc + 1, sizeof *copy);
+    if (!copy) {
+        fprintf(stderr, "replayssm sweep: out of memory\n");
+        return 2;
+    }
+    int ok = 1;
+    for (int i = 0; i < argc; i++)
+        if (!(copy[i] = strdup(argv[i]))) ok = 0;
+    int rc = 2;
+    if (ok) rc = sweep_(argc, copy, argv);
+    else fprintf(stderr, "replayssm sweep: out of memory\n");
+    for (int i = 0; i < argc; i++) free(copy[i]);
+    free(copy);
+    return rc;
+}
+
+static int sweep_(int argc, char **argv, char **orig_argv)
 {
     kl_opts o;
     opts_init_(&o, "sweep");
@@ -894,7 +917,7 @@ int rs_cmd_sweep(int argc, char **argv)
                         }
                     }
     }
-    int rc = run_eval_(&o, argc, argv);
+    int rc = run_eval_(&o, argc, orig_argv);
     opts_free_(&o);
     return rc;
 }

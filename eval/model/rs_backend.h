@@ -45,8 +45,17 @@ typedef struct rs_attn_args {
     float scale;          /* softmax scale (head_dim^-0.5) */
     float *O;             /* out of (t, h) at O + t * ldo + h * hd, [hd] */
     size_t ldo;
-    float *scratch;       /* [n_threads][cap] score rows (caller-owned) */
+    float *scratch;       /* [n_threads][max(scratch_rows, 1)][cap] score rows (caller-owned) */
+    size_t scratch_rows;  /* score rows per thread in scratch; 0 counts as 1. More rows let a
+                             task share each key/value tile among several query rows (the
+                             queries of one KV head at several chunk positions); the result is
+                             bit-identical for every value (see cpu_attention_). The runner
+                             passes RS_ATTN_BLOCK_ROWS. */
 } rs_attn_args;
+
+/* Score rows per thread that the runner allocates for attention (rs_attn_args.scratch_rows):
+ * 16 rows x cap floats per thread, 8 MiB per thread at cap = 131072. */
+#define RS_ATTN_BLOCK_ROWS 16
 
 typedef struct rs_backend_ops {
     const char *name;

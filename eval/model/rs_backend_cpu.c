@@ -110,29 +110,126 @@ static float dot8_(const float *a, const float *b, size_t n)
     return s;
 }
 
+/* 4-lane float vector (GCC/Clang vector extension). Its + and * are the lane-wise IEEE
+ * operations of the scalar code (no contraction: -ffp-contract=off), so vectorising a loop
+ * over independent elements d changes no bit. */
+typedef float rs_v4f_ __attribute__((vector_size(16)));
+
+static inline rs_v4f_ ld4_(const float *p)
+{
+    rs_v4f_ v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void st4_(float *p, rs_v4f_ v) { memcpy(p, &v, sizeof v); }
+
+/* o[d] = o[d] + p[j] * V[j][d] for j = j0, j0 + 1, ..., j1 - 1 in this order, for every
+ * d < hd: per element exactly the scalar loop `for j: for d: o[d] += p[j] * v[d]`; the
+ * accumulators stay in registers over the j loop (32 dims = 8 vectors at a time). */
+static void pv_accum_(float *o, const float *p, const float *V, size_t hd, size_t j0, size_t j1)
+{
+    size_t d0 = 0;
+    for (; d0 + 32 <= hd; d0 += 32) {
+        rs_v4f_ a0 = ld4_(o + d0), a1 = ld4_(o + d0 + 4), a2 = ld4_(o + d0 + 8),
+                a3 = ld4_(o + d0 + 12), a4 = ld4_(o + d0 + 16), a5 = ld4_(o + d0 + 20),
+                a6 = ld4_(o + d0 + 24), a7 = ld4_(o + d0 + 28);
+        for (size_t j = j0; j < j1; j++) {
+            const float pj = p[j];
+            const float *v = V + j * hd + d0;
+            a0 = a0 + pj * ld4_(v);
+            a1 = a1 + pj * ld4_(v + 4);
+            a2 = a2 + pj * ld4_(v + 8);
+            a3 = a3 + pj * ld4_(v + 12);
+            a4 = a4 + pj * ld4_(v + 16);
+            a5 = a5 + pj * ld4_(v + 20);
+            a6 = a6 + pj * ld4_(v + 24);
+            a7 = a7 + pj * ld4_(v + 28);
+        }
+        st4_(o + d0, a0);
+        st4_(o + d0 + 4, a1);
+        st4_(o + d0 + 8, a2);
+        st4_(o + d0 + 12, a3);
+        st4_(o + d0 + 16, a4);
+        st4_(o + d0 + 20, a5);
+        st4_(o + d0 + 24, a6);
+        st4_(o + d0 + 28, a7);
+    }
+    for (; d0 + 4 <= hd; d0 += 4) {
+        rs_v4f_ a0 = ld4_(o + d0);
+        for (size_t j = j0; j < j1; j++) a0 = a0 + p[j] * ld4_(V + j * hd + d0);
+        st4_(o + d0, a0);
+    }
+    for (; d0 < hd; d0++) {
+        float a0 = o[d0];
+        for (size_t j = j0; j < j1; j++) a0 = a0 + p[j] * V[j * hd + d0];
+        o[d0] = a0;
+    }
+}
+
+/* Causal GQA attention, organised for cache reuse without changing the arithmetic.
+ *
+ * A task is (KV head g, block of query rows); the rows of g are i = t * rep + (h - g * rep)
+ * (chunk position t, query head h of the group), so a block shares every key and value
+ * tile among its rows. Per row (n = n_past + t + 1 keys) the operations are exactly those
+ * of the reference loop (rs_attention_row_ref with dot8_ scores):
+ *   s[j] = dot8_(q, k_j) * scale for j < n;  rs_softmax_inplace(s, n);
+ *   o = 0;  o[d] += s[j] * v_j[d] for j = 0 .. n-1 in order;
+ * only the interleaving of independent rows changes (scores tile by tile for all rows of
+ * the block, then the softmax of each row, then o tile by tile). Every output element is
+ * therefore bit-identical for any block size, chunk size and thread count.
+ *
+ * Block size: at most the scratch rows per thread (a->scratch_rows, 0 counts as 1), and
+ * small enough that there are >= 4 tasks per thread when the rows allow it (decode steps
+ * with T = 1 get one row per task, so the threads still share the work). */
 static rs_status cpu_attention_(rs_backend *be, const rs_attn_args *a)
 {
     RS_CHECK(a->Hkv > 0 && a->H % a->Hkv == 0, RS_E_SHAPE,
              "attention: %zu query heads not a multiple of %zu KV heads", a->H, a->Hkv);
     RS_CHECK(a->n_past + a->T <= a->cap, RS_E_SHAPE,
              "attention: %zu positions exceed the KV cache capacity %zu", a->n_past + a->T, a->cap);
-    const size_t rep = a->H / a->Hkv, hd = a->hd;
-    long ntask = (long)(a->T * a->H);
+    if (a->T == 0) return RS_OK;
+    const size_t rep = a->H / a->Hkv, hd = a->hd, cap = a->cap, rows_g = a->T * rep;
+    const size_t srows = a->scratch_rows ? a->scratch_rows : 1; /* allocated rows per thread */
+    const size_t want_per_g = (4 * (size_t)be->n_threads + a->Hkv - 1) / a->Hkv;
+    size_t rb = (rows_g + want_per_g - 1) / want_per_g;
+    if (rb > srows) rb = srows;
+    if (rb < 1) rb = 1;
+    const size_t nb = (rows_g + rb - 1) / rb;
+    /* key tile: ~16 KiB of keys (and as much of values) stays in L1 while all rows use it */
+    size_t kt = hd ? 4096 / hd : 64;
+    if (kt < 16) kt = 16;
+    long ntask = (long)(a->Hkv * nb);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(be->n_threads)
     for (long task = 0; task < ntask; task++) {
-        const size_t t = (size_t)task / a->H, h = (size_t)task % a->H, g = h / rep;
-        const size_t n = a->n_past + t + 1; /* causal: positions 0 .. n_past + t */
-        const float *q = a->Q + t * a->ldq + h * a->q_hstride;
-        const float *Kh = a->Kc + g * a->cap * hd, *Vh = a->Vc + g * a->cap * hd;
-        float *s = a->scratch + (size_t)omp_get_thread_num() * a->cap;
-        float *o = a->O + t * a->ldo + h * hd;
-        for (size_t j = 0; j < n; j++) s[j] = dot8_(q, Kh + j * hd, hd) * a->scale;
-        rs_softmax_inplace(s, n);
-        for (size_t d = 0; d < hd; d++) o[d] = 0.0f;
-        for (size_t j = 0; j < n; j++) {
-            const float p = s[j];
-            const float *v = Vh + j * hd;
-            for (size_t d = 0; d < hd; d++) o[d] += p * v[d];
+        const size_t g = (size_t)task / nb, b = (size_t)task % nb;
+        const size_t i0 = b * rb, i1 = i0 + rb < rows_g ? i0 + rb : rows_g;
+        const float *Kh = a->Kc + g * cap * hd, *Vh = a->Vc + g * cap * hd;
+        float *S = a->scratch + (size_t)omp_get_thread_num() * srows * cap; /* [rb][cap] */
+        const size_t nmax = a->n_past + (i1 - 1) / rep + 1; /* keys of the block's last row */
+        for (size_t j0 = 0; j0 < nmax; j0 += kt) {
+            const size_t j1 = j0 + kt < nmax ? j0 + kt : nmax;
+            for (size_t i = i0; i < i1; i++) {
+                const size_t t = i / rep, h = g * rep + i % rep, n = a->n_past + t + 1;
+                const float *q = a->Q + t * a->ldq + h * a->q_hstride;
+                float *s = S + (i - i0) * cap;
+                const size_t je = j1 < n ? j1 : n;
+                for (size_t j = j0; j < je; j++) s[j] = dot8_(q, Kh + j * hd, hd) * a->scale;
+            }
+        }
+        for (size_t i = i0; i < i1; i++) {
+            const size_t t = i / rep, h = g * rep + i % rep;
+            rs_softmax_inplace(S + (i - i0) * cap, a->n_past + t + 1);
+            float *o = a->O + t * a->ldo + h * hd;
+            for (size_t d = 0; d < hd; d++) o[d] = 0.0f;
+        }
+        for (size_t j0 = 0; j0 < nmax; j0 += kt) {
+            const size_t j1 = j0 + kt < nmax ? j0 + kt : nmax;
+            for (size_t i = i0; i < i1; i++) {
+                const size_t t = i / rep, h = g * rep + i % rep, n = a->n_past + t + 1;
+                const size_t je = j1 < n ? j1 : n;
+                if (je > j0) pv_accum_(a->O + t * a->ldo + h * hd, S + (i - i0) * cap, Vh, hd, j0, je);
+            }
         }
     }
     return RS_OK;

@@ -313,6 +313,7 @@ static rs_status attn_layer_(const rs_fwd_args *a, int l)
         aa.O = ws->conv + r * n * H * hd;
         aa.ldo = H * hd;
         aa.scratch = ws->attn_scratch;
+        aa.scratch_rows = RS_ATTN_BLOCK_ROWS; /* as allocated by the runner */
         RS_TRY(op->attention(a->be, &aa));
     }
     if (ac->output_gate) RS_TRY(op->parallel_for(a->be, M, attn_gate_row_, &c));

@@ -72,7 +72,7 @@ typedef struct rs_fwd_ws {
     float *rope_cos;     /* [C][rot/2] */
     float *rope_sin;     /* [C][rot/2] */
     float *rope_inv;     /* [rot/2] */
-    float *attn_scratch; /* [n_threads][cap] */
+    float *attn_scratch; /* [n_threads][RS_ATTN_BLOCK_ROWS][cap] */
     float *logits;       /* [M][V] */
     size_t P1, P2, cap;  /* widths / KV capacity the buffers were sized for */
     size_t hmax;         /* per-head scalar planes: small + k * rows * hmax, k = 0..3 */

@@ -190,7 +190,9 @@ static rs_status ws_init_(rs_fwd_ws *ws, const rs_model_config *c, const rs_runn
     RS_TRY(falloc_(&ws->rope_sin, rc->chunk * (rot / 2), "the RoPE table"));
     RS_TRY(falloc_(&ws->rope_inv, rot / 2, "the RoPE frequencies"));
     if (rot > 0) rs_rope_inv_freq(c->attn.rope_theta, rot, ws->rope_inv);
-    RS_TRY(falloc_(&ws->attn_scratch, c->n_attn > 0 ? (size_t)n_threads * rc->max_tokens : 1,
+    /* attention score rows: RS_ATTN_BLOCK_ROWS per thread (rs_attn_args.scratch_rows) */
+    RS_TRY(falloc_(&ws->attn_scratch,
+                   c->n_attn > 0 ? (size_t)n_threads * RS_ATTN_BLOCK_ROWS * rc->max_tokens : 1,
                    "the attention scores"));
     RS_TRY(falloc_(&ws->logits, M * V, "the logits of a chunk"));
     return RS_OK;
