@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$mode" = quick ]; then
-  : "${TOKENS:=8192}" "${BOOKS:=1}"            # Figure 5 / 12 / Table 11 logs, per model
+  : "${TOKENS:=16384}" "${BOOKS:=1}"           # Figure 5 / 12 / Table 11 logs, per model
   : "${WIN_TOKENS:=4096}" "${WIN_BOOKS:=1}"    # Figure 13 window sweep (gdn-tiny)
   : "${THREADS:=2}" "${MC_STEPS:=2000}"
   : "${reuse:=0}"
