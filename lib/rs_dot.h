@@ -21,15 +21,15 @@ static inline float rs_dot_seq(const float *a, const float *b, size_t n)
     return acc;
 }
 
-/* out[i] = rs_dot_seq(A + i * lda, b, n) for i < m (A [m][lda], out [m]; out must not
- * alias A or b). */
-static inline void rs_dot_rows(const float *A, size_t lda, size_t m, const float *b, size_t n,
+/* out[j] = rs_dot_seq(a[j], b, n) for j < m (rows given by pointers, e.g. ring records):
+ * 8 rows' chains interleaved, each in the single-row order. */
+static inline void rs_dot_ptrs(const float *const *a, size_t m, const float *b, size_t n,
                                float *out)
 {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-        const float *a0 = A + i * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
-        const float *a4 = a3 + lda, *a5 = a4 + lda, *a6 = a5 + lda, *a7 = a6 + lda;
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        const float *a0 = a[j], *a1 = a[j + 1], *a2 = a[j + 2], *a3 = a[j + 3];
+        const float *a4 = a[j + 4], *a5 = a[j + 5], *a6 = a[j + 6], *a7 = a[j + 7];
         float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;
         for (size_t c = 0; c < n; c++) {
             const float bc = b[c];
@@ -42,39 +42,29 @@ static inline void rs_dot_rows(const float *A, size_t lda, size_t m, const float
             s6 += a6[c] * bc;
             s7 += a7[c] * bc;
         }
-        out[i] = s0;
-        out[i + 1] = s1;
-        out[i + 2] = s2;
-        out[i + 3] = s3;
-        out[i + 4] = s4;
-        out[i + 5] = s5;
-        out[i + 6] = s6;
-        out[i + 7] = s7;
-    }
-    for (; i < m; i++) out[i] = rs_dot_seq(A + i * lda, b, n);
-}
-
-/* out[j] = rs_dot_seq(a[j], b, n) for j < m (rows given by pointers, e.g. ring records). */
-static inline void rs_dot_ptrs(const float *const *a, size_t m, const float *b, size_t n,
-                               float *out)
-{
-    size_t j = 0;
-    for (; j + 4 <= m; j += 4) {
-        const float *a0 = a[j], *a1 = a[j + 1], *a2 = a[j + 2], *a3 = a[j + 3];
-        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-        for (size_t c = 0; c < n; c++) {
-            const float bc = b[c];
-            s0 += a0[c] * bc;
-            s1 += a1[c] * bc;
-            s2 += a2[c] * bc;
-            s3 += a3[c] * bc;
-        }
         out[j] = s0;
         out[j + 1] = s1;
         out[j + 2] = s2;
         out[j + 3] = s3;
+        out[j + 4] = s4;
+        out[j + 5] = s5;
+        out[j + 6] = s6;
+        out[j + 7] = s7;
     }
     for (; j < m; j++) out[j] = rs_dot_seq(a[j], b, n);
+}
+
+/* out[i] = rs_dot_seq(A + i * lda, b, n) for i < m (A [m][lda], out [m]; out must not
+ * alias A or b): rs_dot_ptrs over the row pointers, 8 rows at a time. */
+static inline void rs_dot_rows(const float *A, size_t lda, size_t m, const float *b, size_t n,
+                               float *out)
+{
+    const float *rows[8] = {0}; /* (initialised: silences a -Wmaybe-uninitialized false positive) */
+    for (size_t i0 = 0; i0 < m; i0 += 8) {
+        const size_t k = m - i0 < 8 ? m - i0 : 8;
+        for (size_t i = 0; i < k; i++) rows[i] = A + (i0 + i) * lda;
+        rs_dot_ptrs(rows, k, b, n, out + i0);
+    }
 }
 
 /* y[c] = a * y[c] + b * x[c] for c < n: two roundings of products and one of the sum per

@@ -4,6 +4,7 @@
  * by OpenMP, so there is a single thread pool (a pthread OpenBLAS pool spinning next to the
  * OpenMP one halves throughput on a loaded 2-core machine). */
 #include "rs_backend.h"
+#include "rs_dot.h" /* rs_v4f */
 
 #include <cblas.h>
 #include <omp.h>
@@ -110,19 +111,18 @@ static float dot8_(const float *a, const float *b, size_t n)
     return s;
 }
 
-/* 4-lane float vector (GCC/Clang vector extension). Its + and * are the lane-wise IEEE
- * operations of the scalar code (no contraction: -ffp-contract=off), so vectorising a loop
- * over independent elements d changes no bit. */
-typedef float rs_v4f_ __attribute__((vector_size(16)));
+/* rs_v4f (lib/rs_dot.h): its + and * are the lane-wise IEEE operations of the scalar code
+ * (no contraction: -ffp-contract=off), so vectorising a loop over independent elements d
+ * changes no bit. */
 
-static inline rs_v4f_ ld4_(const float *p)
+static inline rs_v4f ld4_(const float *p)
 {
-    rs_v4f_ v;
+    rs_v4f v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void st4_(float *p, rs_v4f_ v) { memcpy(p, &v, sizeof v); }
+static inline void st4_(float *p, rs_v4f v) { memcpy(p, &v, sizeof v); }
 
 /* o[d] = o[d] + p[j] * V[j][d] for j = j0, j0 + 1, ..., j1 - 1 in this order, for every
  * d < hd: per element exactly the scalar loop `for j: for d: o[d] += p[j] * v[d]`; the
@@ -131,7 +131,7 @@ static void pv_accum_(float *o, const float *p, const float *V, size_t hd, size_
 {
     size_t d0 = 0;
     for (; d0 + 32 <= hd; d0 += 32) {
-        rs_v4f_ a0 = ld4_(o + d0), a1 = ld4_(o + d0 + 4), a2 = ld4_(o + d0 + 8),
+        rs_v4f a0 = ld4_(o + d0), a1 = ld4_(o + d0 + 4), a2 = ld4_(o + d0 + 8),
                 a3 = ld4_(o + d0 + 12), a4 = ld4_(o + d0 + 16), a5 = ld4_(o + d0 + 20),
                 a6 = ld4_(o + d0 + 24), a7 = ld4_(o + d0 + 28);
         for (size_t j = j0; j < j1; j++) {
@@ -156,7 +156,7 @@ static void pv_accum_(float *o, const float *p, const float *V, size_t hd, size_
         st4_(o + d0 + 28, a7);
     }
     for (; d0 + 4 <= hd; d0 += 4) {
-        rs_v4f_ a0 = ld4_(o + d0);
+        rs_v4f a0 = ld4_(o + d0);
         for (size_t j = j0; j < j1; j++) a0 = a0 + p[j] * ld4_(V + j * hd + d0);
         st4_(o + d0, a0);
     }
