@@ -458,9 +458,10 @@ static rs_status lg_fill_from_meta_(rs_h5log *lg, const rs_h5log_meta *m)
 
 static rs_status check_meta_(const rs_h5log_meta *m)
 {
-    RS_CHECK(m && m->n_books > 0 && m->n_runs > 0 && m->book_ids && m->book_titles && m->book_len &&
-                 m->runs && m->chunk > 0 && m->tokens > 0,
-             RS_E_INVAL, "h5log: incomplete description (need books, runs, chunk > 0, tokens > 0)");
+    /* n_runs == 0: a reference-only log (`kl --policy none`): /reference alone, /runs empty */
+    RS_CHECK(m && m->n_books > 0 && m->book_ids && m->book_titles && m->book_len && (m->runs || m->n_runs == 0) &&
+                 m->chunk > 0 && m->tokens > 0,
+             RS_E_INVAL, "h5log: incomplete description (need books, run descriptions, chunk > 0, tokens > 0)");
     for (size_t b = 0; b < m->n_books; b++)
         RS_CHECK(m->book_ids[b] && m->book_titles[b] && m->book_len[b] <= m->tokens, RS_E_INVAL,
                  "h5log: book %zu: missing id/title or length %llu > tokens", b,
@@ -596,8 +597,8 @@ static rs_status open_(const char *path, int writable, const rs_h5log_meta *expe
     if (st == RS_OK) st = get_u64_(f, "n_runs", &nr);
     if (st == RS_OK) st = get_u64_(f, "tokens", &tokens);
     if (st == RS_OK) st = get_u64_(f, "chunk", &chunk);
-    if (st == RS_OK && (nb == 0 || nr == 0 || chunk == 0))
-        st = rs_error_set(RS_E_FORMAT, "%s: n_books, n_runs and chunk must be positive", path);
+    if (st == RS_OK && (nb == 0 || chunk == 0))
+        st = rs_error_set(RS_E_FORMAT, "%s: n_books and chunk must be positive", path);
     if (st == RS_OK && writable) {
         if (!expect) st = rs_error_set(RS_E_INVAL, "h5log: resume needs the expected configuration");
         if (st == RS_OK) st = check_meta_(expect);
@@ -739,7 +740,7 @@ rs_status rs_h5log_write_chunk(rs_h5log *lg, size_t book, uint64_t pos, size_t n
                                const int32_t *top1_ref, const rs_h5log_run_chunk *runs)
 {
     h5quiet_();
-    RS_CHECK(lg && lg->writable && next_token && nll_ref && top1_ref && runs, RS_E_INVAL,
+    RS_CHECK(lg && lg->writable && next_token && nll_ref && top1_ref && (runs || lg->n_runs == 0), RS_E_INVAL,
              "h5log: NULL argument or read-only log");
     RS_CHECK(book < lg->n_books, RS_E_INVAL, "h5log: book %zu of %zu", book, lg->n_books);
     RS_CHECK(n >= 1 && n <= lg->chunk && pos % lg->chunk == 0 && pos + n <= lg->book_len[book] &&
@@ -866,10 +867,40 @@ rs_status rs_h5log_summarize(const rs_h5log *lg, size_t run, rs_kl_summary *out)
     return st;
 }
 
+rs_status rs_h5log_reference_summary(const rs_h5log *lg, rs_h5log_ref_summary *out)
+{
+    RS_CHECK(lg && out, RS_E_INVAL, "h5log: bad argument");
+    memset(out, 0, sizeof *out);
+    double sum = 0, wsum[RS_KL_N_WINDOWS] = {0};
+    for (size_t b = 0; b < lg->n_books; b++) {
+        const size_t n = (size_t)lg->completed[b];
+        if (n == 0) continue;
+        double *v = (double *)malloc(n * sizeof(double));
+        if (!v) return rs_error_set(RS_E_NOMEM, "h5log: out of memory");
+        const rs_status st = rs_h5log_read_row(lg, -1, "nll", b, n, v);
+        if (st != RS_OK) {
+            free(v);
+            return st;
+        }
+        for (size_t t = 0; t < n; t++) {
+            const size_t w = rs_kl_window_of(t);
+            sum += v[t];
+            wsum[w] += v[t];
+            out->window_n[w]++;
+        }
+        out->n += n;
+        free(v);
+    }
+    out->mean_nll = out->n ? sum / (double)out->n : NAN;
+    for (size_t w = 0; w < RS_KL_N_WINDOWS; w++)
+        out->window_mean_nll[w] = out->window_n[w] ? wsum[w] / (double)out->window_n[w] : NAN;
+    return RS_OK;
+}
+
 rs_status rs_h5log_finish(rs_h5log *lg, const char *end_time, const rs_kl_summary *s)
 {
     h5quiet_();
-    RS_CHECK(lg && lg->writable && s, RS_E_INVAL, "h5log: bad argument");
+    RS_CHECK(lg && lg->writable && (s || lg->n_runs == 0), RS_E_INVAL, "h5log: bad argument");
     rs_status st = RS_OK;
     for (size_t r = 0; r < lg->n_runs && st == RS_OK; r++) {
         char grp[64];
@@ -919,9 +950,10 @@ static rs_status copy_committed_(const rs_h5log *src, rs_h5log *dst)
         if ((size_t)src->completed[b] > maxn) maxn = (size_t)src->completed[b];
     int32_t *tok = (int32_t *)malloc(maxn * sizeof(int32_t)), *top = (int32_t *)malloc(maxn * sizeof(int32_t));
     double *nref = (double *)malloc(maxn * sizeof(double));
-    double *d = (double *)malloc(3 * R * maxn * sizeof(double));
-    uint8_t *ag = (uint8_t *)malloc(R * maxn);
-    rs_h5log_run_chunk *rc = (rs_h5log_run_chunk *)calloc(R, sizeof *rc);
+    /* + 1: a reference-only log has R == 0, and malloc(0) may return NULL */
+    double *d = (double *)malloc((3 * R * maxn + 1) * sizeof(double));
+    uint8_t *ag = (uint8_t *)malloc(R * maxn + 1);
+    rs_h5log_run_chunk *rc = (rs_h5log_run_chunk *)calloc(R + 1, sizeof *rc);
     rs_status st = (tok && top && nref && d && ag && rc) ? RS_OK : rs_error_set(RS_E_NOMEM, "h5log: out of memory");
     for (size_t b = 0; st == RS_OK && b < src->n_books; b++) {
         const size_t n = (size_t)src->completed[b];

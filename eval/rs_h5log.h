@@ -2,7 +2,7 @@
  *
  * One file per evaluation: root attributes (provenance + configuration), /books (ids, titles,
  * planned lengths, the commit record completed_positions), /reference (next token, reference
- * NLL and top-1 per position), /runs/runNN (one group per policy run: attributes policy,
+ * NLL and top-1 per position), /runs/runNN (none in a reference-only log, n_runs 0; one group per policy run: attributes policy,
  * window, seed, formats; per-position kl, nll, dp, top1_agree; first non-finite position/layer/
  * head per book; summary attributes once finished), /windows (the position windows of the
  * summary). Per-position datasets are [book, position], chunked (1, chunk) with shuffle +
@@ -113,7 +113,7 @@ rs_status rs_h5log_open(const char *path, int writable, const rs_h5log_meta *exp
 /*! rs_h5log_write_chunk() : store positions [pos, pos + n) of `book` and commit them. pos must be
  *  the book's completed_positions (or, rewriting, any multiple of chunk below it), a multiple of
  *  chunk; n <= chunk, and n < chunk only for the book's last chunk. tokens, nll_ref, top1_ref
- *  are [n]; runs is [n_runs]. @return RS_OK, RS_E_INVAL, RS_E_IO (HDF5 failure, e.g. disk full:
+ *  are [n]; runs is [n_runs] (NULL allowed when n_runs == 0, a reference-only log). @return RS_OK, RS_E_INVAL, RS_E_IO (HDF5 failure, e.g. disk full:
  *  the positions committed before stay valid). */
 rs_status rs_h5log_write_chunk(rs_h5log *lg, size_t book, uint64_t pos, size_t n,
                                const int32_t *next_token, const double *nll_ref,
@@ -132,7 +132,20 @@ rs_status rs_h5log_get_nonfinite(const rs_h5log *lg, size_t run, size_t book, in
  *  one book at a time). */
 rs_status rs_h5log_summarize(const rs_h5log *lg, size_t run, rs_kl_summary *out);
 
-/*! rs_h5log_finish() : write the summaries ([n_runs]) as attributes of each run group, set root
+/* The fp32 reference's NLL over a log's committed positions (bits per token = nats / ln 2;
+ * with the byte tokenizer, bits per byte). */
+typedef struct rs_h5log_ref_summary {
+    size_t n;                                 /* committed positions, all books */
+    double mean_nll;                          /* nats per token; NaN if n == 0 */
+    double window_mean_nll[RS_KL_N_WINDOWS];  /* per position window (rs_kl_window_of); NaN if empty */
+    size_t window_n[RS_KL_N_WINDOWS];
+} rs_h5log_ref_summary;
+
+/*! rs_h5log_reference_summary() : the reference's mean NLL, overall and per position window,
+ *  from /reference/nll (read one book at a time). Works on every log, reference-only included. */
+rs_status rs_h5log_reference_summary(const rs_h5log *lg, rs_h5log_ref_summary *out);
+
+/*! rs_h5log_finish() : write the summaries ([n_runs]; NULL when n_runs == 0) as attributes of each run group, set root
  *  attributes end_time and status = "complete", flush. */
 rs_status rs_h5log_finish(rs_h5log *lg, const char *end_time, const rs_kl_summary *summaries);
 

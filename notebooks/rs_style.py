@@ -11,6 +11,7 @@
 
 # %%
 import os
+import sys
 
 import matplotlib
 
@@ -391,6 +392,8 @@ class KLLog:
                 g = f["runs"][name]
                 fn = g["first_nonfinite_position"][()] if "first_nonfinite_position" in g else -np.ones(self.n_books)
                 self.runs.append(KLRun(self, name, dict(g.attrs), fn))
+        if not self.runs:  # `replayssm kl --policy none`: the reference alone, nothing to plot as KL
+            print(f"note: {path} is a reference-only log (kl --policy none): it has no KL runs", file=sys.stderr)
 
     @property
     def model(self):

@@ -296,6 +296,78 @@ static void test_no_overwrite_force_unwritable(void **state)
 
 /* kill -9 a writer at random moments; the file must open and every committed chunk be intact;
  * --resume (open writable + write the rest) must give the full closed-form content. */
+/* A reference-only log (`kl --policy none`): n_runs 0, runs NULL. Create, write in chunks with no
+ * run values, finish with no summaries, reopen; the reference summary's overall and per-window
+ * means equal long-double sums of the closed-form values written; --resume (rebuild from the
+ * committed positions) keeps them; a log with runs still refuses a write without run values. */
+static void test_reference_only(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/refonly.h5", g_dir);
+    rs_h5log_meta m = meta_(3000, 3000, 1500);
+    m.n_runs = 0;
+    m.runs = NULL;
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_OK);
+    assert_int_equal(lg->n_runs, 0);
+    for (size_t b = 0; b < NB; b++)
+        for (uint64_t pos = 0; pos < g_len[b]; pos += CH) {
+            const size_t n = (size_t)(g_len[b] - pos < CH ? g_len[b] - pos : CH);
+            double nref[CH];
+            int32_t tok[CH], top[CH];
+            for (size_t i = 0; i < n; i++) {
+                nref[i] = v_nll(0, b, pos + i);
+                tok[i] = v_tok(b, pos + i);
+                top[i] = (int32_t)((pos + i) % 5);
+            }
+            assert_int_equal(rs_h5log_write_chunk(lg, b, pos, n, tok, nref, top, NULL), RS_OK);
+        }
+    assert_int_equal(rs_h5log_finish(lg, "2026-01-01T00:01:00Z", NULL), RS_OK);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    /* expected: windows [0,1K) [1K,2K) [2K,4K) over both books */
+    long double ws[3] = {0, 0, 0}, all = 0;
+    size_t wn[3] = {0, 0, 0}, n_all = 0;
+    for (size_t b = 0; b < NB; b++)
+        for (uint64_t t = 0; t < g_len[b]; t++) {
+            const size_t w = t < 1024 ? 0 : t < 2048 ? 1 : 2;
+            ws[w] += v_nll(0, b, t);
+            wn[w]++;
+            all += v_nll(0, b, t);
+            n_all++;
+        }
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
+        assert_int_equal(lg->n_runs, 0);
+        rs_h5log_ref_summary rs;
+        assert_int_equal(rs_h5log_reference_summary(lg, &rs), RS_OK);
+        assert_int_equal(rs.n, n_all);
+        assert_true(fabs(rs.mean_nll - (double)(all / n_all)) <= 1e-13);
+        for (int w = 0; w < 3; w++) {
+            assert_int_equal(rs.window_n[w], wn[w]);
+            assert_true(fabs(rs.window_mean_nll[w] - (double)(ws[w] / wn[w])) <= 1e-13);
+        }
+        assert_int_equal(rs.window_n[3], 0);
+        assert_true(isnan(rs.window_mean_nll[3]));
+        double v[3000];
+        assert_int_equal(rs_h5log_read_row(lg, -1, "nll", 1, 1500, v), RS_OK);
+        for (uint64_t t = 0; t < 1500; t++) assert_true(v[t] == v_nll(0, 1, t));
+        assert_int_equal(rs_h5log_close(lg), RS_OK);
+        if (pass == 0) { /* --resume rebuilds the file from its committed positions */
+            assert_int_equal(rs_h5log_open(path, 1, &m, &lg), RS_OK);
+            assert_int_equal(rs_h5log_close(lg), RS_OK);
+        }
+    }
+    /* a log with runs: run values are required */
+    snprintf(path, sizeof path, "%s/withruns.h5", g_dir);
+    rs_h5log_meta m2 = meta_(16, 16, 16);
+    assert_int_equal(rs_h5log_create(path, &m2, 0, &lg), RS_OK);
+    double nref[CH] = {0};
+    int32_t tok[CH] = {0}, top[CH] = {0};
+    assert_int_equal(rs_h5log_write_chunk(lg, 0, 0, CH, tok, nref, top, NULL), RS_E_INVAL);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+}
+
 static void test_crash_kill9(void **state)
 {
     (void)state;
@@ -354,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_write_reopen_summary),
         cmocka_unit_test(test_resume_and_mismatch),
         cmocka_unit_test(test_no_overwrite_force_unwritable),
+        cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_crash_kill9),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);

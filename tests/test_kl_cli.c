@@ -7,7 +7,8 @@
  *    identical datasets (bit for bit);
  *  - acceptance 4: missing book, empty book, unsupported tokenizer, unknown policy, existing output,
  *    unwritable path, a file-size limit (disk full): non-zero exit, a message, existing files intact;
- *  - the no-option default names the missing bundled paths.
+ *  - the no-option default names the missing bundled paths;
+ *  - --policy none (the reference alone): same reference bits as with a policy, summary, resume.
  * The CLI is RS_CLI_PATH (override with the environment variable RS_KL_CLI). */
 #include <math.h>
 #include <setjmp.h>
@@ -285,6 +286,79 @@ static void test_sweep_matches_kl(void **state)
     rs_h5log_close(b);
 }
 
+/* --policy none: the fp32 reference alone. Its /reference datasets equal those of a run with a
+ * policy bit for bit (same chunk, same reference computation); /runs is empty; the printed
+ * bits per token and the library's per-window summary equal means computed here from the
+ * stored NLL; --resume of such a log works; info reports it; none cannot be combined. */
+static void test_reference_only(void **state)
+{
+    (void)state;
+    char ref[600], pol[600];
+    snprintf(ref, sizeof ref, "%s/refonly.h5", g_dir);
+    snprintf(pol, sizeof pol, "%s/refpol.h5", g_dir);
+    const char *common = "--book-ids 1023 --tokens 160 --chunk 32 --threads 1 --quiet";
+    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --policy shared:nvfp4-sr --out '%s'", g_cli, g_gdn, g_data,
+                         common, pol), 0);
+    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --policy none --out '%s'", g_cli, g_gdn, g_data, common, ref),
+                     0);
+    assert_true(out_has_("bits per token"));
+    rs_h5log *a = NULL, *b = NULL;
+    assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);
+    assert_int_equal(rs_h5log_open(pol, 0, NULL, &b), RS_OK);
+    assert_int_equal(a->n_runs, 0);
+    assert_int_equal(a->completed[0], 160);
+    char buf[64];
+    assert_int_equal(rs_h5log_get_attr_string(a, "/", "status", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "complete");
+    double x[160], y[160];
+    int32_t i[160], j[160];
+    assert_int_equal(rs_h5log_read_row(a, -1, "nll", 0, 160, x), RS_OK);
+    assert_int_equal(rs_h5log_read_row(b, -1, "nll", 0, 160, y), RS_OK);
+    assert_memory_equal(x, y, sizeof x);
+    const char *ints[] = {"top1", "next_token"};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(rs_h5log_read_row(a, -1, ints[k], 0, 160, i), RS_OK);
+        assert_int_equal(rs_h5log_read_row(b, -1, ints[k], 0, 160, j), RS_OK);
+        assert_memory_equal(i, j, sizeof i);
+    }
+    /* the summary vs a mean computed here (160 positions: all in window 0) */
+    double sum = 0;
+    for (int t = 0; t < 160; t++) {
+        assert_true(isfinite(x[t]) && x[t] >= 0.0);
+        sum += x[t];
+    }
+    rs_h5log_ref_summary rs;
+    assert_int_equal(rs_h5log_reference_summary(a, &rs), RS_OK);
+    assert_int_equal(rs.n, 160);
+    assert_int_equal(rs.window_n[0], 160);
+    assert_int_equal(rs.window_n[1], 0);
+    assert_true(fabs(rs.mean_nll - sum / 160) <= 1e-12 * sum);
+    assert_true(fabs(rs.window_mean_nll[0] - sum / 160) <= 1e-12 * sum);
+    assert_true(isnan(rs.window_mean_nll[1]));
+    rs_h5log_close(a);
+    rs_h5log_close(b);
+    char want[64];
+    snprintf(want, sizeof want, "= %.4f bits per token", sum / 160 / log(2.0));
+    assert_true(out_has_(want));
+    /* --resume rebuilds a reference-only log from its committed positions */
+    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --policy none --resume --out '%s'", g_cli, g_gdn, g_data,
+                         common, ref), 0);
+    assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);
+    assert_int_equal(rs_h5log_read_row(a, -1, "nll", 0, 160, y), RS_OK);
+    assert_memory_equal(x, y, sizeof x);
+    rs_h5log_close(a);
+    assert_int_equal(sh_("'%s' info '%s'", g_cli, ref), 0);
+    assert_true(out_has_("runs: none"));
+    assert_true(out_has_(want));
+    /* none is the reference alone: with another policy it is a usage error, the log untouched */
+    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --policy none,fp32 --force --out '%s'", g_cli, g_gdn, g_data,
+                         common, ref), 2);
+    assert_true(out_has_("cannot be combined"));
+    assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);
+    assert_int_equal(a->n_runs, 0);
+    rs_h5log_close(a);
+}
+
 static void test_bad_inputs(void **state)
 {
     (void)state;
@@ -352,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_acceptance2_mamba2),
         cmocka_unit_test(test_kill9_resume),
         cmocka_unit_test(test_sweep_matches_kl),
+        cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);

@@ -6,8 +6,11 @@
 For each log: bits per byte of the fp32 reference (from `reference/nll`, nats -> bits; byte
 vocabulary, so bits per token = bits per byte) per position bucket 0-1K, 1-8K, 8-32K, 32-128K,
 per book and pooled; and the mean KL of every run (policy) per bucket, pooled over books (the
-KL-vs-position curves of issue 6, acceptance 5). Only committed positions
-(books/completed_positions) are used. Markdown on stdout.
+KL-vs-position curves of issue 6, acceptance 5). With several logs of one model, also the bits
+per byte and the KL of each (policy, window) pooled over all their books (a book in two logs
+counts once: the first log's row; a bucket pools the books whose committed positions reach it). Only
+committed positions (books/completed_positions) are used; reference-only logs (`kl --policy
+none`) give the bits-per-byte table alone. Markdown on stdout.
 """
 import math
 import sys
@@ -24,6 +27,8 @@ def fmt_b(lo, hi):
 def main():
     import h5py
     import numpy as np
+    rows_by_model = {}  # model path -> {book id: committed reference NLL row}
+    kl_by_model = {}    # model path -> {(policy, window): {book id: committed KL row}}
     for path in sys.argv[1:]:
         with h5py.File(path, "r") as f:
             ids = [x.decode() if isinstance(x, bytes) else str(x) for x in f["books/id"][()]]
@@ -38,6 +43,9 @@ def main():
             for b, bid in enumerate(ids):
                 row = []
                 n_ok = int(done[b])
+                model = f.attrs.get("model_path", "?")
+                model = model.decode() if isinstance(model, bytes) else str(model)
+                rows_by_model.setdefault(model, {}).setdefault(bid, nll[b, :n_ok].copy())
                 for k, (lo, hi) in enumerate(BUCKETS + [(0, 1 << 40)]):
                     v = nll[b, lo:min(hi, n_ok)]
                     v = v[np.isfinite(v)]
@@ -67,8 +75,38 @@ def main():
                         cells.append(f"{v.mean():.3e}" if v.size else "-")
                     pol = g.attrs.get("policy", "?")
                     pol = pol.decode() if isinstance(pol, bytes) else pol
+                    model = f.attrs.get("model_path", "?")
+                    model = model.decode() if isinstance(model, bytes) else str(model)
+                    runs_kl = kl_by_model.setdefault(model, {}).setdefault((pol, int(g.attrs.get("window", 0))), {})
+                    for b, bid in enumerate(ids):
+                        runs_kl.setdefault(bid, kl[b, :int(done[b])].copy())
                     print(f"| {r} | {pol} | {g.attrs.get('window', '?')} | " + " | ".join(cells) + " |")
                 print()
+    for model, rows in rows_by_model.items():
+        if len(sys.argv) < 3:
+            break
+        cells = []
+        for lo, hi in BUCKETS + [(0, 1 << 40)]:
+            v = np.concatenate([r[lo:hi] for r in rows.values()])
+            v = v[np.isfinite(v)]
+            cells.append(f"{v.mean() / math.log(2):.4f}" if v.size else "-")
+        print(f"bits per byte of `{model}` pooled over books {', '.join(rows)} (all logs above):\n")
+        print("| books | " + " | ".join(fmt_b(lo, hi) for lo, hi in BUCKETS) + " | all |")
+        print("|---|" + "---|" * (len(BUCKETS) + 1))
+        print(f"| {len(rows)} | " + " | ".join(cells) + " |\n")
+        for (pol, win), books in kl_by_model.get(model, {}).items():
+            if len(books) < 2:
+                continue
+            cells = []
+            for lo, hi in KL_BUCKETS:
+                v = np.concatenate([r[lo:hi] for r in books.values()])
+                v = v[np.isfinite(v)]
+                cells.append(f"{v.mean():.3e}" if v.size else "-")
+            print(f"mean KL of `{pol}` (L = {win}) pooled over books {', '.join(books)} (all logs above; "
+                  "a bucket pools the books that reach it):\n")
+            print("| " + " | ".join(fmt_b(lo, hi) for lo, hi in KL_BUCKETS) + " |")
+            print("|" + "---|" * len(KL_BUCKETS))
+            print("| " + " | ".join(cells) + " |\n")
     return 0
 
 

@@ -61,6 +61,35 @@ static int info_model_(const char *dir)
     return 0;
 }
 
+#define RS_LN2_ 0.69314718055994530942 /* bits = nats / ln 2 */
+
+void rs_cli_print_window_header(FILE *f)
+{
+    for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
+        size_t lo, hi;
+        rs_kl_window_bounds(w, &lo, &hi);
+        char lab[64];
+        snprintf(lab, sizeof lab, "%zuK-%zuK", lo / 1024, hi / 1024);
+        fprintf(f, " %10s", lab);
+    }
+    fprintf(f, "\n");
+}
+
+void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f)
+{
+    if (!rs->n) return;
+    fprintf(f, "\nreference: mean NLL %.4f nats = %.4f bits per token, PPL %.4f, over %zu positions\n",
+            rs->mean_nll, rs->mean_nll / RS_LN2_, exp(rs->mean_nll), rs->n);
+    fprintf(f, "reference bits per token by position window (bits per byte with the byte tokenizer):\n%-3s", "");
+    rs_cli_print_window_header(f);
+    fprintf(f, "%-3s", "");
+    for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
+        if (rs->window_n[w]) fprintf(f, " %10.4f", rs->window_mean_nll[w] / RS_LN2_);
+        else fprintf(f, " %10s", "-");
+    }
+    fprintf(f, "\n");
+}
+
 static int info_log_(const char *path)
 {
     rs_h5log *lg = NULL;
@@ -84,9 +113,19 @@ static int info_log_(const char *path)
         total += lg->book_len[b];
     }
     printf("committed  %zu of %zu positions%s\n", done, total, done < total ? " (incomplete: --resume continues)" : "");
-    printf("\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL", "±se",
-           "median", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
     int rc = 0;
+    rs_h5log_ref_summary rsum;
+    st = rs_h5log_reference_summary(lg, &rsum);
+    if (st != RS_OK) {
+        rc = rs_cli_fail("info", "cannot summarise the reference", st);
+        rs_h5log_close(lg);
+        return rc;
+    }
+    rs_cli_print_reference(&rsum, stdout);
+    if (lg->n_runs == 0) printf("\nruns: none (a reference-only log: kl --policy none)\n");
+    else
+        printf("\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL", "±se",
+               "median", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
     for (size_t r = 0; r < lg->n_runs; r++) {
         rs_kl_summary s;
         st = rs_h5log_summarize(lg, r, &s);

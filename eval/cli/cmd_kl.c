@@ -62,6 +62,7 @@ typedef struct kl_opts {
     size_t tokens, chunk;
     uint64_t seed;
     int threads, resume, force, quiet;
+    int ref_only; /* --policy none: the fp32 reference alone (its NLL / bits per token), no runs */
     /* runs (policy, window) */
     size_t n_runs;
     rs_policy pol[RS_KL_MAX_RUNS];
@@ -189,6 +190,8 @@ static void usage_kl_(FILE *f)
             "  --book-ids L    comma-separated book ids (repeatable)\n"
             "  --tokens N      positions per book (needs N+1 tokens), at most %d  [%d]\n"
             "  --policy P      state policy, repeatable or comma-separated:\n%s\n"
+            "                  or 'none': the fp32 reference alone (NLL, bits/token; a third of the\n"
+            "                  cost of one policy run), e.g. for a model's quality at long context\n"
             "  --window L      replay window L  [%d]\n"
             "  --seed S        stochastic-rounding seed  [0]\n"
             "  --threads N     CPU threads  [OpenMP default]\n"
@@ -361,6 +364,7 @@ typedef struct group {
 
 static void print_summary_(const kl_opts *o, const rs_kl_summary *s, FILE *f)
 {
+    if (o->n_runs == 0) return; /* --policy none: the reference's table alone */
     fprintf(f, "\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL",
             "±se", "median", "p90", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
     for (size_t r = 0; r < o->n_runs; r++) {
@@ -370,14 +374,7 @@ static void print_summary_(const kl_opts *o, const rs_kl_summary *s, FILE *f)
                 x->max_kl, 100.0 * x->rms_dp, x->same_top1_pct, x->n_nonfinite);
     }
     fprintf(f, "\nmean KL by position window (nats):\n%-3s", "run");
-    for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
-        size_t lo, hi;
-        rs_kl_window_bounds(w, &lo, &hi);
-        char lab[64];
-        snprintf(lab, sizeof lab, "%zuK-%zuK", lo / 1024, hi / 1024);
-        fprintf(f, " %10s", lab);
-    }
-    fprintf(f, "\n");
+    rs_cli_print_window_header(f);
     for (size_t r = 0; r < o->n_runs; r++) {
         fprintf(f, "%-3zu", r);
         for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
@@ -386,7 +383,6 @@ static void print_summary_(const kl_opts *o, const rs_kl_summary *s, FILE *f)
         }
         fprintf(f, "\n");
     }
-    if (s[0].n) fprintf(f, "\nreference PPL %.4f over %zu positions\n", exp(s[0].mean_nll_ref), s[0].n);
 }
 
 static int run_eval_(kl_opts *o, int argc, char **argv)
@@ -540,6 +536,12 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
         groups[g].run_index[groups[g].n] = r;
         groups[g].pols[groups[g].n++] = o->pol[r];
     }
+    if (o->n_runs == 0) { /* --policy none: one runner carrying the reference alone */
+        groups[0].window = RS_KL_DEFAULT_WINDOW;
+        groups[0].n = 1;
+        groups[0].pols[0] = rs_policy_fp32();
+        n_groups = 1;
+    }
     st = rs_backend_cpu_create(o->threads, &be);
     if (st != RS_OK) { rc = rs_cli_fail(cmd, "cannot start the CPU backend", st); goto done; }
     for (size_t g = 0; g < n_groups; g++) {
@@ -565,8 +567,9 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
     const char **bid = (const char **)calloc(n_plan, sizeof(char *));
     const char **btitle = (const char **)calloc(n_plan, sizeof(char *));
     uint64_t *blen = (uint64_t *)calloc(n_plan, sizeof(uint64_t));
-    rs_h5log_run_info *ri = (rs_h5log_run_info *)calloc(o->n_runs, sizeof *ri);
-    char (*fmt_hp)[48] = calloc(o->n_runs, 48), (*fmt_lp)[48] = calloc(o->n_runs, 48);
+    /* + 1: calloc(0) may return NULL, and --policy none has no runs */
+    rs_h5log_run_info *ri = (rs_h5log_run_info *)calloc(o->n_runs + 1, sizeof *ri);
+    char (*fmt_hp)[48] = calloc(o->n_runs + 1, 48), (*fmt_lp)[48] = calloc(o->n_runs + 1, 48);
     if (!bid || !btitle || !blen || !ri || !fmt_hp || !fmt_lp || !cmdline) {
         fprintf(stderr, "replayssm %s: out of memory\n", cmd);
         free(bid); free(btitle); free(blen); free(ri); free(fmt_hp); free(fmt_lp);
@@ -618,13 +621,13 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
     lp = (double *)malloc(V * sizeof(double));
     lq = (double *)malloc(V * sizeof(double));
     buf = (double *)malloc((3 * R + 1) * C * sizeof(double));
-    agbuf = (uint8_t *)malloc(R * C);
+    agbuf = (uint8_t *)malloc(R * C + 1);
     tgt = (int32_t *)malloc(C * sizeof(int32_t));
     top = (int32_t *)malloc(C * sizeof(int32_t));
-    sums = (rs_kl_summary *)calloc(R, sizeof *sums);
-    rs_h5log_run_chunk *rcs = (rs_h5log_run_chunk *)calloc(R, sizeof *rcs);
-    uint8_t *nf_done = (uint8_t *)calloc(R, 1);
-    rs_kl_running *running = (rs_kl_running *)calloc(R, sizeof *running);
+    sums = (rs_kl_summary *)calloc(R + 1, sizeof *sums);
+    rs_h5log_run_chunk *rcs = (rs_h5log_run_chunk *)calloc(R + 1, sizeof *rcs);
+    uint8_t *nf_done = (uint8_t *)calloc(R + 1, 1);
+    rs_kl_running *running = (rs_kl_running *)calloc(R + 1, sizeof *running);
     if (!toks || !lp || !lq || !buf || !agbuf || !tgt || !top || !sums || !rcs || !nf_done || !running) {
         fprintf(stderr, "replayssm %s: out of memory\n", cmd);
         free(rcs); free(nf_done); free(running);
@@ -646,6 +649,8 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
     const size_t done_at_start = done_pos;
     const double t0 = now_s_();
     double last_print = 0;
+    double ref_nll_sum = 0; /* --policy none: the running mean reference NLL of the progress line */
+    size_t ref_nll_n = 0;
     int failed = 0;
     for (size_t b = 0; b < n_plan && !failed; b++) {
         const size_t len = plan[b].len;
@@ -697,6 +702,14 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
                                       plan[b].id, pos + t);
                     break;
                 }
+                if (R == 0) { /* --policy none: the reference's NLL and top-1, by the same definitions */
+                    rs_kl_point pt;
+                    st = rs_kl_compare_lp(lp, lp, V, y, &pt);
+                    nll_ref[t] = pt.nll_ref;
+                    top[t] = pt.top1_ref;
+                    ref_nll_sum += pt.nll_ref;
+                    ref_nll_n++;
+                }
                 for (size_t g = 0; g < n_groups && st == RS_OK; g++) {
                     const size_t j0 = g == 0 ? 1 : 0;
                     for (size_t j = j0; j < groups[g].n && st == RS_OK; j++) {
@@ -737,6 +750,8 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
                     const double eta = rate > 0 ? (double)(total - done_pos) / rate : 0;
                     fprintf(stderr, "\r[book %zu/%zu %s] pos %zu/%zu  %.0f tok/s  ETA %.0fs  KL:", b + 1, n_plan,
                             plan[b].id, pos + n, len, rate, eta);
+                    if (R == 0 && ref_nll_n) /* nats -> bits */
+                        fprintf(stderr, " - (reference %.4f bits/token)", ref_nll_sum / (double)ref_nll_n / 0.6931471805599453);
                     for (size_t r = 0; r < R && r < 6; r++) fprintf(stderr, " %.3g", running[r].mean);
                     if (R > 6) fprintf(stderr, " ...");
                     fprintf(stderr, "\033[K");
@@ -759,6 +774,9 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
     iso_now_(t_end, sizeof t_end);
     st = rs_h5log_finish(lg, t_end, sums);
     if (st != RS_OK) { rc = rs_cli_fail(cmd, "cannot finish the log", st); goto done; }
+    rs_h5log_ref_summary rsum;
+    st = rs_h5log_reference_summary(lg, &rsum);
+    if (st != RS_OK) { rc = rs_cli_fail(cmd, "cannot summarise the reference", st); goto done; }
     st = rs_h5log_close(lg);
     lg = NULL;
     if (st != RS_OK) { rc = rs_cli_fail(cmd, "cannot close the log", st); goto done; }
@@ -766,6 +784,7 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
            model.cfg.model_type, n_plan, n_plan == 1 ? "" : "s", o->tokens, o->chunk, (unsigned long long)o->seed,
            o->out);
     print_summary_(o, sums, stdout);
+    rs_cli_print_reference(&rsum, stdout);
     rc = 0;
 done:
     if (lg) rs_h5log_close(lg);
@@ -830,13 +849,24 @@ int rs_cmd_kl(int argc, char **argv)
     for (size_t i = 0; i < n_pol; i++) {
         char *copy = strdup(policies[i]), *items[RS_KL_MAX_RUNS];
         const size_t k = copy ? split_list_(copy, items, RS_KL_MAX_RUNS) : 0;
-        for (size_t j = 0; j < k; j++)
+        for (size_t j = 0; j < k; j++) {
+            if (!strcmp(items[j], "none")) {
+                o.ref_only = 1;
+                continue;
+            }
             if (!add_run_(&o, items[j], window)) {
                 free(copy);
                 opts_free_(&o);
                 return 2;
             }
+        }
         free(copy);
+    }
+    if (o.ref_only && o.n_runs) {
+        fprintf(stderr, "replayssm kl: --policy none (the fp32 reference alone) cannot be combined with other "
+                        "policies\n");
+        opts_free_(&o);
+        return 2;
     }
     int rc = run_eval_(&o, argc, argv);
     opts_free_(&o);

@@ -14,4 +14,12 @@ int rs_cmd_info(int argc, char **argv);        /* eval/cli/cmd_info.c: summary o
 /* rs_cli_fail() : print "replayssm <cmd>: <what>: <rs_last_error()>" to stderr, return 1. */
 int rs_cli_fail(const char *cmd, const char *what, int status);
 
+/* rs_cli_print_reference() : the fp32 reference's NLL, bits per token and PPL, overall and per
+ * position window (eval/cli/cmd_info.c; used by `kl` and `info`). */
+#include <stdio.h>
+#include "rs_h5log.h"
+void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f);
+/* rs_cli_print_window_header() : the position-window labels "0K-1K ... 64K-128K" and a newline. */
+void rs_cli_print_window_header(FILE *f);
+
 #endif
