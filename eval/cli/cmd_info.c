@@ -61,8 +61,6 @@ static int info_model_(const char *dir)
     return 0;
 }
 
-#define RS_LN2_ 0.69314718055994530942 /* bits = nats / ln 2 */
-
 void rs_cli_print_window_header(FILE *f)
 {
     for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
@@ -79,12 +77,12 @@ void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f)
 {
     if (!rs->n) return;
     fprintf(f, "\nreference: mean NLL %.4f nats = %.4f bits per token, PPL %.4f, over %zu positions\n",
-            rs->mean_nll, rs->mean_nll / RS_LN2_, exp(rs->mean_nll), rs->n);
+            rs->mean_nll, rs->mean_nll / RS_CLI_LN2, exp(rs->mean_nll), rs->n);
     fprintf(f, "reference bits per token by position window (bits per byte with the byte tokenizer):\n%-3s", "");
     rs_cli_print_window_header(f);
     fprintf(f, "%-3s", "");
     for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
-        if (rs->window_n[w]) fprintf(f, " %10.4f", rs->window_mean_nll[w] / RS_LN2_);
+        if (rs->window_n[w]) fprintf(f, " %10.4f", rs->window_mean_nll[w] / RS_CLI_LN2);
         else fprintf(f, " %10s", "-");
     }
     fprintf(f, "\n");

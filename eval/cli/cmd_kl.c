@@ -750,8 +750,8 @@ static int run_eval_(kl_opts *o, int argc, char **argv)
                     const double eta = rate > 0 ? (double)(total - done_pos) / rate : 0;
                     fprintf(stderr, "\r[book %zu/%zu %s] pos %zu/%zu  %.0f tok/s  ETA %.0fs  KL:", b + 1, n_plan,
                             plan[b].id, pos + n, len, rate, eta);
-                    if (R == 0 && ref_nll_n) /* nats -> bits */
-                        fprintf(stderr, " - (reference %.4f bits/token)", ref_nll_sum / (double)ref_nll_n / 0.6931471805599453);
+                    if (R == 0 && ref_nll_n)
+                        fprintf(stderr, " - (reference %.4f bits/token)", ref_nll_sum / (double)ref_nll_n / RS_CLI_LN2);
                     for (size_t r = 0; r < R && r < 6; r++) fprintf(stderr, " %.3g", running[r].mean);
                     if (R > 6) fprintf(stderr, " ...");
                     fprintf(stderr, "\033[K");

@@ -4,6 +4,10 @@
 #ifndef RS_CLI_H
 #define RS_CLI_H
 
+#include <stdio.h>
+
+#include "rs_h5log.h" /* defines: rs_h5log_ref_summary */
+
 int rs_cmd_quant_error(int argc, char **argv); /* eval/cli/cmd_quant_error.c */
 int rs_cmd_theory(int argc, char **argv);      /* eval/cli/cmd_theory.c */
 int rs_cmd_bench(int argc, char **argv);       /* eval/cli/cmd_bench.c (GPU; RS_HAVE_CUDA) */
@@ -16,8 +20,7 @@ int rs_cli_fail(const char *cmd, const char *what, int status);
 
 /* rs_cli_print_reference() : the fp32 reference's NLL, bits per token and PPL, overall and per
  * position window (eval/cli/cmd_info.c; used by `kl` and `info`). */
-#include <stdio.h>
-#include "rs_h5log.h"
+#define RS_CLI_LN2 0.69314718055994530942 /* bits = nats / ln 2 */
 void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f);
 /* rs_cli_print_window_header() : the position-window labels "0K-1K ... 64K-128K" and a newline. */
 void rs_cli_print_window_header(FILE *f);
