@@ -245,6 +245,16 @@ static void test_unknown_and_malformed(void **state) {
     expect_err("", RS_E_FORMAT, "JSON");
     expect_err("[1,2]", RS_E_FORMAT, "object");
     expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":64,}", RS_E_FORMAT, "JSON");
+    /* widths whose products overflow int (found by fuzzing: tests/fuzz/corpus/hf_config) */
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"linear_num_key_heads\":16,\"linear_key_head_dim\":551616728}",
+               RS_E_FORMAT, "linear_num_key_heads x linear_key_head_dim = 8825867648 is out of range");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"linear_num_value_heads\":65536,\"linear_value_head_dim\":65536,"
+               "\"linear_num_key_heads\":1}", RS_E_FORMAT, "linear_num_value_heads x linear_value_head_dim");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M*\",\"mamba_num_heads\":2097152,\"mamba_head_dim\":1024,\"n_groups\":1}",
+               RS_E_FORMAT, "mamba_num_heads x mamba_head_dim");
+    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M*\",\"n_groups\":8,\"mamba_num_heads\":8,"
+               "\"mamba_head_dim\":1,\"ssm_state_size\":1073741824}", RS_E_FORMAT, "conv width");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"vocab_size\":2000000000}", RS_E_FORMAT, "vocab_size = 2000000000");
     rs_model_config c;
     assert_int_equal(rs_hf_config_load("/nonexistent/dir/config.json", &c), RS_E_IO);
     assert_non_null(strstr(rs_last_error(), "/nonexistent/dir/config.json"));

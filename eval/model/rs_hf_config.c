@@ -91,6 +91,14 @@ static rs_status check_pos(const ctx *c, const char *what, int v) {
     return RS_OK;
 }
 
+/* a width derived from config integers (products, sums), computed in 64 bits: in 1..RS_MODEL_MAX_WIDTH */
+static rs_status derived(const ctx *c, const char *what, long long v, int *out) {
+    RS_CHECK(v > 0 && v <= RS_MODEL_MAX_WIDTH, RS_E_FORMAT, "%s: %s = %lld is out of range (1..%d)", c->label, what,
+             v, RS_MODEL_MAX_WIDTH);
+    *out = (int)v;
+    return RS_OK;
+}
+
 /* ---- layer schedules ------------------------------------------------------------------------- */
 
 /* transformers' remap_legacy_layer_types + the type names each family accepts */
@@ -255,9 +263,11 @@ static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, 
     RS_CHECK(cfg->gdn.n_v_heads % cfg->gdn.n_k_heads == 0, RS_E_FORMAT,
              "%s: linear_num_value_heads %d is not a multiple of linear_num_key_heads %d", c->label,
              cfg->gdn.n_v_heads, cfg->gdn.n_k_heads);
-    cfg->gdn.key_dim = cfg->gdn.n_k_heads * cfg->gdn.k_head_dim;
-    cfg->gdn.value_dim = cfg->gdn.n_v_heads * cfg->gdn.v_head_dim;
-    cfg->gdn.conv_dim = 2 * cfg->gdn.key_dim + cfg->gdn.value_dim;
+    rs_gdn_config *g = &cfg->gdn;
+    RS_TRY(derived(c, "linear_num_key_heads x linear_key_head_dim", (long long)g->n_k_heads * g->k_head_dim, &g->key_dim));
+    RS_TRY(derived(c, "linear_num_value_heads x linear_value_head_dim", (long long)g->n_v_heads * g->v_head_dim,
+                   &g->value_dim));
+    RS_TRY(derived(c, "the GDN conv width 2 key_dim + value_dim", 2LL * g->key_dim + g->value_dim, &g->conv_dim));
     return RS_OK;
 }
 
@@ -346,9 +356,11 @@ static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_confi
     RS_TRY(check_pos(c, "conv_kernel", mc->conv_kernel));
     RS_CHECK(mc->n_heads % mc->n_groups == 0, RS_E_FORMAT, "%s: mamba_num_heads %d is not a multiple of n_groups %d",
              c->label, mc->n_heads, mc->n_groups);
-    mc->d_inner = mc->n_heads * mc->head_dim;
-    mc->conv_dim = mc->d_inner + 2 * mc->n_groups * mc->d_state;
-    mc->in_proj_dim = mc->d_inner + mc->conv_dim + mc->n_heads;
+    RS_TRY(derived(c, "mamba_num_heads x mamba_head_dim", (long long)mc->n_heads * mc->head_dim, &mc->d_inner));
+    RS_TRY(derived(c, "the Mamba-2 conv width d_inner + 2 n_groups ssm_state_size",
+                   mc->d_inner + 2LL * mc->n_groups * mc->d_state, &mc->conv_dim));
+    RS_TRY(derived(c, "the Mamba-2 in_proj width", (long long)mc->d_inner + mc->conv_dim + mc->n_heads,
+                   &mc->in_proj_dim));
     cfg->attn.rotary_dim = 0;
     return RS_OK;
 }
@@ -401,6 +413,12 @@ rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs
             st = rs_error_set(RS_E_FORMAT, "%s: intermediate_size must be positive", label);
         if (st == RS_OK && !(cfg->rms_eps > 0.0f))
             st = rs_error_set(RS_E_FORMAT, "%s: the RMSNorm epsilon must be positive", label);
+        int width; /* every width, and heads x head_dim of the attention, within RS_MODEL_MAX_WIDTH */
+        if (st == RS_OK) st = derived(&c, "vocab_size", cfg->vocab, &width);
+        if (st == RS_OK) st = derived(&c, "hidden_size", cfg->hidden, &width);
+        if (st == RS_OK) st = derived(&c, "intermediate_size", cfg->mlp.intermediate, &width);
+        if (st == RS_OK)
+            st = derived(&c, "num_attention_heads x head_dim", (long long)cfg->attn.n_heads * cfg->attn.head_dim, &width);
     }
     if (st == RS_OK) {
         cfg->tokenizer = cfg->vocab == 256 ? RS_TOKENIZER_BYTE : RS_TOKENIZER_UNSUPPORTED;

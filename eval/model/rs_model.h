@@ -39,6 +39,11 @@ extern "C" {
 #endif
 
 #define RS_MODEL_MAX_LAYERS 256 /* more than any published hybrid (Nemotron-3-Super: 88 layers) */
+/* Largest width a config may give or imply (a dimension, or a product such as heads x head_dim):
+ * 2^24, far above any published model (vocabularies ~2.6e5, widths ~3e4), and small enough that
+ * the derived widths and their small sums stay inside int (a fuzzed config once overflowed
+ * linear_num_key_heads x linear_key_head_dim; tests/fuzz/corpus/hf_config). */
+#define RS_MODEL_MAX_WIDTH (1 << 24)
 
 typedef enum rs_model_family {
     RS_FAMILY_UNKNOWN = 0,

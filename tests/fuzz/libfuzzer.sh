@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# libfuzzer.sh — coverage-guided fuzzing of replayssm's input parsers with clang's libFuzzer
+# (+ AddressSanitizer and UndefinedBehaviorSanitizer): builds one program per target of
+# tests/fuzz/rs_fuzz.h and runs each for SECONDS.
+#   tests/fuzz/libfuzzer.sh [SECONDS (60)] [OUTDIR (build-fuzz)] [TARGET ...]
+# Needs clang with libFuzzer (Debian: clang). Seeds come from tests/fixtures; the growing corpus
+# stays in OUTDIR/corpus/<target>; committed regression inputs in tests/fuzz/corpus/<target> are
+# read too. A crash leaves OUTDIR/crash-* and a non-zero exit: fix the parser, then commit the
+# input as tests/fuzz/corpus/<target>/<name> (test_fuzz_regress replays it on every build).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECS=${1:-60}
+OUT=${2:-build-fuzz}
+ROOT=$PWD
+shift $(( $# > 2 ? 2 : $# ))
+TARGETS=${*:-safetensors hf_config pg19_meta pg19_book policy}
+command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get install clang)" >&2; exit 2; }
+mkdir -p "$OUT"
+# only the parsers and what they call (no HDF5/OpenBLAS/OpenMP: a clang build of those is not needed)
+SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c eval/rs_tokenizer.c
+     lib/rs_status.c lib/rs_policy.c quant/rs_format.c tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
+CF="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+    -Ilib -Iquant -Ieval -Ieval/model -Itests/fuzz"
+seed() { mkdir -p "$OUT/seeds/$1"; cp "${@:2}" "$OUT/seeds/$1/"; }
+python3 - "$OUT/seeds/safetensors" <<'PY'
+import json, os, struct, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+h = json.dumps({"__metadata__": {"format": "pt"},
+                "a.weight": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                "b": {"dtype": "BF16", "shape": [4], "data_offsets": [24, 32]},
+                "c": {"dtype": "F16", "shape": [], "data_offsets": [32, 34]}}).encode()
+h += b" " * (-len(h) % 8)
+open(os.path.join(sys.argv[1], "small.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + bytes(range(63, 97)))
+PY
+seed hf_config tests/fixtures/models/gdn-tiny-random/config.json
+cp tests/fixtures/models/mamba2-tiny-random/config.json "$OUT/seeds/hf_config/mamba2.json"
+seed pg19_meta tests/fixtures/pg19-mini/metadata.csv
+seed pg19_book tests/fixtures/pg19-mini/test/1023.txt.gz
+mkdir -p "$OUT/seeds/policy"
+for p in split:nvfp4-rtn/fp32 shared:fp8-sr+pow2 conv:bf16-rtn split-naive:nvfp4-sr8+floor/fp16-sr fp16-sr; do
+  printf '%s' "$p" > "$OUT/seeds/policy/$(echo "$p" | tr ':/+' '___')"
+done
+rc=0
+for t in $TARGETS; do
+  # shellcheck disable=SC2086
+  clang $CF -DRS_FUZZ_TARGET=rs_fuzz_$t $SRC -lcjson -lz -lm -o "$OUT/fuzz_$t"
+  mkdir -p "$OUT/corpus/$t" "tests/fuzz/corpus/$t"
+  echo "== $t: ${SECS} s"
+  ( cd "$OUT" && "./fuzz_$t" -max_total_time="$SECS" -max_len=8192 -print_final_stats=1 \
+      "corpus/$t" "seeds/$t" "$ROOT/tests/fuzz/corpus/$t" 2>&1 | grep -E "^#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|Test unit written|rs_fuzz" ) || rc=1
+done
+ls "$OUT"/crash-* 2>/dev/null && rc=1
+exit $rc

@@ -1,0 +1,46 @@
+/* rs_fuzz.h — fuzz targets of replayssm's input parsers, one function per parser, shared by
+ * the libFuzzer programs (tests/fuzz/fuzz_libfuzzer.c, -DRS_FUZZ=ON with clang) and the
+ * deterministic regression driver that CTest runs on every build (tests/test_fuzz_regress.c,
+ * also built with AddressSanitizer + UndefinedBehaviorSanitizer when the compiler has them).
+ *
+ * A target takes arbitrary bytes, returns 1 if the parser accepted them and 0 if it refused them,
+ * and must never crash, hang, leak or read out of bounds.
+ * Beyond "no crash" every target checks what the parser promises (rs_fuzz_fail aborts):
+ *  - an error is one of the documented codes and comes with a non-empty message;
+ *  - an accepted input satisfies the parser's documented invariants (safetensors: every tensor
+ *    inside the data section, sizes consistent, names sorted and unique, no overlap, all bytes
+ *    readable; metadata.csv: every id valid; policy / format strings: the canonical string
+ *    parses back to itself).
+ * Path-based parsers get the bytes through a file in a per-process scratch folder
+ * (rs_fuzz_set_scratch; default /tmp/rs_fuzz_<pid>).
+ */
+#ifndef RS_FUZZ_H
+#define RS_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int (*rs_fuzz_fn)(const uint8_t *data, size_t size);
+
+typedef struct rs_fuzz_target {
+    const char *name;  /* "safetensors", ... */
+    rs_fuzz_fn fn;
+    int binary;        /* 1: binary format (the mutator also plants little-endian integers) */
+} rs_fuzz_target;
+
+int rs_fuzz_safetensors(const uint8_t *data, size_t size); /* rs_st_open_file on the bytes as a file */
+int rs_fuzz_hf_config(const uint8_t *data, size_t size);   /* rs_hf_config_parse + rs_tokenizer_for_model */
+int rs_fuzz_pg19_meta(const uint8_t *data, size_t size);   /* rs_pg19_meta_parse */
+int rs_fuzz_pg19_book(const uint8_t *data, size_t size);   /* rs_pg19_read_book of <id>.txt.gz */
+int rs_fuzz_policy(const uint8_t *data, size_t size);      /* rs_policy_parse / rs_format_parse round trips */
+
+/* every target, NULL-terminated */
+extern const rs_fuzz_target rs_fuzz_targets[];
+
+/* scratch folder for the path-based targets (created if missing); returns 0 on success */
+int rs_fuzz_set_scratch(const char *dir);
+
+/* print "rs_fuzz <target>: <what>" to stderr and abort() (a fuzzer records the input) */
+void rs_fuzz_fail(const char *target, const char *what);
+
+#endif

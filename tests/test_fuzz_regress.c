@@ -1,0 +1,299 @@
+/* test_fuzz_regress.c — the parser fuzz targets (tests/fuzz/rs_fuzz.h) on every build, without
+ * libFuzzer: each target gets
+ *  1. its valid seeds, which must be accepted (so the targets reach the parsers' success paths);
+ *  2. every file of tests/fuzz/corpus/<target>/ (inputs that once crashed or were interesting:
+ *     every parser bug found by fuzzing stays here as a regression input);
+ *  3. RS_FUZZ_ITERS (default 1500) mutants of each seed from a deterministic, counter-based
+ *     mutator (splitmix64 of target, seed and iteration: the same inputs on every machine):
+ *     bit flips, bytes set to structural characters or 0x00/0xFF, truncation, deleted,
+ *     duplicated and inserted ranges, planted decimal and little-endian integers (lengths,
+ *     offsets, 2^31, 2^63, 2^64-1, ...).
+ * A target aborts on a broken promise (rs_fuzz.h), so a failure here is a crash with the
+ * target's message. Both accepted and refused mutants must occur for every target (the mutator
+ * reaches both paths). The `_asan` build of this program (tests/CMakeLists.txt) runs the same
+ * inputs under AddressSanitizer + UndefinedBehaviorSanitizer.
+ * Reproduce one mutant: RS_FUZZ_ONLY=<target> RS_FUZZ_DUMP=<iteration> writes it to
+ * fuzz-<target>-<seed>-<iteration>.bin (a corpus file to commit once the bug is fixed). */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fuzz/rs_fuzz.h"
+#include "rs_test_util.h"
+
+#ifndef RS_FUZZ_CORPUS_DIR
+#define RS_FUZZ_CORPUS_DIR "tests/fuzz/corpus"
+#endif
+
+typedef struct buf {
+    uint8_t *p;
+    size_t n, cap;
+} buf;
+
+static uint64_t splitmix64_(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+typedef struct rng {
+    uint64_t key, ctr;
+} rng;
+
+static uint64_t next_(rng *r) { return splitmix64_(r->key ^ splitmix64_(r->ctr++)); }
+static size_t below_(rng *r, size_t n) { return n ? (size_t)(next_(r) % n) : 0; }
+
+static void ensure_(buf *b, size_t cap)
+{
+    if (cap <= b->cap) return;
+    b->p = (uint8_t *)realloc(b->p, cap);
+    assert_non_null(b->p);
+    b->cap = cap;
+}
+
+static void insert_(buf *b, size_t at, const uint8_t *src, size_t k)
+{
+    ensure_(b, b->n + k + 1);
+    memmove(b->p + at + k, b->p + at, b->n - at);
+    memcpy(b->p + at, src, k);
+    b->n += k;
+}
+
+/* one to four mutations of b in place */
+static void mutate_(buf *b, rng *r, int binary)
+{
+    static const uint8_t special[] = {0x00, 0xFF, 0x7F, 0x80, '"', '{', '}', '[', ']', ',', ':', '\\',
+                                      '0',  '9',  '-',  '.',  'e', '\n', '\r', ' ', '/', '+', 'x'};
+    static const char *numbers[] = {"0", "-1", "1", "2147483648", "4294967296", "9223372036854775807",
+                                    "18446744073709551615", "1e308", "-0", "1.5", "NaN", "99999999999999999999"};
+    const int nm = 1 + (int)below_(r, 4);
+    for (int m = 0; m < nm; m++) {
+        const size_t pos = below_(r, b->n + 1);
+        switch (below_(r, binary ? 8 : 7)) {
+        case 0: /* flip a bit */
+            if (b->n) b->p[below_(r, b->n)] ^= (uint8_t)(1u << below_(r, 8));
+            break;
+        case 1: /* a structural or extreme byte */
+            if (b->n) b->p[below_(r, b->n)] = special[below_(r, sizeof special)];
+            break;
+        case 2: /* truncate */
+            b->n = below_(r, b->n + 1);
+            break;
+        case 3: { /* delete a range */
+            const size_t k = 1 + below_(r, 16);
+            if (pos < b->n) {
+                const size_t kk = pos + k > b->n ? b->n - pos : k;
+                memmove(b->p + pos, b->p + pos + kk, b->n - pos - kk);
+                b->n -= kk;
+            }
+            break;
+        }
+        case 4: { /* duplicate a range somewhere */
+            if (!b->n) break;
+            const size_t from = below_(r, b->n), k0 = 1 + below_(r, 64);
+            const size_t k = from + k0 > b->n ? b->n - from : k0;
+            uint8_t tmp[64];
+            memcpy(tmp, b->p + from, k);
+            insert_(b, pos, tmp, k);
+            break;
+        }
+        case 5: { /* insert random bytes */
+            uint8_t tmp[8];
+            const size_t k = 1 + below_(r, 8);
+            for (size_t i = 0; i < k; i++) tmp[i] = (uint8_t)next_(r);
+            insert_(b, pos, tmp, k);
+            break;
+        }
+        case 6: { /* overwrite with a decimal number (lengths, offsets, shapes in text formats) */
+            const char *s = numbers[below_(r, sizeof numbers / sizeof numbers[0])];
+            const size_t k = strlen(s);
+            if (pos + k <= b->n) memcpy(b->p + pos, s, k);
+            else insert_(b, pos, (const uint8_t *)s, k);
+            break;
+        }
+        case 7: { /* a little-endian u64 (binary formats: header lengths) */
+            const uint64_t vals[] = {0, 1, 2, 7, 8, (uint64_t)b->n, (uint64_t)b->n - 8, (uint64_t)b->n + 1,
+                                     1ULL << 31, 1ULL << 32, 1ULL << 63, ~0ULL};
+            const uint64_t v = vals[below_(r, sizeof vals / sizeof vals[0])];
+            const size_t at = below_(r, 2) ? 0 : pos; /* often the first 8 bytes: a length field */
+            uint8_t le[8];
+            for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
+            if (at + 8 <= b->n) memcpy(b->p + at, le, 8);
+            break;
+        }
+        }
+    }
+}
+
+/* ---- seeds ----------------------------------------------------------------------------------- */
+
+#define MAX_SEEDS 6
+typedef struct seeds {
+    buf s[MAX_SEEDS];
+    int n;
+} seeds;
+
+static void add_bytes_(seeds *sd, const void *p, size_t n)
+{
+    assert_true(sd->n < MAX_SEEDS);
+    buf *b = &sd->s[sd->n++];
+    memset(b, 0, sizeof *b);
+    ensure_(b, n + 1);
+    memcpy(b->p, p, n);
+    b->n = n;
+}
+
+static void add_file_(seeds *sd, const char *rel)
+{
+    char path[1024];
+    rs_test_fixture_path(path, sizeof path, rel);
+    size_t n = 0;
+    char *s = rs_test_read_file(path, &n);
+    if (!s) fail_msg("cannot read the seed %s", path);
+    add_bytes_(sd, s, n);
+    free(s);
+}
+
+/* a small valid safetensors file: F32 [2,3], BF16 [4], F16 scalar, metadata */
+static void add_safetensors_seed_(seeds *sd)
+{
+    char hdr[512];
+    int h = snprintf(hdr, sizeof hdr,
+                     "{\"__metadata__\":{\"format\":\"pt\"},\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+                     "\"data_offsets\":[0,24]},\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]},"
+                     "\"c\":{\"dtype\":\"F16\",\"shape\":[],\"data_offsets\":[32,34]}}");
+    while (h % 8) hdr[h++] = ' ';
+    uint8_t file[600];
+    for (int i = 0; i < 8; i++) file[i] = (uint8_t)((uint64_t)h >> (8 * i));
+    memcpy(file + 8, hdr, (size_t)h);
+    for (int i = 0; i < 34; i++) file[8 + h + i] = (uint8_t)(0x3F + i);
+    add_bytes_(sd, file, 8 + (size_t)h + 34);
+}
+
+static void seeds_for_(const char *target, seeds *sd)
+{
+    memset(sd, 0, sizeof *sd);
+    if (!strcmp(target, "safetensors")) {
+        add_safetensors_seed_(sd);
+        /* a real checkpoint as transformers wrote it (the random-init fixture, 1.2 MB) */
+        add_file_(sd, "models/mamba2-tiny-random/model.safetensors");
+    } else if (!strcmp(target, "hf_config")) {
+        add_file_(sd, "models/gdn-tiny-random/config.json");
+        add_file_(sd, "models/mamba2-tiny-random/config.json");
+    } else if (!strcmp(target, "pg19_meta")) {
+        add_file_(sd, "pg19-mini/metadata.csv");
+        static const char csv[] = "id,short_book_title,publication_date,book_link\r\n"
+                                  "1,\"A \"\"quoted\"\", title, with commas\",1900,http://x/1\r\n\r\n"
+                                  "2_b,Plain,,\n";
+        add_bytes_(sd, csv, sizeof csv - 1);
+    } else if (!strcmp(target, "pg19_book")) {
+        add_file_(sd, "pg19-mini/test/1023.txt.gz");
+    } else if (!strcmp(target, "policy")) {
+        static const char *pol[] = {"split:nvfp4-rtn/fp32", "shared:fp8-sr+pow2", "conv:bf16-rtn",
+                                    "split-naive:nvfp4-sr8+floor/fp16-sr", "fp16-sr", "fp32"};
+        for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) add_bytes_(sd, pol[i], strlen(pol[i]));
+    }
+    assert_true(sd->n > 0);
+}
+
+static void seeds_free_(seeds *sd)
+{
+    for (int i = 0; i < sd->n; i++) free(sd->s[i].p);
+}
+
+/* ---- the test -------------------------------------------------------------------------------- */
+
+static size_t iters_(void)
+{
+    const char *e = getenv("RS_FUZZ_ITERS");
+    return e && atol(e) > 0 ? (size_t)atol(e) : 1500;
+}
+
+static void run_corpus_(const rs_fuzz_target *t)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", RS_FUZZ_CORPUS_DIR, t->name);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "README.md")) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t len = 0;
+        char *s = rs_test_read_file(path, &len);
+        if (!s) continue;
+        t->fn((const uint8_t *)s, len);
+        free(s);
+        n++;
+    }
+    closedir(d);
+    print_message("  %s: %zu corpus input(s) replayed\n", t->name, n);
+}
+
+static void test_targets(void **state)
+{
+    (void)state;
+    char scratch[64];
+    snprintf(scratch, sizeof scratch, "/tmp/rs_fuzzreg_%ld", (long)getpid());
+    assert_int_equal(rs_fuzz_set_scratch(scratch), 0);
+    const char *only = getenv("RS_FUZZ_ONLY"), *dump = getenv("RS_FUZZ_DUMP");
+    const size_t iters = iters_();
+    for (size_t ti = 0; rs_fuzz_targets[ti].name; ti++) {
+        const rs_fuzz_target *t = &rs_fuzz_targets[ti];
+        if (only && strcmp(only, t->name)) continue;
+        seeds sd;
+        seeds_for_(t->name, &sd);
+        for (int i = 0; i < sd.n; i++)
+            if (t->fn(sd.s[i].p, sd.s[i].n) != 1) fail_msg("%s: valid seed %d refused", t->name, i);
+        run_corpus_(t);
+        size_t accepted = 0, refused = 0;
+        buf m = {0};
+        for (int i = 0; i < sd.n; i++) {
+            /* the large checkpoint seed costs ~1 ms per mutant: fewer of those */
+            const size_t n_it = sd.s[i].n > 65536 ? iters / 10 + 1 : iters;
+            for (size_t it = 0; it < n_it; it++) {
+                rng r = {splitmix64_(((uint64_t)ti << 48) ^ ((uint64_t)i << 40) ^ 0x5EEDULL), it << 8};
+                m.n = 0;
+                ensure_(&m, sd.s[i].n + 1);
+                memcpy(m.p, sd.s[i].p, sd.s[i].n);
+                m.n = sd.s[i].n;
+                mutate_(&m, &r, t->binary);
+                if (dump && (size_t)atol(dump) == it) {
+                    char out[128];
+                    snprintf(out, sizeof out, "fuzz-%s-%d-%zu.bin", t->name, i, it);
+                    FILE *f = fopen(out, "wb");
+                    if (f) {
+                        fwrite(m.p, 1, m.n, f);
+                        fclose(f);
+                    }
+                }
+                if (t->fn(m.p, m.n)) accepted++;
+                else refused++;
+            }
+        }
+        free(m.p);
+        print_message("  %s: %d seed(s), %zu mutants accepted, %zu refused\n", t->name, sd.n, accepted, refused);
+        assert_true(refused > 0);
+        assert_true(accepted > 0);
+        seeds_free_(&sd);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_targets)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
