@@ -63,7 +63,7 @@ static void write_file_(const char *target, const char *path, const uint8_t *dat
 /* an error must be a code the parser documents, with a message */
 static void check_error_(const char *target, rs_status st, unsigned allowed_mask)
 {
-    if (!(allowed_mask & (1u << st))) {
+    if ((unsigned)st >= 32 || !(allowed_mask & (1u << st))) {
         char what[96];
         snprintf(what, sizeof what, "undocumented status %d (%s)", (int)st, rs_strerror(st));
         rs_fuzz_fail(target, what);
