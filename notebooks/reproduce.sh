@@ -112,6 +112,7 @@ fig notebooks/fig12_kl_other_models.py "$logs/kl_mamba2-tiny.h5"
 fig notebooks/fig13_kl_vs_window.py "$logs/sweep_shared.h5" "$logs/sweep_split.h5"
 fig notebooks/table11_rtn_vs_sr.py "$logs/kl_gdn-tiny.h5" "$logs/kl_mamba2-tiny.h5"
 fig notebooks/theory_error_accumulation.py "$logs/theory.h5"
+fig notebooks/fig_bpb_vs_length.py "$logs/kl_gdn-tiny.h5" "$logs/kl_mamba2-tiny.h5" --train-context 16384
 total=$(( $(date +%s) - t0 ))
 if [ "$readme" = 1 ]; then
   say "figures/README.md: regenerating the precision-figures section"

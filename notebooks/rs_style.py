@@ -376,7 +376,7 @@ class KLRun:
 class KLLog:
     """One HDF5 log of `replayssm kl` or `replayssm sweep`: provenance, books, runs."""
 
-    def __init__(self, path):
+    def __init__(self, path, expect_runs=True):
         self.path = path
         with open_h5(path) as f:
             if _s(f.attrs.get("format", "")) != "replayssm-kl-log":
@@ -392,7 +392,7 @@ class KLLog:
                 g = f["runs"][name]
                 fn = g["first_nonfinite_position"][()] if "first_nonfinite_position" in g else -np.ones(self.n_books)
                 self.runs.append(KLRun(self, name, dict(g.attrs), fn))
-        if not self.runs:  # `replayssm kl --policy none`: the reference alone, nothing to plot as KL
+        if not self.runs and expect_runs:  # `kl --policy none`: the reference alone, no KL to plot
             print(f"note: {path} is a reference-only log (kl --policy none): it has no KL runs", file=sys.stderr)
 
     @property
@@ -412,6 +412,16 @@ class KLLog:
     def find(self, policy, window=None):
         """Runs of a policy (optionally a window)."""
         return [r for r in self.runs if r.policy == policy and (window is None or r.window == window)]
+
+    def reference_nll_books(self):
+        """Per-book NLL of the fp32 reference (nats per token), committed positions only."""
+        with open_h5(self.path) as f:
+            if "reference" not in f or "nll" not in f["reference"]:
+                raise ValueError(f"{self.path}: no reference/nll (a shrunk fixture without the reference?)")
+            d = f["reference"]["nll"]
+            for b in range(self.n_books):
+                n = min(int(self.valid[b]), d.shape[1])
+                yield d[b, :n]
 
     def provenance(self):
         return (f"{_rel(self.path)}: {self.model} ({self.model_type}), {self.n_books} book(s) "

@@ -171,6 +171,35 @@ with h5py.File(th, "r") as f:
              for p in pts)
 check(ok, "theory: plotted closed-form and Monte Carlo end points equal the file's")
 
+# ---- bits per byte vs context length (reference-only log) ----------------------------------------
+ref = os.path.join(FX, "ref_gdn.h5")
+out = os.path.join(WORK, "bpb")
+run("fig_bpb_vs_length.py", ref, "--train-context", "128", out=out)
+j = outputs(out, "fig_bpb_vs_length")
+mm = j["models"][0]
+with h5py.File(ref, "r") as f:
+    done = f["books/completed_positions"][()].astype(np.int64)
+    nll = f["reference/nll"][()]
+    check(len(f["runs"]) == 0, "ref fixture is reference-only (no runs)")
+rows = [nll[b, :done[b]] for b in range(len(done))]
+check(len(j["models"]) == 1 and len(mm["per_book_bits_per_byte"]) == len(rows), "bpb: one model, one thin line per book")
+check(sum(mm["positions"]) == int(done.sum()), f"bpb: every committed position counted once ({int(done.sum())})")
+i = mm["bucket_lo"].index(64)
+want = float(np.mean(np.concatenate([r[63:127] for r in rows]))) / np.log(2)
+check(close(mm["bits_per_byte"][i], want), f"bpb: bucket [64, 128) equals numpy's {want:.4f} bits per byte")
+check(close(mm["per_book_bits_per_byte"][1][i], float(np.mean(rows[1][63:127])) / np.log(2)),
+      "bpb: book 2's bucket [64, 128) equals numpy's")
+check(j.get("train_context") == 128, "bpb: the training context is recorded")
+# two logs of one model pool their books, each book once
+out = os.path.join(WORK, "bpb2")
+run("fig_bpb_vs_length.py", ref, ref, out=out)
+j2 = outputs(out, "fig_bpb_vs_length")
+check(sum(j2["models"][0]["positions"]) == int(done.sum()), "bpb: a book in two logs counts once")
+# a log without reference/nll: a clear error, no figure
+p = subprocess.run([sys.executable, os.path.join(NB, "fig_bpb_vs_length.py"), gdn, "--out-dir", os.path.join(WORK, "bpb3")],
+                   capture_output=True, text=True, timeout=120)
+check(p.returncode != 0 and "no reference/nll" in p.stderr, "bpb: a log without the reference is refused with a message")
+
 # ---- figures/README.md section (precision_report.py) ----------------------------------------------
 rep = os.path.join(WORK, "report")
 os.makedirs(rep, exist_ok=True)
