@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "rs_format.h"
+#include "rs_philox.h"
 #include "rs_qtensor.h"
 
 #define TENSOR_EXTENT (128 * 128)
@@ -105,6 +106,33 @@ int main(int argc, char **argv)
     fail:
         fprintf(stderr, "%s: %s\n", names[a], rs_last_error());
         return 1;
+    }
+    /* the SR random words: rs_rand_fill (lane-parallel blocks) against one scalar
+     * rs_philox4x32_10 call per block of 4 words (what rs_rand_fill did before), same words */
+    {
+        uint32_t *w = (uint32_t *)y, *v = (uint32_t *)x;
+        double tf[100], ts[100];
+        int same = 1;
+        for (int r = 0; r < reps; ++r) {
+            double t0 = now_s();
+            rs_rand_fill(7, (uint64_t)r, 0, n, w);
+            double t1 = now_s();
+            for (size_t i = 0; i + 4 <= n; i += 4) {
+                const uint64_t blk = i >> 2;
+                const uint32_t ctr[4] = {(uint32_t)blk, (uint32_t)(blk >> 32), (uint32_t)r, 0};
+                const uint32_t key[2] = {7, 0};
+                rs_philox4x32_10(ctr, key, v + i);
+            }
+            double t2 = now_s();
+            tf[r] = t1 - t0;
+            ts[r] = t2 - t1;
+            same = same && memcmp(w, v, (n & ~(size_t)3) * 4) == 0;
+        }
+        const double mw = (double)n / 1e6;
+        printf("\nPhilox4x32-10 words for SR: rs_rand_fill %.1f Mword/s, scalar block loop %.1f Mword/s (%.2fx), "
+               "words %s\n", mw / median(tf, reps), mw / median(ts, reps), median(ts, reps) / median(tf, reps),
+               same ? "identical" : "DIFFERENT");
+        if (!same) return 1;
     }
     free(x);
     free(y);
