@@ -869,6 +869,7 @@ rs_status rs_h5log_summarize(const rs_h5log *lg, size_t run, rs_kl_summary *out)
 
 rs_status rs_h5log_reference_summary(const rs_h5log *lg, rs_h5log_ref_summary *out)
 {
+    h5quiet_();
     RS_CHECK(lg && out, RS_E_INVAL, "h5log: bad argument");
     memset(out, 0, sizeof *out);
     double sum = 0, wsum[RS_KL_N_WINDOWS] = {0};
