@@ -186,6 +186,12 @@ static void seeds_for_(const char *target, seeds *sd)
         add_safetensors_seed_(sd);
         /* a real checkpoint as transformers wrote it (the random-init fixture, 1.2 MB) */
         add_file_(sd, "models/mamba2-tiny-random/model.safetensors");
+    } else if (!strcmp(target, "st_index")) { /* the shards are written by the target itself */
+        static const char idx[] = "{\"metadata\":{\"total_size\":34},\"weight_map\":{"
+                                  "\"a.weight\":\"model-00001-of-00002.safetensors\","
+                                  "\"b\":\"model-00001-of-00002.safetensors\","
+                                  "\"c\":\"model-00002-of-00002.safetensors\"}}";
+        add_bytes_(sd, idx, sizeof idx - 1);
     } else if (!strcmp(target, "hf_config")) {
         add_file_(sd, "models/gdn-tiny-random/config.json");
         add_file_(sd, "models/mamba2-tiny-random/config.json");

@@ -13,7 +13,7 @@ SECS=${1:-60}
 OUT=${2:-build-fuzz}
 ROOT=$PWD
 shift $(( $# > 2 ? 2 : $# ))
-TARGETS=${*:-safetensors hf_config pg19_meta pg19_book policy}
+TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy}
 command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get install clang)" >&2; exit 2; }
 mkdir -p "$OUT"
 # only the parsers and what they call (no HDF5/OpenBLAS/OpenMP: a clang build of those is not needed)
@@ -32,6 +32,9 @@ h = json.dumps({"__metadata__": {"format": "pt"},
 h += b" " * (-len(h) % 8)
 open(os.path.join(sys.argv[1], "small.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + bytes(range(63, 97)))
 PY
+mkdir -p "$OUT/seeds/st_index"   # the two shards are written by the target (rs_fuzz_targets.c)
+printf '%s' '{"metadata":{"total_size":34},"weight_map":{"a.weight":"model-00001-of-00002.safetensors","b":"model-00001-of-00002.safetensors","c":"model-00002-of-00002.safetensors"}}' \
+  > "$OUT/seeds/st_index/index.json"
 seed hf_config tests/fixtures/models/gdn-tiny-random/config.json
 cp tests/fixtures/models/mamba2-tiny-random/config.json "$OUT/seeds/hf_config/mamba2.json"
 seed pg19_meta tests/fixtures/pg19-mini/metadata.csv

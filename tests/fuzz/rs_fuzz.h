@@ -29,6 +29,7 @@ typedef struct rs_fuzz_target {
 } rs_fuzz_target;
 
 int rs_fuzz_safetensors(const uint8_t *data, size_t size); /* rs_st_open_file on the bytes as a file */
+int rs_fuzz_st_index(const uint8_t *data, size_t size);    /* rs_st_open_dir with the bytes as model.safetensors.index.json */
 int rs_fuzz_hf_config(const uint8_t *data, size_t size);   /* rs_hf_config_parse + rs_tokenizer_for_model */
 int rs_fuzz_pg19_meta(const uint8_t *data, size_t size);   /* rs_pg19_meta_parse */
 int rs_fuzz_pg19_book(const uint8_t *data, size_t size);   /* rs_pg19_read_book of <id>.txt.gz */
