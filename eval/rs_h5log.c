@@ -1,5 +1,6 @@
 /* rs_h5log.c — the HDF5 log of a KL evaluation (see rs_h5log.h, docs/hdf5-layout.md). */
-#include "rs_h5log.h"
+#include "rs_h5log_impl.h"
+#include "rs_check.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1004,3 +1005,15 @@ rs_status rs_h5log_close(rs_h5log *lg)
     lg_free_(lg);
     return st;
 }
+
+size_t rs_h5log_n_books(const rs_h5log *lg) { return lg->n_books; }
+size_t rs_h5log_n_runs(const rs_h5log *lg) { return lg->n_runs; }
+uint64_t rs_h5log_tokens(const rs_h5log *lg) { return lg->tokens; }
+uint64_t rs_h5log_chunk(const rs_h5log *lg) { return lg->chunk; }
+const char *rs_h5log_book_id(const rs_h5log *lg, size_t book) { return lg->book_ids[book]; }
+uint64_t rs_h5log_book_len(const rs_h5log *lg, size_t book) { return lg->book_len[book]; }
+int64_t rs_h5log_completed(const rs_h5log *lg, size_t book) { return lg->completed[book]; }
+const char *rs_h5log_policy(const rs_h5log *lg, size_t run) { return lg->policies[run]; }
+uint64_t rs_h5log_window(const rs_h5log *lg, size_t run) { return lg->windows[run]; }
+
+void rs_h5log_no_atexit(void) { H5dont_atexit(); }

@@ -1,5 +1,6 @@
 /* rs_kl.c — per-position KL / NLL / Δp / top-1 and the summary (see rs_kl.h). */
-#include "rs_kl.h"
+#include "replayssm/eval/rs_kl.h"
+#include "rs_check.h"
 
 #include <math.h>
 #include <stdlib.h>

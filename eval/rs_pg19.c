@@ -1,5 +1,6 @@
 /* rs_pg19.c — PG-19 layout: metadata.csv (RFC 4180) and book files (.txt / .txt.gz). */
-#include "rs_pg19.h"
+#include "replayssm/eval/rs_pg19.h"
+#include "rs_check.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* rs_tokenizer.c — byte-level tokenizer; everything else refused (see rs_tokenizer.h). */
-#include "rs_tokenizer.h"
+#include "replayssm/eval/rs_tokenizer.h"
+#include "rs_check.h"
 
 #include <string.h>
 

@@ -9,9 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "rs_cuda.h"
-#include "rs_cuda_bench.h"
+#include "replayssm/cuda/rs_cuda.h"
+#include "replayssm/cuda/rs_cuda_bench.h"
 #include "rs_cuda_common.cuh"
+#include "rs_check.h"
 
 #define BENCH_CK(call, what)                                                                       \
     do {                                                                                           \

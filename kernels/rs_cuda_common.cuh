@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "rs_cuda.h"
+#include "replayssm/cuda/rs_cuda.h"
 
 /* After a launch: RS_E_CUDA naming the kernel if the launch failed (no sync). */
 static inline rs_status rs_cuda_launch_status(const char *who)

@@ -22,10 +22,11 @@
 
 #include <cstdint>
 
-#include "rs_cuda.h"
+#include "replayssm/cuda/rs_cuda.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_quant.cuh"
 #include "rs_cuda_ssm.cuh"
+#include "rs_check.h"
 
 #define RS_CONV_ROWS_PER_WARP 4
 #define RS_CONV_WARPS 4

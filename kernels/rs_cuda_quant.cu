@@ -16,9 +16,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "rs_cuda.h"
+#include "replayssm/cuda/rs_cuda.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_quant.cuh"
+#include "rs_check.h"
 
 #define RS_QK_THREADS 256
 

@@ -13,8 +13,8 @@
 #include <cfloat>
 #include <cstdint>
 
-#include "rs_cuda.h"
-#include "rs_philox.h"
+#include "replayssm/cuda/rs_cuda.h"
+#include "replayssm/quant/rs_philox.h"
 
 /* ---- Philox4x32-10 (constants of rs_philox.c: Random123's) ---------------------------- */
 

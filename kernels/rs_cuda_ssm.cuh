@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "rs_cuda.h"
+#include "replayssm/cuda/rs_cuda.h"
 #include "rs_cuda_quant.cuh"
 
 #define RS_FULL_MASK 0xFFFFFFFFu

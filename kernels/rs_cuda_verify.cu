@@ -25,9 +25,10 @@
 
 #include <cstdint>
 
-#include "rs_cuda.h"
+#include "replayssm/cuda/rs_cuda.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_ssm.cuh"
+#include "rs_check.h"
 
 #define RS_VPREP_WARPS 4
 #define RS_VCAP_MAX 64 /* lanes hold records j and j + 32 */

@@ -8,7 +8,7 @@
  *   - nothing else (no spaces, no upper case, no "fp32-rtn").
  * Under RTN the struct's sr_bits is unused; parse sets it to RS_SR_BITS_DEFAULT.
  */
-#include "rs_format.h"
+#include "replayssm/quant/rs_format.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * decides from the dropped bits alone; the kept bits and the binade give the code. No
  * floating-point arithmetic is involved in encoding, so the result is exact by construction.
  */
-#include "rs_minifloat.h"
+#include "replayssm/quant/rs_minifloat.h"
 
 #include <math.h>
 #include <stdint.h>

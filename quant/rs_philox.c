@@ -1,5 +1,5 @@
 /* rs_philox.c — Philox4x32-10 (Random123 reference algorithm) and the element keying. */
-#include "rs_philox.h"
+#include "replayssm/quant/rs_philox.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u

@@ -17,15 +17,16 @@
  * Random words for SR: element i of x uses rs_rand_u32(seed, stream, i), drawn in chunks
  * with rs_rand_fill(); scales are always RTN (they are not stochastic in TransformerEngine).
  */
-#include "rs_qtensor.h"
+#include "replayssm/quant/rs_qtensor.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_minifloat.h"
-#include "rs_philox.h"
+#include "replayssm/quant/rs_minifloat.h"
+#include "replayssm/quant/rs_philox.h"
+#include "rs_check.h"
 
 #define RS_ELEMWISE_CHUNK 1024 /* elements per rs_rand_fill call for fp16/bf16 SR */
 

@@ -17,8 +17,8 @@ H5INC=/usr/include/hdf5/serial
 GOMP=$(ls /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.a | tail -1)
 CF="-std=c11 -O2 -fopenmp -Wall -Wextra -Wpedantic -ffp-contract=off -fno-fast-math -fno-finite-math-only -frounding-math -DNDEBUG -D_POSIX_C_SOURCE=200809L"
 CF="$CF -DRS_VERSION_STRING=\"0.1.0\" -DRS_GIT_COMMIT=\"$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)\""
-INC="-Ilib -Iquant -Ieval -Ieval/model -Ieval/cli -I$H5INC"
-SRC=$(ls lib/*.c quant/*.c eval/*.c eval/model/*.c eval/cli/*.c)
+INC="-Iinclude -Icommon -Iengine -Icli -I$H5INC"
+SRC=$(ls common/*.c quant/*.c engine/*.c theory/*.c eval/*.c eval/model/*.c cli/*.c)
 pids=()
 for f in $SRC; do
   cc $CF $INC -c "$f" -o "$OUT/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')" &

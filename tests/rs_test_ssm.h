@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_ssm.h"
+#include "replayssm/engine/rs_ssm.h"
 #include "rs_test_util.h"
 
 /* One synthetic head. Decays alpha_t = median^(exp(0.5 z)), z ~ N(0,1): spread like a

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "rs_minifloat.h"
+#include "replayssm/quant/rs_minifloat.h"
 #include "rs_test_util.h"
 
 /* generic reference: code, or 0xDEAD0000 | status when it refuses */

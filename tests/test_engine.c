@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "rs_gamma.h"
-#include "rs_head.h"
-#include "rs_replay.h"
-#include "rs_ring.h"
+#include "replayssm/engine/rs_head.h"
+#include "replayssm/engine/rs_replay.h"
+#include "replayssm/engine/rs_ring.h"
 #include "rs_test_ssm.h"
 
 static rs_head_config cfg_(rs_ssm_kind kind, size_t d_v, size_t d_k, const char *pol,

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "rs_backend.h"
-#include "rs_layers.h"
-#include "rs_ssm.h"
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_layers.h"
+#include "replayssm/engine/rs_ssm.h"
 #include "rs_test_util.h"
 
 static void fill_(float *x, size_t n, uint64_t *s)

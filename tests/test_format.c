@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "rs_format.h"
+#include "replayssm/quant/rs_format.h"
 
 static int same_format(const rs_format *a, const rs_format *b)
 {

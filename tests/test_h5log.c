@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "rs_h5log.h"
+#include "replayssm/eval/rs_h5log.h"
 #include "rs_test_util.h"
 
 #define NB 2
@@ -95,8 +95,8 @@ static rs_status write_chunk_(rs_h5log *lg, size_t b, uint64_t pos, size_t n)
 static rs_status write_all_(rs_h5log *lg)
 {
     for (size_t b = 0; b < NB; b++) {
-        for (uint64_t pos = (uint64_t)lg->completed[b]; pos < lg->book_len[b]; pos += CH) {
-            const size_t n = (size_t)(lg->book_len[b] - pos < CH ? lg->book_len[b] - pos : CH);
+        for (uint64_t pos = (uint64_t)rs_h5log_completed(lg, b); pos < rs_h5log_book_len(lg, b); pos += CH) {
+            const size_t n = (size_t)(rs_h5log_book_len(lg, b) - pos < CH ? rs_h5log_book_len(lg, b) - pos : CH);
             rs_status st = write_chunk_(lg, b, pos, n);
             if (st != RS_OK) {
                 print_error("book %zu position %llu: %s\n", b, (unsigned long long)pos, rs_last_error());
@@ -111,7 +111,7 @@ static rs_status write_all_(rs_h5log *lg)
 static void check_committed_(const rs_h5log *lg)
 {
     for (size_t b = 0; b < NB; b++) {
-        const size_t n = (size_t)lg->completed[b];
+        const size_t n = (size_t)rs_h5log_completed(lg, b);
         if (!n) continue;
         double *d = malloc(n * sizeof(double));
         uint8_t *u = malloc(n);
@@ -168,10 +168,10 @@ static void test_write_reopen_summary(void **state)
     assert_int_equal(rs_h5log_close(lg), RS_OK);
 
     assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
-    assert_int_equal(lg->completed[0], 100);
-    assert_int_equal(lg->completed[1], 37);
-    assert_string_equal(lg->book_ids[1], "105");
-    assert_string_equal(lg->policies[1], "split:nvfp4-rtn/fp32");
+    assert_int_equal(rs_h5log_completed(lg, 0), 100);
+    assert_int_equal(rs_h5log_completed(lg, 1), 37);
+    assert_string_equal(rs_h5log_book_id(lg, 1), "105");
+    assert_string_equal(rs_h5log_policy(lg, 1), "split:nvfp4-rtn/fp32");
     check_committed_(lg);
     int64_t p;
     int32_t L, H;
@@ -234,13 +234,13 @@ static void test_resume_and_mismatch(void **state)
     assert_non_null(strstr(rs_last_error(), "seed"));
     /* the matching one continues */
     assert_int_equal(rs_h5log_open(path, 1, &m, &lg), RS_OK);
-    assert_int_equal(lg->completed[0], 2 * CH);
-    assert_int_equal(lg->completed[1], 0);
+    assert_int_equal(rs_h5log_completed(lg, 0), 2 * CH);
+    assert_int_equal(rs_h5log_completed(lg, 1), 0);
     assert_int_equal(write_all_(lg), RS_OK);
     assert_int_equal(rs_h5log_close(lg), RS_OK);
     assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
-    assert_int_equal(lg->completed[0], 64);
-    assert_int_equal(lg->completed[1], 64);
+    assert_int_equal(rs_h5log_completed(lg, 0), 64);
+    assert_int_equal(rs_h5log_completed(lg, 1), 64);
     check_committed_(lg);
     assert_int_equal(rs_h5log_close(lg), RS_OK);
     /* not a log */
@@ -310,7 +310,7 @@ static void test_reference_only(void **state)
     m.runs = NULL;
     rs_h5log *lg = NULL;
     assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_OK);
-    assert_int_equal(lg->n_runs, 0);
+    assert_int_equal(rs_h5log_n_runs(lg), 0);
     for (size_t b = 0; b < NB; b++)
         for (uint64_t pos = 0; pos < g_len[b]; pos += CH) {
             const size_t n = (size_t)(g_len[b] - pos < CH ? g_len[b] - pos : CH);
@@ -338,7 +338,7 @@ static void test_reference_only(void **state)
         }
     for (int pass = 0; pass < 2; pass++) {
         assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
-        assert_int_equal(lg->n_runs, 0);
+        assert_int_equal(rs_h5log_n_runs(lg), 0);
         rs_h5log_ref_summary rs;
         assert_int_equal(rs_h5log_reference_summary(lg, &rs), RS_OK);
         assert_int_equal(rs.n, n_all);
@@ -411,8 +411,8 @@ static void test_crash_kill9(void **state)
         assert_int_equal(write_all_(lg), RS_OK);
         assert_int_equal(rs_h5log_close(lg), RS_OK);
         assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
-        assert_int_equal(lg->completed[0], 4000);
-        assert_int_equal(lg->completed[1], 3001);
+        assert_int_equal(rs_h5log_completed(lg, 0), 4000);
+        assert_int_equal(rs_h5log_completed(lg, 1), 3001);
         check_committed_(lg);
         assert_int_equal(rs_h5log_close(lg), RS_OK);
     }

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "rs_hf_config.h"
+#include "replayssm/eval/rs_hf_config.h"
 
 static rs_status parse(const char *json, rs_model_config *c) {
     return rs_hf_config_parse(json, strlen(json), "test-config.json", c);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rs_kl.h"
+#include "replayssm/eval/rs_kl.h"
 #include "rs_test_util.h"
 
 /* The hand-computed case (closed forms in the comments; e = exp(1)). Tolerance 1e-12: the

@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "rs_h5log.h"
+#include "replayssm/eval/rs_h5log.h"
 #include "rs_test_util.h"
 
 static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024], g_m2[1024];
@@ -104,8 +104,8 @@ static void check_model_(const char *model, const char *tag)
     assert_true(out_has_("mean KL"));
     rs_h5log *lg = NULL;
     assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
-    assert_int_equal(lg->n_runs, 4);
-    assert_int_equal(lg->completed[0], 160);
+    assert_int_equal(rs_h5log_n_runs(lg), 4);
+    assert_int_equal(rs_h5log_completed(lg, 0), 160);
     double kl[160];
     uint8_t ag[160];
     for (long r = 0; r < 4; r++) {
@@ -120,7 +120,7 @@ static void check_model_(const char *model, const char *tag)
         if (r == 0) {
             for (int t = 0; t < 160; t++) assert_true(kl[t] == 0.0 && ag[t] == 1);
         } else {
-            print_message("%s run %ld (%s): mean KL %.3e\n", tag, r, lg->policies[r], sum / 160);
+            print_message("%s run %ld (%s): mean KL %.3e\n", tag, r, rs_h5log_policy(lg, r), sum / 160);
             assert_true(sum > 0.0);
         }
     }
@@ -143,14 +143,14 @@ static void compare_logs_(const char *a, const char *b)
     rs_h5log *x = NULL, *y = NULL;
     assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
     assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
-    assert_int_equal(x->n_books, y->n_books);
-    assert_int_equal(x->n_runs, y->n_runs);
-    for (size_t bk = 0; bk < x->n_books; bk++) {
-        assert_int_equal(x->completed[bk], y->completed[bk]);
-        assert_int_equal(x->completed[bk], (int64_t)x->book_len[bk]);
-        const size_t n = (size_t)x->completed[bk];
+    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
+    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
+    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
+        assert_int_equal(rs_h5log_completed(x, bk), rs_h5log_completed(y, bk));
+        assert_int_equal(rs_h5log_completed(x, bk), (int64_t)rs_h5log_book_len(x, bk));
+        const size_t n = (size_t)rs_h5log_completed(x, bk);
         double *d1 = malloc(n * 8), *d2 = malloc(n * 8);
-        for (long r = -1; r < (long)x->n_runs; r++) {
+        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++) {
             const char *names[] = {"kl", "nll", "dp", "top1_agree"};
             const char *rnames[] = {"nll", "next_token", "top1"};
             const size_t nn = r < 0 ? 3 : 4;
@@ -214,8 +214,8 @@ static void test_kill9_resume(void **state)
         /* the interrupted log is valid and holds a prefix */
         rs_h5log *lg = NULL;
         assert_int_equal(rs_h5log_open(cut, 0, NULL, &lg), RS_OK);
-        print_message("committed before the kill: %lld + %lld positions\n", (long long)lg->completed[0],
-                      (long long)lg->completed[1]);
+        print_message("committed before the kill: %lld + %lld positions\n", (long long)rs_h5log_completed(lg, 0),
+                      (long long)rs_h5log_completed(lg, 1));
         rs_h5log_close(lg);
         /* a plain rerun refuses to overwrite it */
         assert_int_not_equal(sh_("'%s' %s --out '%s'", g_cli, args, cut), 0);
@@ -245,15 +245,15 @@ static void test_sweep_matches_kl(void **state)
                          "--windows 4,16 --out '%s'", g_cli, g_gdn, g_data, sw), 0);
     rs_h5log *a = NULL, *b = NULL;
     assert_int_equal(rs_h5log_open(sw, 0, NULL, &a), RS_OK);
-    assert_int_equal(a->n_runs, 4); /* {shared, split} x {L=4, L=16} */
+    assert_int_equal(rs_h5log_n_runs(a), 4); /* {shared, split} x {L=4, L=16} */
     long want = -1;
     int seen[2][2] = {{0, 0}, {0, 0}};
-    for (size_t r = 0; r < a->n_runs; r++) {
-        const int split = !strncmp(a->policies[r], "split:", 6);
-        const int big = a->windows[r] == 16;
-        assert_true(a->windows[r] == 4 || a->windows[r] == 16);
+    for (size_t r = 0; r < rs_h5log_n_runs(a); r++) {
+        const int split = !strncmp(rs_h5log_policy(a, r), "split:", 6);
+        const int big = rs_h5log_window(a, r) == 16;
+        assert_true(rs_h5log_window(a, r) == 4 || rs_h5log_window(a, r) == 16);
         seen[split][big]++;
-        if (!strcmp(a->policies[r], "shared:nvfp4-sr") && big) want = (long)r;
+        if (!strcmp(rs_h5log_policy(a, r), "shared:nvfp4-sr") && big) want = (long)r;
     }
     assert_true(seen[0][0] == 1 && seen[0][1] == 1 && seen[1][0] == 1 && seen[1][1] == 1);
     assert_true(want >= 0);
@@ -267,7 +267,7 @@ static void test_sweep_matches_kl(void **state)
                          "--threads 1 --quiet --policy shared:nvfp4-sr --window 16 --out '%s'",
                          g_cli, g_gdn, g_data, one), 0);
     assert_int_equal(rs_h5log_open(one, 0, NULL, &b), RS_OK);
-    const size_t n = (size_t)a->completed[0];
+    const size_t n = (size_t)rs_h5log_completed(a, 0);
     assert_int_equal(n, 96);
     double *x = malloc(n * 8), *y = malloc(n * 8);
     const char *names[] = {"kl", "nll", "dp", "top1_agree"};
@@ -305,8 +305,8 @@ static void test_reference_only(void **state)
     rs_h5log *a = NULL, *b = NULL;
     assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);
     assert_int_equal(rs_h5log_open(pol, 0, NULL, &b), RS_OK);
-    assert_int_equal(a->n_runs, 0);
-    assert_int_equal(a->completed[0], 160);
+    assert_int_equal(rs_h5log_n_runs(a), 0);
+    assert_int_equal(rs_h5log_completed(a, 0), 160);
     char buf[64];
     assert_int_equal(rs_h5log_get_attr_string(a, "/", "status", buf, sizeof buf), RS_OK);
     assert_string_equal(buf, "complete");
@@ -355,7 +355,7 @@ static void test_reference_only(void **state)
                          common, ref), 2);
     assert_true(out_has_("cannot be combined"));
     assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);
-    assert_int_equal(a->n_runs, 0);
+    assert_int_equal(rs_h5log_n_runs(a), 0);
     rs_h5log_close(a);
 }
 

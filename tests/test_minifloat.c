@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "rs_minifloat.h"
+#include "replayssm/quant/rs_minifloat.h"
 #include "rs_test_util.h"
 
 /* ---- fixture reader (format documented in make_codec_fixtures.py) ------------------ */

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "rs_minifloat.h"
+#include "replayssm/quant/rs_minifloat.h"
 #include "rs_test_util.h"
 
 static uint32_t generic_(rs_elem t, float x, rs_rounding mode, uint32_t r, int k)

@@ -28,8 +28,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "rs_model.h"
-#include "rs_safetensors.h"
+#include "replayssm/eval/rs_model.h"
+#include "replayssm/eval/rs_safetensors.h"
 #include "rs_test_util.h"
 
 static char g_dir[64];

@@ -30,10 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_backend.h"
-#include "rs_model.h"
-#include "rs_runner.h"
-#include "rs_safetensors.h"
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_model.h"
+#include "replayssm/eval/rs_runner.h"
+#include "replayssm/eval/rs_safetensors.h"
 #include "rs_test_util.h"
 
 typedef struct fixture {

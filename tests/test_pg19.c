@@ -14,7 +14,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "rs_pg19.h"
+#include "replayssm/eval/rs_pg19.h"
 #include "rs_test_util.h"
 
 static char g_root[256];

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rs_policy.h"
+#include "replayssm/engine/rs_policy.h"
 
 static const char *const k_formats[] = {"fp32",     "fp16-rtn", "fp16-sr",  "fp16-sr8", "bf16-rtn",
                                         "bf16-sr",  "fp8-rtn",  "fp8-sr",   "fp8-rtn+pow2",

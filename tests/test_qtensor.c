@@ -26,10 +26,10 @@
 
 #include <cmocka.h>
 
-#include "rs_format.h"
-#include "rs_minifloat.h"
-#include "rs_philox.h"
-#include "rs_qtensor.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/quant/rs_minifloat.h"
+#include "replayssm/quant/rs_philox.h"
+#include "replayssm/quant/rs_qtensor.h"
 #include "rs_test_util.h"
 
 /* ---- independent helpers ------------------------------------------------------------------ */

@@ -13,8 +13,9 @@
 #include <cmocka.h>
 #include <hdf5.h>
 
-#include "rs_format.h"
-#include "rs_quant_error.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/eval/rs_h5io.h"
+#include "replayssm/theory/rs_quant_error.h"
 #include "rs_test_util.h"
 
 #define N (128 * 128 * 16)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_head.h"
+#include "replayssm/engine/rs_head.h"
 #include "rs_test_ssm.h"
 
 #ifndef NSTEPS

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "rs_safetensors.h"
+#include "replayssm/eval/rs_safetensors.h"
 #include "rs_test_util.h"
 
 static char g_dir[64];

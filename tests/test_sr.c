@@ -30,8 +30,8 @@
 #include <cmocka.h>
 #include <gsl/gsl_cdf.h>
 
-#include "rs_minifloat.h"
-#include "rs_philox.h"
+#include "replayssm/quant/rs_minifloat.h"
+#include "replayssm/quant/rs_philox.h"
 #include "rs_test_util.h"
 
 /* ---- the model -------------------------------------------------------------------- */

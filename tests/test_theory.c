@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "rs_format.h"    /* rs_format_parse, rs_format_bytes_per_element */
+#include "replayssm/quant/rs_format.h"    /* rs_format_parse, rs_format_bytes_per_element */
 #include "rs_test_util.h" /* splitmix64 normals */
-#include "rs_theory.h"
+#include "replayssm/theory/rs_theory.h"
 
 /* |a - b| <= tol, printing both on failure (this cmocka has no assert_double_equal) */
 #define assert_close(a, b, tol) assert_close_((a), (b), (tol), #a, __FILE__, __LINE__)

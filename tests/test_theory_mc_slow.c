@@ -29,9 +29,9 @@
 
 #include <cmocka.h>
 
-#include "rs_format.h"
-#include "rs_theory.h"
-#include "rs_theory_mc.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/theory/rs_theory.h"
+#include "replayssm/theory/rs_theory_mc.h"
 
 #define EXTENT 2048u        /* tensor extent of one draw (multiple of the fp8 and nvfp4 blocks) */
 #define SR_CHAINS 61440u    /* 30 tensors (conv) */

@@ -24,8 +24,8 @@
 
 #include <cmocka.h>
 
-#include "rs_format.h"
-#include "rs_theory_mc.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/theory/rs_theory_mc.h"
 
 #define TOL 0.03 /* the acceptance criterion */
 #define K_SE 4.0 /* TOL must be >= K_SE standard errors */

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rs_hf_config.h"
-#include "rs_tokenizer.h"
+#include "replayssm/eval/rs_hf_config.h"
+#include "replayssm/eval/rs_tokenizer.h"
 #include "rs_test_util.h"
 
 static void test_byte_roundtrip(void **state)

@@ -3,8 +3,9 @@
  * is rs_layers.c. OpenBLAS is set to one thread and the GEMMs are split over output columns
  * by OpenMP, so there is a single thread pool (a pthread OpenBLAS pool spinning next to the
  * OpenMP one halves throughput on a loaded 2-core machine). */
-#include "rs_backend.h"
+#include "replayssm/eval/rs_backend.h"
 #include "rs_dot.h" /* rs_v4f */
+#include "rs_check.h"
 
 #include <cblas.h>
 #include <omp.h>

@@ -3,7 +3,8 @@
  * Legend: R runs, n chunk positions, M = R * n stacked rows (row r * n + t), d hidden,
  * V vocab. Every buffer below lives in rs_fwd_ws (sized by the runner); nothing allocates.
  */
-#include "rs_forward.h"
+#include "replayssm/eval/rs_forward.h"
+#include "rs_check.h"
 
 #include <math.h>
 #include <stdio.h>

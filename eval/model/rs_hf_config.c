@@ -1,5 +1,6 @@
 /* rs_hf_config.c — config.json parsing for qwen3_5(_text) and nemotron_h (see rs_hf_config.h). */
-#include "rs_hf_config.h"
+#include "replayssm/eval/rs_hf_config.h"
+#include "rs_check.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

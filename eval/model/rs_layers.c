@@ -1,5 +1,5 @@
 /* rs_layers.c — scalar building blocks of the hybrid forward (see rs_layers.h). */
-#include "rs_layers.h"
+#include "replayssm/eval/rs_layers.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
  * Tensors not needed (vision tower, mtp.*, a stored lm_head of a tied model) are counted as ignored.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "rs_model.h"
+#include "replayssm/eval/rs_model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_hf_config.h"
-#include "rs_safetensors.h"
+#include "replayssm/eval/rs_hf_config.h"
+#include "replayssm/eval/rs_safetensors.h"
+#include "rs_check.h"
 
 const char *rs_layer_kind_name(rs_layer_kind k) {
     switch (k) {

@@ -1,5 +1,6 @@
 /* rs_runner.c — lifecycle of the lockstep runs and their scratch (see rs_runner.h). */
-#include "rs_runner.h"
+#include "replayssm/eval/rs_runner.h"
+#include "rs_check.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* rs_safetensors.c — validating, memory-mapped safetensors reader (see rs_safetensors.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "rs_safetensors.h"
+#include "replayssm/eval/rs_safetensors.h"
+#include "rs_check.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

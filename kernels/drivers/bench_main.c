@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "rs_cli.h"
-#include "rs_status.h"
+#include "replayssm/common/rs_status.h"
 
 int rs_cli_fail(const char *cmd, const char *what, int status)
 {

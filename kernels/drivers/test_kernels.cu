@@ -39,12 +39,12 @@
 #include <vector>
 
 extern "C" {
-#include "rs_minifloat.h"
-#include "rs_philox.h"
-#include "rs_qtensor.h"
+#include "replayssm/quant/rs_minifloat.h"
+#include "replayssm/quant/rs_philox.h"
+#include "replayssm/quant/rs_qtensor.h"
 }
-#include "rs_ssm.h" /* lib/: the CPU fp32 recurrences (the yardstick of the fp32 criterion) */
-#include "rs_cuda.h"
+#include "replayssm/engine/rs_ssm.h" /* lib/: the CPU fp32 recurrences (the yardstick of the fp32 criterion) */
+#include "replayssm/cuda/rs_cuda.h"
 
 #define CK(call)                                                                                 \
     do {                                                                                         \

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "rs_backend.h"
-#include "rs_layers.h"
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_layers.h"
 
 static double now_s(void)
 {

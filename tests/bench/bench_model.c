@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "rs_backend.h"
-#include "rs_model.h"
-#include "rs_runner.h"
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_model.h"
+#include "replayssm/eval/rs_runner.h"
 
 #ifndef RS_BENCH_FIXTURES
 #define RS_BENCH_FIXTURES "tests/fixtures/models"

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "rs_format.h"
-#include "rs_philox.h"
-#include "rs_qtensor.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/quant/rs_philox.h"
+#include "replayssm/quant/rs_qtensor.h"
 
 #define TENSOR_EXTENT (128 * 128)
 

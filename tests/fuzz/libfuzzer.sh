@@ -18,9 +18,9 @@ command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get in
 mkdir -p "$OUT"
 # only the parsers and what they call (no HDF5/OpenBLAS/OpenMP: a clang build of those is not needed)
 SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c eval/rs_tokenizer.c
-     lib/rs_status.c lib/rs_policy.c quant/rs_format.c tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
+     common/rs_status.c engine/rs_policy.c quant/rs_format.c quant/rs_minifloat.c tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
 CF="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-    -Ilib -Iquant -Ieval -Ieval/model -Itests/fuzz"
+    -Iinclude -Icommon -Iengine -Itests/fuzz"
 seed() { mkdir -p "$OUT/seeds/$1"; cp "${@:2}" "$OUT/seeds/$1/"; }
 python3 - "$OUT/seeds/safetensors" <<'PY'
 import json, os, struct, sys

@@ -8,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rs_format.h"
-#include "rs_hf_config.h"
-#include "rs_pg19.h"
-#include "rs_policy.h"
-#include "rs_safetensors.h"
-#include "rs_status.h"
-#include "rs_tokenizer.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/eval/rs_hf_config.h"
+#include "replayssm/eval/rs_pg19.h"
+#include "replayssm/engine/rs_policy.h"
+#include "replayssm/eval/rs_safetensors.h"
+#include "replayssm/common/rs_status.h"
+#include "replayssm/eval/rs_tokenizer.h"
 
 static char g_scratch[512];
 

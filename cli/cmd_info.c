@@ -1,0 +1,161 @@
+/* cmd_info.c — `replayssm info FILE.h5|MODEL_DIR`: what a KL log holds (provenance, books,
+ * progress, per-run summary computed from the stored per-position arrays, so an interrupted log
+ * is summarised too), or what a Hugging Face model directory is (family, layer pattern, sizes,
+ * state and KV-cache bytes, tokenizer support). Reads only; never modifies the file. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rs_cli.h"
+#include "replayssm/eval/rs_h5log.h"     /* defines: rs_h5log_open / summarize */
+#include "replayssm/eval/rs_hf_config.h" /* defines: rs_hf_config_load */
+#include "replayssm/eval/rs_kl.h"
+#include "replayssm/common/rs_status.h"
+#include "replayssm/eval/rs_tokenizer.h"
+
+static void usage_(FILE *f)
+{
+    fprintf(f, "usage: replayssm info FILE.h5|MODEL_DIR\n\n"
+               "  FILE.h5    a log of 'replayssm kl' / 'replayssm sweep': provenance, books and their\n"
+               "             committed positions, per-run summary (from the stored arrays)\n"
+               "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, sizes, state bytes\n");
+}
+
+static int info_model_(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    rs_model_config c;
+    rs_status st = rs_hf_config_load(p, &c);
+    if (st != RS_OK) return rs_cli_fail("info", "cannot read the model config", st);
+    printf("model      %s\nmodel_type %s (family %s)\n", dir, c.model_type, rs_model_family_name(c.family));
+    printf("layers     %d:", c.n_layers);
+    for (int i = 0; i < c.n_layers; i++) printf(" %s", rs_layer_kind_name(c.layer_kind[i]));
+    printf("\n           gdn %d, mamba2 %d, attention %d, mlp %d%s\n", c.n_gdn, c.n_mamba, c.n_attn, c.n_mlp,
+           c.layer_has_mlp ? " (+ an MLP in every layer)" : "");
+    printf("hidden     %d, vocab %d, rms eps %g, tied lm_head %s\n", c.hidden, c.vocab, (double)c.rms_eps,
+           c.tie_word_embeddings ? "yes" : "no");
+    double state_bytes = 0;
+    if (c.n_gdn) {
+        printf("GDN        key heads %d x %d, value heads %d x %d, conv %d\n", c.gdn.n_k_heads, c.gdn.k_head_dim,
+               c.gdn.n_v_heads, c.gdn.v_head_dim, c.gdn.conv_kernel);
+        state_bytes += 4.0 * c.n_gdn * c.gdn.n_v_heads * c.gdn.v_head_dim * c.gdn.k_head_dim;
+    }
+    if (c.n_mamba) {
+        printf("Mamba-2    heads %d x %d, groups %d, d_state %d, conv %d\n", c.mamba.n_heads, c.mamba.head_dim,
+               c.mamba.n_groups, c.mamba.d_state, c.mamba.conv_kernel);
+        state_bytes += 4.0 * c.n_mamba * c.mamba.n_heads * c.mamba.head_dim * c.mamba.d_state;
+    }
+    if (c.n_attn)
+        printf("attention  heads %d, kv heads %d, head dim %d%s\n", c.attn.n_heads, c.attn.n_kv_heads, c.attn.head_dim,
+               c.attn.use_rope ? "" : " (no positional encoding)");
+    printf("SSM state  %.0f bytes per sequence in fp32\n", state_bytes);
+    printf("KV cache   %.0f bytes per token in fp32 (per run)\n",
+           4.0 * 2 * c.n_attn * c.attn.n_kv_heads * c.attn.head_dim);
+    rs_tokenizer tok;
+    if (rs_tokenizer_for_model(&c, dir, &tok) == RS_OK) printf("tokenizer  %s (supported)\n", tok.name);
+    else printf("tokenizer  not supported yet: %s\n", rs_last_error());
+    return 0;
+}
+
+void rs_cli_print_window_header(FILE *f)
+{
+    for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
+        size_t lo, hi;
+        rs_kl_window_bounds(w, &lo, &hi);
+        char lab[64];
+        snprintf(lab, sizeof lab, "%zuK-%zuK", lo / 1024, hi / 1024);
+        fprintf(f, " %10s", lab);
+    }
+    fprintf(f, "\n");
+}
+
+void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f)
+{
+    if (!rs->n) return;
+    fprintf(f, "\nreference: mean NLL %.4f nats = %.4f bits per token, PPL %.4f, over %zu positions\n",
+            rs->mean_nll, rs->mean_nll / RS_CLI_LN2, exp(rs->mean_nll), rs->n);
+    fprintf(f, "reference bits per token by position window (bits per byte with the byte tokenizer):\n%-3s", "");
+    rs_cli_print_window_header(f);
+    fprintf(f, "%-3s", "");
+    for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
+        if (rs->window_n[w]) fprintf(f, " %10.4f", rs->window_mean_nll[w] / RS_CLI_LN2);
+        else fprintf(f, " %10s", "-");
+    }
+    fprintf(f, "\n");
+}
+
+static int info_log_(const char *path)
+{
+    rs_h5log *lg = NULL;
+    rs_status st = rs_h5log_open(path, 0, NULL, &lg);
+    if (st != RS_OK) return rs_cli_fail("info", "cannot open the log", st);
+    static const char *keys[] = {"status", "tool_version", "git_commit", "command_line", "model_path", "model_type",
+                                 "model_config_hash", "tokenizer", "data_path", "split", "short_books", "start_time",
+                                 "end_time"};
+    char buf[4096];
+    printf("log        %s\n", path);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) == RS_OK) printf("%-18s %s\n", keys[i], buf);
+    printf("%-18s %llu per book, chunk %llu\n", "tokens", (unsigned long long)rs_h5log_tokens(lg),
+           (unsigned long long)rs_h5log_chunk(lg));
+    size_t done = 0, total = 0;
+    printf("books (%zu):\n", rs_h5log_n_books(lg));
+    for (size_t b = 0; b < rs_h5log_n_books(lg); b++) {
+        printf("  %-8s %lld / %llu positions\n", rs_h5log_book_id(lg, b), (long long)rs_h5log_completed(lg, b),
+               (unsigned long long)rs_h5log_book_len(lg, b));
+        done += (size_t)rs_h5log_completed(lg, b);
+        total += rs_h5log_book_len(lg, b);
+    }
+    printf("committed  %zu of %zu positions%s\n", done, total, done < total ? " (incomplete: --resume continues)" : "");
+    int rc = 0;
+    rs_h5log_ref_summary rsum;
+    st = rs_h5log_reference_summary(lg, &rsum);
+    if (st != RS_OK) {
+        rc = rs_cli_fail("info", "cannot summarise the reference", st);
+        rs_h5log_close(lg);
+        return rc;
+    }
+    rs_cli_print_reference(&rsum, stdout);
+    if (rs_h5log_n_runs(lg) == 0) printf("\nruns: none (a reference-only log: kl --policy none)\n");
+    else
+        printf("\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL", "±se",
+               "median", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
+    for (size_t r = 0; r < rs_h5log_n_runs(lg); r++) {
+        rs_kl_summary s;
+        st = rs_h5log_summarize(lg, r, &s);
+        if (st != RS_OK) {
+            rc = rs_cli_fail("info", "cannot summarise", st);
+            break;
+        }
+        printf("%-3zu %-26s %4llu %10.3e %9.2e %10.3e %10.3e %10.3e %10.3e %7.3f%% %8.3f %6zu\n", r, rs_h5log_policy(lg, r),
+               (unsigned long long)rs_h5log_window(lg, r), s.mean_kl, s.mean_kl_se, s.median_kl, s.p99_kl, s.p999_kl,
+               s.max_kl, 100.0 * s.rms_dp, s.same_top1_pct, s.n_nonfinite);
+        for (size_t b = 0; b < rs_h5log_n_books(lg); b++) {
+            int64_t p;
+            int32_t L, H;
+            if (rs_h5log_get_nonfinite(lg, r, b, &p, &L, &H) == RS_OK && p >= 0)
+                printf("    book %s: non-finite from position %lld (layer %d, head %d)\n", rs_h5log_book_id(lg, b),
+                       (long long)p, (int)L, (int)H);
+        }
+    }
+    rs_h5log_close(lg);
+    return rc;
+}
+
+int rs_cmd_info(int argc, char **argv)
+{
+    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage_(argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    struct stat sb;
+    if (stat(argv[1], &sb) != 0) {
+        fprintf(stderr, "replayssm info: %s does not exist\n", argv[1]);
+        return 1;
+    }
+    return S_ISDIR(sb.st_mode) ? info_model_(argv[1]) : info_log_(argv[1]);
+}

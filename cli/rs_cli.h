@@ -1,0 +1,28 @@
+/* rs_cli.h — subcommands of the `replayssm` CLI. Each returns a process exit status
+ * (0 ok, 1 runtime failure, 2 usage error) and prints its own --help. The CLI includes
+ * only public library headers; library errors are shown with rs_last_error(). */
+#ifndef RS_CLI_H
+#define RS_CLI_H
+
+#include <stdio.h>
+
+#include "replayssm/eval/rs_h5log.h" /* defines: rs_h5log_ref_summary */
+
+int rs_cmd_quant_error(int argc, char **argv); /* eval/cli/cmd_quant_error.c */
+int rs_cmd_theory(int argc, char **argv);      /* eval/cli/cmd_theory.c */
+int rs_cmd_bench(int argc, char **argv);       /* eval/cli/cmd_bench.c (GPU; RS_HAVE_CUDA) */
+int rs_cmd_kl(int argc, char **argv);          /* eval/cli/cmd_kl.c: teacher-forced KL -> HDF5 */
+int rs_cmd_sweep(int argc, char **argv);       /* eval/cli/cmd_kl.c: formats x rounding x modes x windows */
+int rs_cmd_info(int argc, char **argv);        /* eval/cli/cmd_info.c: summary of a KL log or a model */
+
+/* rs_cli_fail() : print "replayssm <cmd>: <what>: <rs_last_error()>" to stderr, return 1. */
+int rs_cli_fail(const char *cmd, const char *what, int status);
+
+/* rs_cli_print_reference() : the fp32 reference's NLL, bits per token and PPL, overall and per
+ * position window (eval/cli/cmd_info.c; used by `kl` and `info`). */
+#define RS_CLI_LN2 0.69314718055994530942 /* bits = nats / ln 2 */
+void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f);
+/* rs_cli_print_window_header() : the position-window labels "0K-1K ... 64K-128K" and a newline. */
+void rs_cli_print_window_header(FILE *f);
+
+#endif

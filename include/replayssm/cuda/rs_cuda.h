@@ -1,0 +1,228 @@
+/* rs_cuda.h — C interface of the CUDA kernels: the quantizer twins of quant/ and the SSM decode
+ * kernels (conventional and ReplaySSM). Include from C or C++; link replayssm_cuda.
+ *
+ * Every pointer named d_* (and every pointer inside the params structs) is device memory.
+ * Launchers are asynchronous on the given stream (NULL = legacy default stream), never
+ * synchronize, never allocate (except rs_cuda_qtensor_alloc) and are graph-capturable. They
+ * return RS_OK, RS_E_INVAL / RS_E_SHAPE / RS_E_UNSUPPORTED for bad arguments (checked on the
+ * host before any launch), or RS_E_CUDA if the launch itself failed; the message is in
+ * rs_last_error(). Errors raised while a kernel runs surface at the caller's next sync.
+ *
+ * Legend: B = sequences (batch rows), H = value heads, G = key heads (H % G == 0: value head h
+ * uses key head h / (H/G)), d_v = state rows, d_k = state columns (contiguous; 128 in this
+ * version), L = ReplaySSM window (ring capacity), E = tensor extent of a block quantizer.
+ */
+#ifndef RS_CUDA_H
+#define RS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/quant/rs_minifloat.h"
+#include "replayssm/quant/rs_qtensor.h"
+#include "replayssm/common/rs_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same type as cudaStream_t (typedef struct CUstream_st *cudaStream_t) without cuda_runtime.h. */
+typedef struct CUstream_st *rs_cuda_stream;
+
+/* Code written by rs_cuda_elem_encode where the CPU codec returns an error (E2M1 of NaN/Inf). */
+#define RS_CUDA_CODE_INVALID 0xFFFFFFFFu
+
+/* ======================= quantizer twins (bit-identical to quant/) ======================= */
+
+/*! rs_cuda_rand_fill() : d_out[j] = rs_rand_u32(seed, stream, i0 + j), j < n. */
+rs_status rs_cuda_rand_fill(uint64_t seed, uint64_t stream, uint64_t i0, size_t n, uint32_t *d_out,
+                            rs_cuda_stream s);
+
+/*! rs_cuda_elem_encode() : d_codes[j] = rs_elem_encode(t, d_x[j], mode, d_r[j], k) for j < n.
+ *  d_r may be NULL under RTN. Where the CPU codec fails (E2M1 of a non-finite x) the code is
+ *  RS_CUDA_CODE_INVALID. k in [1, 32] under SR. */
+rs_status rs_cuda_elem_encode(rs_elem t, rs_rounding mode, int k, const float *d_x, const uint32_t *d_r, size_t n,
+                              uint32_t *d_codes, rs_cuda_stream s);
+
+/*! rs_cuda_elem_decode() : d_y[j] = rs_elem_decode(t, d_codes[j]). */
+rs_status rs_cuda_elem_decode(rs_elem t, const uint32_t *d_codes, size_t n, float *d_y, rs_cuda_stream s);
+
+/* Device quantized tensors reuse rs_qtensor: the same fields, formulas and byte layout (one
+ * slab, codes first, see rs_qtensor_alloc), with every pointer in device memory. So
+ * cudaMemcpy(host_q.codes, dev_q.codes, rs_qtensor_bytes(&dev_q)) gives a host rs_qtensor
+ * that rs_dequantize reads. */
+
+/*! rs_cuda_qtensor_alloc() : rs_qtensor_alloc's checks and layout, storage from cudaMalloc. */
+rs_status rs_cuda_qtensor_alloc(rs_qtensor *q, const rs_format *f, size_t n, size_t tensor_extent);
+
+/*! rs_cuda_qtensor_free() : cudaFree the slab; accepts NULL and zeroed descriptors. */
+void rs_cuda_qtensor_free(rs_qtensor *q);
+
+/*! rs_cuda_quantize() : rs_quantize on the device (SR word of element i: rs_rand_u32(seed,
+ *  stream, i)). Input must be finite: the CPU's RS_E_NONFINITE check needs a host sync, so
+ *  here non-finite input gives unspecified codes and no error. */
+rs_status rs_cuda_quantize(rs_qtensor *dq, const float *d_x, uint64_t seed, uint64_t stream, rs_cuda_stream s);
+
+/*! rs_cuda_dequantize() : rs_dequantize on the device. */
+rs_status rs_cuda_dequantize(const rs_qtensor *dq, float *d_y, rs_cuda_stream s);
+
+/*! rs_cuda_quantize_roundtrip() : rs_quantize_roundtrip on the device (d_y may equal d_x). */
+rs_status rs_cuda_quantize_roundtrip(const rs_format *f, const float *d_x, size_t n, size_t tensor_extent,
+                                     uint64_t seed, uint64_t stream, float *d_y, rs_cuda_stream s);
+
+/* ================================== SSM decode kernels ================================== */
+
+/* The family enum is lib/'s rs_ssm_kind (RS_SSM_MAMBA2, RS_SSM_GDN). */
+#include "replayssm/engine/rs_ssm.h"
+typedef rs_ssm_kind rs_ssm_family;
+
+/* Storage type of a state or ring buffer. */
+typedef enum rs_cuda_dtype { RS_CUDA_F32 = 0, RS_CUDA_F16 = 1, RS_CUDA_BF16 = 2 } rs_cuda_dtype;
+
+#define RS_CUDA_DK 128  /* d_k supported by this version (one float4 per lane, a warp per row) */
+#define RS_CUDA_LMAX 64 /* largest ReplaySSM window */
+#define RS_CUDA_TMAX 8  /* most draft tokens per verification */
+
+typedef struct rs_ssm_dims {
+    int batch;     /* B */
+    int heads;     /* H value heads */
+    int key_heads; /* G key heads, H % G == 0 */
+    int d_v;       /* state rows, a multiple of 16 */
+    int d_k;       /* state columns, RS_CUDA_DK */
+} rs_ssm_dims;
+
+/* Per-step inputs and outputs (fp32). Mamba-2: S = alpha S + v k^T, o = S q.
+ * GDN: u = beta (v - alpha S k), S = alpha S + u k^T, o = S q (digest section 1).
+ * For T draft tokens (verification) every array is T of these stacked, draft s first index:
+ * alpha [T][B][H], v [T][B][H][d_v], k, q [T][B][G][d_k], o [T][B][H][d_v]. */
+typedef struct rs_ssm_step_io {
+    const float *alpha; /* [B][H] decay in (0, 1) */
+    const float *beta;  /* [B][H] GDN write strength in (0, 1); unused (may be NULL) for Mamba-2 */
+    const float *v;     /* [B][H][d_v] */
+    const float *k;     /* [B][G][d_k] */
+    const float *q;     /* [B][G][d_k] */
+    float *o;           /* [B][H][d_v] output */
+} rs_ssm_step_io;
+
+/* Conventional decode: the state is read, updated and written every step.
+ * fp16/bf16 states are updated in fp32 registers and stored with RTN or SR; SR element
+ * e = row * d_k + col of (row b, head h) uses rs_rand_u32(seeds[b],
+ * rs_stream_id(sr_slot, layer, h, steps[b]), e), the keying of one sequence on the CPU. */
+typedef struct rs_cuda_conv_state {
+    void *S;               /* [B][H][d_v][d_k] in dtype, updated in place */
+    rs_cuda_dtype dtype;   /* F32, F16 or BF16 */
+    rs_rounding rounding;  /* F16/BF16 store rounding */
+    int sr_bits;           /* SR random bits, 1..32 */
+    uint32_t layer;        /* SR stream field */
+    uint32_t sr_slot;      /* SR stream field */
+    const uint64_t *seeds; /* [B] per-sequence seeds (SR only; may be NULL otherwise) */
+    const int64_t *steps;  /* [B] per-sequence step index (SR only; may be NULL otherwise) */
+} rs_cuda_conv_state;
+
+/*! rs_cuda_conv_decode() : one conventional decode step of B x H heads. */
+rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
+                              const rs_cuda_conv_state *st, rs_cuda_stream s);
+
+/* ReplaySSM decode (digest Algorithms 1 and 4). fill[b] = records committed in row b before
+ * this step (0..L-1). The step appends one record; row b flushes iff fill[b] + 1 == L.
+ *  - non-flush (Mamba-2): o = gamma S_ckpt q + sum_j gamma_{j+1:h} v_j (k_j . q), reading
+ *    S_ckpt once; GDN also forms S_{t-1} k and S_{t-1} q from the same pass to get u.
+ *    Writes o and the new record (alpha, v or u, k) at ring slot fill[b].
+ *  - flush: S = REPLAY(S_ckpt, ring + this step), o = S q, S_ckpt <- S (one read, one write);
+ *    the ring empties (slot L-1 holds this step's k and alpha, which nothing reads again).
+ * Two launches: a prologue per (row, key head) forms k_j . q (and k_j . k) once per key head
+ * and the decay products per value head into `work`, and stores k and alpha; the main kernel
+ * streams the checkpoint (warps independent, no block barrier).
+ * The kernels read fill and never write it (all heads of a row read the same value in one
+ * launch); call rs_cuda_replay_advance once per model step, after every layer's decode.
+ * Records are rounded to ring_dtype before they are used, so this step's output and later
+ * replays see the same values. Ring vectors are F32 or BF16 (RTN); decays are fp32.
+ * Low-precision reads (split checkpoint, digest section 4): with ckpt_read set, non-flush rows
+ * read that copy (fp16, bf16, fp8 or nvfp4, tensor extent d_v * d_k, as rs_qtensor stores it)
+ * and dequantise in registers; flush rows read and write the fp32 S_ckpt, and
+ * rs_cuda_replay_requant refreshes the copy of the rows that flushed (RTN, before advance). */
+typedef struct rs_cuda_replay_state {
+    float *S_ckpt;             /* [B][H][d_v][d_k] fp32 checkpoint */
+    void *ring_v;              /* [B][H][L][d_v] Mamba-2 v / GDN u, ring_dtype */
+    void *ring_k;              /* [B][G][L][d_k] ring_dtype */
+    float *ring_alpha;         /* [B][H][L] */
+    rs_cuda_dtype ring_dtype;  /* F32 or BF16 */
+    int L;                     /* window, 1..RS_CUDA_LMAX */
+    const int32_t *fill;       /* [B] records committed before this step, 0..L-1 */
+    float *work;               /* rs_cuda_replay_work_bytes() of scratch (coefficients) */
+    const rs_qtensor *ckpt_read; /* NULL, or the low-precision copy of S_ckpt read by non-flush rows
+                                   (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
+    int rows_per_warp;         /* tuning, fp32 reads only: rows per prefetched chunk, 4 (0 = default) or 8;
+                                  low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
+} rs_cuda_replay_state;
+
+/*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
+size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
+
+/*! rs_cuda_replay_decode() : one ReplaySSM decode step of B x H heads (per-row flush). */
+rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
+                                const rs_cuda_replay_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
+ *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to
+ *  rs_quantize with the descriptor's format forced to RTN). Call after the decode, before
+ *  rs_cuda_replay_advance. */
+rs_status rs_cuda_replay_requant(const rs_ssm_dims *dims, const rs_cuda_replay_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_replay_advance() : fill[b] <- fill[b] + 1 == L ? 0 : fill[b] + 1, on the device. */
+rs_status rs_cuda_replay_advance(int32_t *d_fill, int batch, int L, rs_cuda_stream s);
+
+/* ---- speculative verification (digest section 3) ------------------------------------------- */
+
+/* Snapshot baseline (what vLLM ships): T conventional steps from S, each state written to its
+ * snapshot slot: 1 read + T writes of the state. Outputs o[T]. Commit selects the snapshot of
+ * the accepted length (rs_cuda_snapshot_commit copies it back; vLLM indexes it instead). */
+rs_status rs_cuda_snapshot_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
+                                  const float *S, float *snap /* [T][B][H][d_v][d_k] */, rs_cuda_stream s);
+
+/*! rs_cuda_snapshot_commit() : S[b] <- snap[accepted[b] - 1][b] (accepted in 1..T). */
+rs_status rs_cuda_snapshot_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted, const float *snap,
+                                  float *S, rs_cuda_stream s);
+
+/* ReplaySSM verification. Ring of capacity C = L + T per row with a rotating origin:
+ * logical record j of row b is physical slot (start[b] + j) % C; records 0..fill[b]-1 are
+ * committed (fill <= L). The verify kernel writes the T drafts as records fill..fill+T-1
+ * (Mamba-2 v; GDN u from the UT solve), computes the T outputs by the output-only form
+ * (K^T Q once per key head) from one pass over S_ckpt, and, if fill + T > L (the flush rule of
+ * Appendix D.1), also folds the committed records into S_ckpt in the same pass. The commit
+ * kernel then sets fill <- (flushed ? 0 : fill) + accepted, start <- start + (flushed ? fill : 0)
+ * (pointer rollback: rejected drafts stay where they are and are overwritten later). */
+typedef struct rs_cuda_verify_state {
+    float *S_ckpt;            /* [B][H][d_v][d_k] fp32 */
+    void *ring_v;             /* [B][H][C][d_v] Mamba-2 v / GDN u, ring_dtype */
+    void *ring_k;             /* [B][G][C][d_k] */
+    float *ring_alpha;        /* [B][H][C] */
+    rs_cuda_dtype ring_dtype; /* F32 or BF16 */
+    int L;                    /* window */
+    int cap;                  /* C >= L + T */
+    int32_t *fill;            /* [B] committed records h */
+    int32_t *start;           /* [B] physical slot of logical record 0 */
+    float *work;              /* rs_cuda_replay_work_bytes(dims, L, T) */
+} rs_cuda_verify_state;
+
+rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
+                                const rs_cuda_verify_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_replay_commit() : the pointer commit after acceptance (accepted[b] in 1..T). */
+rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted,
+                                const rs_cuda_verify_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_set_warps_per_head() : tuning and testing knob of the ReplaySSM kernels: each warp
+ *  walks d_v / wph rows of one head in chunks (wph a power of two dividing d_v / chunk rows).
+ *  0 (default) picks the smallest wph that gives ~32 warps per SM. Process-wide, not thread-safe. */
+void rs_cuda_set_warps_per_head(int wph);
+int rs_cuda_get_warps_per_head(void);
+
+/*! rs_cuda_dtype_bytes() : 4, 2, 2. */
+size_t rs_cuda_dtype_bytes(rs_cuda_dtype t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RS_CUDA_H */

@@ -1,0 +1,22 @@
+/* rs_h5io.h — reading plain numeric datasets from any HDF5 file (`replayssm quant-error --input`). */
+#ifndef RS_H5IO_H
+#define RS_H5IO_H
+
+#include <stddef.h>
+
+#include "replayssm/common/rs_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*! rs_h5_read_floats() : read a whole numeric dataset of an HDF5 file as float32 into a
+ *  malloc'd buffer (caller frees). *n gets the element count, *last_dim the length of the
+ *  last (contiguous) dimension. Clear errors for a missing file/dataset or empty data. */
+rs_status rs_h5_read_floats(const char *path, const char *dataset, float **data, size_t *n,
+                            size_t *last_dim);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RS_H5IO_H */

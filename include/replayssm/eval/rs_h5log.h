@@ -1,0 +1,175 @@
+/* rs_h5log.h — the HDF5 log of a KL evaluation (layout: docs/hdf5-layout.md).
+ *
+ * One file per evaluation: root attributes (provenance + configuration), /books (ids, titles,
+ * planned lengths, the commit record completed_positions), /reference (next token, reference
+ * NLL and top-1 per position), /runs/runNN (none in a reference-only log, n_runs 0; one group per policy run: attributes policy,
+ * window, seed, formats; per-position kl, nll, dp, top1_agree; first non-finite position/layer/
+ * head per book; summary attributes once finished), /windows (the position windows of the
+ * summary). Per-position datasets are [book, position], chunked (1, chunk) with shuffle +
+ * deflate, NaN-filled, and extended along position as positions arrive.
+ *
+ * Crash safety (a process killed at any point, e.g. kill -9):
+ *  - every HDF5 chunk of a per-position dataset is written once, whole (rs_h5log_write_chunk
+ *    receives exactly one HDF5 chunk of positions; the chunk cache is off, so it reaches the file
+ *    at H5Dwrite into newly allocated space and never overwrites bytes the last flush refers to);
+ *  - then H5Fflush (the chunk index and extents), then the commit record
+ *    /books/completed_positions[book] (contiguous, allocated at creation, updated in place), then
+ *    H5Fflush again. A reader trusts positions < completed_positions; rows past it are NaN or
+ *    stale from an uncommitted write and are rewritten identically by --resume.
+ *  - --resume (rs_h5log_open writable) rebuilds: the committed positions are copied into a new
+ *    file that replaces the old one atomically, so whatever an interrupted writer left past the
+ *    commit record (even inside an interrupted metadata flush) is dropped.
+ *  - Residual risk: a kill landing inside HDF5's metadata flush (H5Fflush, a sub-millisecond
+ *    window per chunk) could, if a chunk-index node split was being written, leave committed
+ *    chunks unreachable; larger index nodes (istore_k 256) make splits rare. The crash test
+ *    kills a writer that flushes continuously and checks every committed chunk.
+ *  - A new log is built at "<path>.tmp.<pid>" and only its complete skeleton is moved to `path`:
+ *    link() (fails if `path` appeared meanwhile) without force, rename() (atomic replace) with
+ *    force. An existing file at `path` is therefore never truncated or half-written.
+ *
+ * The library never prints: HDF5's automatic error printing is switched off for the process
+ * by every entry point, and failures return a status whose message quotes HDF5's innermost
+ * error description.
+ */
+#ifndef RS_H5LOG_H
+#define RS_H5LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replayssm/eval/rs_kl.h"
+#include "replayssm/common/rs_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RS_H5LOG_FORMAT "replayssm-kl-log"
+#define RS_H5LOG_FORMAT_VERSION 1
+
+/* One policy run (attributes of /runs/runNN). */
+typedef struct rs_h5log_run_info {
+    const char *policy;    /* canonical policy string (rs_policy_print) */
+    const char *mode;      /* "conv", "shared", "split", "split-naive" */
+    const char *hp_format; /* recurrent copy's format */
+    const char *lp_format; /* read-only copy's format (== hp for conv/shared) */
+    uint64_t window;       /* L given to the state engine */
+    uint64_t seed;         /* SR seed */
+} rs_h5log_run_info;
+
+/* Everything the root describes. The "config" part must match for --resume. */
+typedef struct rs_h5log_meta {
+    /* provenance (not compared on resume) */
+    const char *tool_version, *git_commit, *command_line, *start_time, *model_path, *data_path;
+    /* configuration (compared on resume) */
+    const char *model_config_hash; /* e.g. "fnv1a64:0123456789abcdef" of config.json */
+    const char *model_type, *tokenizer, *split, *short_books; /* short_books: "skip" | "truncate" */
+    uint64_t tokens;               /* positions asked per book */
+    uint64_t chunk;                /* positions per HDF5 chunk = per flush */
+    size_t n_books;
+    const char *const *book_ids;    /* [n_books] */
+    const char *const *book_titles; /* [n_books] ("" if unknown) */
+    const uint64_t *book_len;       /* [n_books] positions evaluated per book (<= tokens) */
+    size_t n_runs;
+    const rs_h5log_run_info *runs;  /* [n_runs] */
+} rs_h5log_meta;
+
+/* Per-position values of one run for one chunk write, each [n]. */
+typedef struct rs_h5log_run_chunk {
+    const double *kl, *nll, *dp;
+    const uint8_t *agree;
+} rs_h5log_run_chunk;
+
+/* An open log (opaque: the HDF5 handles stay inside the library). */
+typedef struct rs_h5log rs_h5log;
+
+/* Shape and progress of an open log (the accessors never fail on a valid handle; indices
+ * must be < the counts). */
+size_t rs_h5log_n_books(const rs_h5log *lg);
+size_t rs_h5log_n_runs(const rs_h5log *lg);
+uint64_t rs_h5log_tokens(const rs_h5log *lg);          /* positions asked per book */
+uint64_t rs_h5log_chunk(const rs_h5log *lg);           /* positions per HDF5 chunk = per flush */
+const char *rs_h5log_book_id(const rs_h5log *lg, size_t book);
+uint64_t rs_h5log_book_len(const rs_h5log *lg, size_t book);  /* positions evaluated */
+int64_t rs_h5log_completed(const rs_h5log *lg, size_t book);  /* committed positions */
+const char *rs_h5log_policy(const rs_h5log *lg, size_t run);  /* canonical policy string */
+uint64_t rs_h5log_window(const rs_h5log *lg, size_t run);
+
+/*! rs_h5log_create() : build a new log for `meta` and place it at `path` (see the header
+ *  comment). Without force an existing `path` is an error (RS_E_IO "... exists: use --force to
+ *  replace it or --resume to continue it"); with force it is replaced atomically once the new
+ *  skeleton is complete. @return RS_OK, RS_E_IO (exists, unwritable folder, HDF5 failure),
+ *  RS_E_INVAL, RS_E_NOMEM. */
+rs_status rs_h5log_create(const char *path, const rs_h5log_meta *meta, int force, rs_h5log **out);
+
+/*! rs_h5log_open() : open an existing log. writable != 0 for --resume (the log is rebuilt from
+ *  its committed positions and replaces the old file atomically): `expect` (not NULL) must
+ *  then match the stored configuration (model config hash, tokenizer, split, short_books, tokens,
+ *  chunk, books and their lengths, runs: policy, window, seed) or RS_E_INVAL names the first
+ *  difference. writable == 0: read-only, `expect` ignored. @return RS_OK, RS_E_IO, RS_E_FORMAT
+ *  (not a replayssm log / unknown version), RS_E_INVAL. */
+rs_status rs_h5log_open(const char *path, int writable, const rs_h5log_meta *expect, rs_h5log **out);
+
+/*! rs_h5log_write_chunk() : store positions [pos, pos + n) of `book` and commit them. pos must be
+ *  the book's completed_positions (or, rewriting, any multiple of chunk below it), a multiple of
+ *  chunk; n <= chunk, and n < chunk only for the book's last chunk. tokens, nll_ref, top1_ref
+ *  are [n]; runs is [n_runs] (NULL allowed when n_runs == 0, a reference-only log). @return RS_OK, RS_E_INVAL, RS_E_IO (HDF5 failure, e.g. disk full:
+ *  the positions committed before stay valid). */
+rs_status rs_h5log_write_chunk(rs_h5log *lg, size_t book, uint64_t pos, size_t n,
+                               const int32_t *next_token, const double *nll_ref,
+                               const int32_t *top1_ref, const rs_h5log_run_chunk *runs);
+
+/*! rs_h5log_set_nonfinite() : record the first non-finite position of run `run` in `book`, and
+ *  where (layer, head; -1 if unknown). Flushed. */
+rs_status rs_h5log_set_nonfinite(rs_h5log *lg, size_t run, size_t book, int64_t pos, int32_t layer,
+                                 int32_t head);
+
+/*! rs_h5log_get_nonfinite() : read it back (pos -1: none). */
+rs_status rs_h5log_get_nonfinite(const rs_h5log *lg, size_t run, size_t book, int64_t *pos,
+                                 int32_t *layer, int32_t *head);
+
+/*! rs_h5log_summarize() : summary of run `run` from its committed per-position arrays (read
+ *  one book at a time). */
+rs_status rs_h5log_summarize(const rs_h5log *lg, size_t run, rs_kl_summary *out);
+
+/* The fp32 reference's NLL over a log's committed positions (bits per token = nats / ln 2;
+ * with the byte tokenizer, bits per byte). */
+typedef struct rs_h5log_ref_summary {
+    size_t n;                                 /* committed positions, all books */
+    double mean_nll;                          /* nats per token; NaN if n == 0 */
+    double window_mean_nll[RS_KL_N_WINDOWS];  /* per position window (rs_kl_window_of); NaN if empty */
+    size_t window_n[RS_KL_N_WINDOWS];
+} rs_h5log_ref_summary;
+
+/*! rs_h5log_reference_summary() : the reference's mean NLL, overall and per position window,
+ *  from /reference/nll (read one book at a time). Works on every log, reference-only included. */
+rs_status rs_h5log_reference_summary(const rs_h5log *lg, rs_h5log_ref_summary *out);
+
+/*! rs_h5log_finish() : write the summaries ([n_runs]; NULL when n_runs == 0) as attributes of each run group, set root
+ *  attributes end_time and status = "complete", flush. */
+rs_status rs_h5log_finish(rs_h5log *lg, const char *end_time, const rs_kl_summary *summaries);
+
+/*! rs_h5log_read_row() : committed values of one dataset of one book: `name` is "kl", "nll",
+ *  "dp" (run >= 0, doubles), "top1_agree" (run >= 0, uint8), "next_token" / "top1" (run < 0, int32),
+ *  "nll" (run < 0: the reference, doubles). Reads positions [0, n) into buf (n <= the book's
+ *  completed positions). */
+rs_status rs_h5log_read_row(const rs_h5log *lg, long run, const char *name, size_t book, size_t n,
+                            void *buf);
+
+/*! rs_h5log_get_attr_string() : a string attribute of the root (obj "/") or of a run group
+ *  ("/runs/run00") into buf. */
+rs_status rs_h5log_get_attr_string(const rs_h5log *lg, const char *obj, const char *name, char *buf,
+                                   size_t bufsize);
+
+/*! rs_h5log_no_atexit() : switch off HDF5's atexit cleanup for this process. HDF5 1.10 crashes
+ *  in that handler when a file's close failed (e.g. disk full), so a program that closes every
+ *  log explicitly (the CLI) calls this once at start. */
+void rs_h5log_no_atexit(void);
+
+/*! rs_h5log_close() : flush and close; accepts NULL. */
+rs_status rs_h5log_close(rs_h5log *lg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RS_H5LOG_H */

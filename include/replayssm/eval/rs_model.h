@@ -1,0 +1,240 @@
+/* rs_model.h — the in-memory hybrid model: configuration + fp32 weights of a Hugging Face
+ * checkpoint (config.json + safetensors) of the families replayssm evaluates.
+ *
+ * Families (transformers 5.17 semantics; docs/model-formats.md has the full field table):
+ *   RS_FAMILY_QWEN35     model_type "qwen3_5_text", or "qwen3_5" (text parameters nested under
+ *                        `text_config`, text weights under `model.language_model.`; `model.visual.*`
+ *                        and `mtp.*` are ignored). Decoder layer i:
+ *                          h = x + mixer(RMSNorm_{1+w}(x; norm))        mixer = GDN or gated attention
+ *                          y = h + MLP_swiglu(RMSNorm_{1+w}(h; post_norm))
+ *   RS_FAMILY_NEMOTRONH  model_type "nemotron_h" (pattern from `hybrid_override_pattern` or
+ *                        `layers_block_type`; weight prefix `backbone.` or `model.`). Block i holds ONE
+ *                        mixer: y = x + mixer(RMSNorm_w(x; norm)), mixer = Mamba-2, attention or MLP.
+ *
+ * Weights: every tensor the forward needs is converted ONCE to fp32 into one slab (llm.c style) and
+ * exposed as named read-only views below. All matrices keep the PyTorch nn.Linear layout
+ * [out_features, in_features], row-major (y = W x  <=>  cblas ... CblasTrans with lda = in). Norm
+ * weights are stored exactly as in the checkpoint: the Qwen3.5 decoder/final/q/k norms are applied as
+ * (1 + w) by the forward, the GDN gated norm and all NemotronH norms as plain w.
+ * conv1d weights are stored [channels, K] (HF [channels, 1, K] with the unit dim dropped);
+ * tap K-1 multiplies the newest input.
+ *
+ * The library never prints: rs_model_load returns an rs_status and rs_last_error() names the file,
+ * tensor or config field at fault. Unknown model types, MoE layers, biases and RoPE scaling the
+ * families do not use are refused with RS_E_UNSUPPORTED ("not supported yet"). Vocabularies other
+ * than 256 bytes load fine but are marked cfg.tokenizer = RS_TOKENIZER_UNSUPPORTED.
+ *
+ * Stability: this header is shared with the forward pass (rs_model_forward*.c); changes are additive.
+ */
+#ifndef RS_MODEL_H
+#define RS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replayssm/common/rs_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RS_MODEL_MAX_LAYERS 256 /* more than any published hybrid (Nemotron-3-Super: 88 layers) */
+/* Largest width a config may give or imply (a dimension, or a product such as heads x head_dim):
+ * 2^24, far above any published model (vocabularies ~2.6e5, widths ~3e4), and small enough that
+ * the derived widths and their small sums stay inside int (a fuzzed config once overflowed
+ * linear_num_key_heads x linear_key_head_dim; tests/fuzz/corpus/hf_config). */
+#define RS_MODEL_MAX_WIDTH (1 << 24)
+
+typedef enum rs_model_family {
+    RS_FAMILY_UNKNOWN = 0,
+    RS_FAMILY_QWEN35 = 1,   /* qwen3_5_text / qwen3_5 */
+    RS_FAMILY_NEMOTRONH = 2 /* nemotron_h */
+} rs_model_family;
+
+/* What a layer's mixer is. Qwen3.5 layers additionally always carry a SwiGLU MLP (cfg.layer_has_mlp). */
+typedef enum rs_layer_kind {
+    RS_LAYER_GDN = 1,       /* Qwen3.5 "linear_attention": Gated DeltaNet                        */
+    RS_LAYER_MAMBA2 = 2,    /* NemotronH 'M' / "linear_attention" / legacy "mamba": Mamba-2        */
+    RS_LAYER_ATTENTION = 3, /* Qwen3.5 "full_attention" (gated, q/k norm, partial RoPE) or
+                               NemotronH '*' / "full_attention" / legacy "attention" (NoPE, GQA)   */
+    RS_LAYER_MLP = 4        /* NemotronH '-' / "mlp": the block's mixer is the MLP itself          */
+    /* NemotronH 'E' / "moe" -> RS_E_UNSUPPORTED at load time */
+} rs_layer_kind;
+
+typedef enum rs_activation {
+    RS_ACT_SILU = 1, /* hidden_act "silu"/"swish": Qwen3.5 SwiGLU down(silu(gate x) * (up x))   */
+    RS_ACT_RELU2 = 2 /* mlp_hidden_act "relu2": NemotronH down(relu(up x)^2), no gate            */
+} rs_activation;
+
+typedef enum rs_tokenizer_kind {
+    RS_TOKENIZER_UNSUPPORTED = 0, /* real BPE vocabularies: token ids must come pre-tokenized  */
+    RS_TOKENIZER_BYTE = 1         /* vocab_size == 256: token id == byte value                */
+} rs_tokenizer_kind;
+
+/* Attention parameters (used by RS_LAYER_ATTENTION layers of either family). */
+typedef struct rs_attn_config {
+    int n_heads;              /* num_attention_heads                                             */
+    int n_kv_heads;           /* num_key_value_heads (GQA: query head h uses kv head h/(H/Hkv))  */
+    int head_dim;             /* head_dim (NemotronH: else attention_head_dim, else 128;
+                                 Qwen3.5: else hidden/heads)                                     */
+    int output_gate;          /* Qwen3.5: 1 (q_proj yields per head [q(hd) | gate(hd)], output
+                                 multiplied by sigmoid(gate)); NemotronH: 0                      */
+    int qk_norm;              /* Qwen3.5: 1 (q_norm/k_norm RMSNorm(1+w) over head_dim); NemotronH: 0 */
+    int use_rope;             /* Qwen3.5: 1; NemotronH: 0 (NoPE)                                 */
+    double rope_theta;        /* rope_parameters.rope_theta (else top-level rope_theta, else 1e4) */
+    double partial_rotary_factor; /* rope_parameters.partial_rotary_factor (else top-level, else 0.25) */
+    int rotary_dim;           /* int(head_dim * partial_rotary_factor): RoPE (rotate_half) acts on
+                                 dims [0, rotary_dim) of each head, the rest pass through        */
+    /* scaling of scores: head_dim^-0.5 in both families */
+} rs_attn_config;
+
+/* Gated DeltaNet (Qwen3.5 linear_attention). */
+typedef struct rs_gdn_config {
+    int n_k_heads;   /* linear_num_key_heads (Hk)                                              */
+    int n_v_heads;   /* linear_num_value_heads (Hv, multiple of Hk; value head hv uses key head
+                        hv / (Hv/Hk), i.e. repeat_interleave)                                   */
+    int k_head_dim;  /* linear_key_head_dim (dk)                                               */
+    int v_head_dim;  /* linear_value_head_dim (dv)                                             */
+    int conv_kernel; /* linear_conv_kernel_dim (K, default 4), depthwise causal conv, no bias   */
+    int key_dim;     /* Hk*dk                                                                   */
+    int value_dim;   /* Hv*dv                                                                   */
+    int conv_dim;    /* 2*key_dim + value_dim: channels of in_proj_qkv and of the conv          */
+    /* fixed by the model code (not config): l2norm eps 1e-6 on the SUM of squares; q scaled by
+       dk^-0.5; gated norm eps = rms_eps */
+} rs_gdn_config;
+
+/* Mamba-2 (NemotronH 'M'). */
+typedef struct rs_mamba2_config {
+    int n_heads;        /* mamba_num_heads (H)                                                 */
+    int head_dim;       /* mamba_head_dim (P)                                                  */
+    int n_groups;       /* n_groups | mamba_n_groups (G); head h uses group h / (H/G)          */
+    int d_state;        /* ssm_state_size (N)                                                  */
+    int conv_kernel;    /* conv_kernel | mamba_d_conv (K, default 4)                           */
+    int d_inner;        /* H*P (NOT expand*hidden)                                             */
+    int conv_dim;       /* d_inner + 2*G*N: channels of xBC and of the conv                   */
+    int in_proj_dim;    /* d_inner + conv_dim + H: rows of in_proj, split z | xBC | dt         */
+    int use_conv_bias;  /* use_conv_bias | mamba_conv_bias (default 1)                         */
+    int chunk_size;     /* chunk_size | mamba_chunk_size (irrelevant to the sequential forward) */
+    double time_step_min;    /* time_step_min | mamba_dt_min (1e-3): HF torch path clamps dt to it
+                                after softplus; mamba_ssm/vLLM kernels do not (forward option)  */
+    double time_step_max;    /* time_step_max | mamba_dt_max (0.1): init only                  */
+    double time_step_floor;  /* time_step_floor | mamba_dt_init_floor (1e-4): init only        */
+    double time_step_limit[2]; /* time_step_limit | mamba_dt_limit (0, +inf): kernels' dt clamp */
+    /* fixed by the model code: activation silu; gated norm = Zamba2RMSNormGated over groups of
+       d_inner/G, gate before norm, eps = rms_eps; A = -exp(A_log); dt = softplus(dt + dt_bias) */
+} rs_mamba2_config;
+
+typedef struct rs_mlp_config {
+    int intermediate;         /* intermediate_size                                             */
+    rs_activation activation; /* Qwen3.5 hidden_act (silu, gated); NemotronH mlp_hidden_act (relu2) */
+} rs_mlp_config;
+
+typedef struct rs_model_config {
+    rs_model_family family;
+    char model_type[32];      /* config.json "model_type" verbatim ("qwen3_5_text", "qwen3_5", "nemotron_h") */
+    int n_layers;             /* Qwen3.5: num_hidden_layers; NemotronH: length of the pattern   */
+    rs_layer_kind layer_kind[RS_MODEL_MAX_LAYERS]; /* [n_layers] mixer of each layer            */
+    int layer_has_mlp;        /* 1 for Qwen3.5 (every decoder layer = mixer + MLP), 0 for NemotronH */
+    int hidden;               /* hidden_size (d)                                                */
+    int vocab;                /* vocab_size (V)                                                 */
+    float rms_eps;            /* Qwen3.5 rms_norm_eps (1e-6); NemotronH layer_norm_epsilon (1e-5;
+                                 HF 5.17 ignores a stray "rms_norm_eps" key). Rounded to float as torch
+                                 does when adding a Python scalar to an fp32 tensor. Used by every
+                                 RMSNorm of the model, the gated ones included.                 */
+    int tie_word_embeddings;  /* lm_head == embeddings (qwen3_5: top-level key if present, else
+                                 text_config's; also implied when lm_head.weight is absent)     */
+    rs_attn_config attn;
+    rs_gdn_config gdn;        /* zero unless family == QWEN35                                   */
+    rs_mamba2_config mamba;   /* zero unless family == NEMOTRONH                                */
+    rs_mlp_config mlp;
+    rs_tokenizer_kind tokenizer;
+    int n_gdn, n_mamba, n_attn, n_mlp; /* layer counts per kind                                 */
+} rs_model_config;
+
+/* Per-layer views into the fp32 slab. Pointers of parts a layer does not have are NULL.
+ * d = hidden, shapes [rows, cols] row-major as in the checkpoint. */
+typedef struct rs_layer_weights {
+    rs_layer_kind kind;
+    const float *norm;      /* [d] Qwen3.5 input_layernorm.weight (1+w); NemotronH norm.weight (w)  */
+    const float *post_norm; /* [d] Qwen3.5 post_attention_layernorm.weight (1+w); NULL for NemotronH */
+
+    struct { /* RS_LAYER_GDN: linear_attn.* (Qwen3.5) */
+        const float *in_qkv;  /* in_proj_qkv.weight [2*Hk*dk + Hv*dv, d], rows q | k | v head-major */
+        const float *in_z;    /* in_proj_z.weight   [Hv*dv, d]                                    */
+        const float *in_b;    /* in_proj_b.weight   [Hv, d]   beta = sigmoid(b)                   */
+        const float *in_a;    /* in_proj_a.weight   [Hv, d]   g = -exp(A_log)*softplus(a+dt_bias) */
+        const float *conv_w;  /* conv1d.weight      [conv_dim, K] (HF [conv_dim, 1, K]), no bias   */
+        const float *dt_bias; /* dt_bias            [Hv]                                          */
+        const float *A_log;   /* A_log              [Hv]                                          */
+        const float *norm;    /* norm.weight        [dv]  gated RMSNorm, plain w, norm then *silu(z) */
+        const float *out;     /* out_proj.weight    [d, Hv*dv]                                    */
+    } gdn;
+
+    struct { /* RS_LAYER_MAMBA2: mixer.* (NemotronH) */
+        const float *in_proj; /* in_proj.weight [d_inner + conv_dim + H, d]: rows z | xBC | dt       */
+        const float *conv_w;  /* conv1d.weight  [conv_dim, K] (HF [conv_dim, 1, K])                 */
+        const float *conv_b;  /* conv1d.bias    [conv_dim]; NULL when use_conv_bias == 0            */
+        const float *dt_bias; /* dt_bias        [H]                                                 */
+        const float *A_log;   /* A_log          [H]                                                 */
+        const float *D;       /* D              [H]                                                 */
+        const float *norm;    /* norm.weight    [d_inner] gated RMSNorm per group, silu(z) before norm */
+        const float *out;     /* out_proj.weight [d, d_inner]                                       */
+    } mamba;
+
+    struct { /* RS_LAYER_ATTENTION: Qwen3.5 self_attn.*, NemotronH mixer.* */
+        const float *q;      /* q_proj.weight [H*hd*(1+output_gate), d]; Qwen3.5 rows per head h:
+                                [h*2*hd, h*2*hd+hd) query, [h*2*hd+hd, (h+1)*2*hd) gate          */
+        const float *k;      /* k_proj.weight [Hkv*hd, d]                                         */
+        const float *v;      /* v_proj.weight [Hkv*hd, d]                                         */
+        const float *o;      /* o_proj.weight [d, H*hd]                                           */
+        const float *q_norm; /* q_norm.weight [hd] (1+w); NULL for NemotronH                      */
+        const float *k_norm; /* k_norm.weight [hd] (1+w); NULL for NemotronH                      */
+    } attn;
+
+    struct { /* Qwen3.5: mlp.* of every layer; NemotronH: mixer.* of RS_LAYER_MLP blocks */
+        const float *gate; /* gate_proj.weight [I, d]; NULL for NemotronH (relu2 has no gate) */
+        const float *up;   /* up_proj.weight   [I, d]                                         */
+        const float *down; /* down_proj.weight [d, I]                                         */
+    } mlp;
+} rs_layer_weights;
+
+typedef struct rs_model_weights {
+    const float *embed;      /* [V, d] Qwen3.5 embed_tokens.weight; NemotronH embeddings.weight
+                                (hub spelling embedding.weight accepted)                        */
+    const float *final_norm; /* [d] Qwen3.5 norm.weight (1+w); NemotronH norm_f.weight (w)       */
+    const float *lm_head;    /* [V, d] lm_head.weight, or == embed when tied                     */
+    rs_layer_weights layers[RS_MODEL_MAX_LAYERS]; /* [n_layers] */
+    float *slab;             /* the one fp32 allocation all views point into                    */
+    size_t slab_floats;      /* its length in floats                                            */
+} rs_model_weights;
+
+struct rs_st_set; /* rs_safetensors.h: the open (mmapped) checkpoint */
+
+typedef struct rs_model {
+    rs_model_config cfg;
+    rs_model_weights w;
+    struct rs_st_set *st;    /* the checkpoint, still mapped (raw bytes for diagnostics/tests); owned */
+    char prefix[64];         /* weight-name prefix found: "model.language_model.", "model.", "backbone." */
+    int n_tensors_used;      /* checkpoint tensors converted into the slab                      */
+    int n_tensors_ignored;   /* checkpoint tensors not used (vision, mtp.*, ...)                 */
+} rs_model;
+
+/*! rs_model_load() : read `dir`/config.json and `dir`/model.safetensors (or the shards listed by
+ *  `dir`/model.safetensors.index.json), validate every file completely, check every tensor the config
+ *  implies is present with the expected shape, and convert them to fp32 into one slab.
+ *  On failure *m is left zeroed (nothing to free) and rs_last_error() names what is wrong. */
+rs_status rs_model_load(const char *dir, rs_model *m);
+
+/*! rs_model_free() : release the slab and the mappings; *m becomes zeroed. NULL-safe. */
+void rs_model_free(rs_model *m);
+
+/*! rs_layer_kind_name() : "gdn", "mamba2", "attention", "mlp" (or "?"). */
+const char *rs_layer_kind_name(rs_layer_kind k);
+
+/*! rs_model_family_name() : "qwen3_5", "nemotron_h" (or "?"). */
+const char *rs_model_family_name(rs_model_family f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RS_MODEL_H */

@@ -1,0 +1,94 @@
+/* rs_runner.h — teacher-forced evaluation of one model under several state policies at once.
+ *
+ * A runner owns R runs (rs_run: conv states, one rs_head per (SSM layer, head) with the run's
+ * policy, window and seed, KV caches) and the chunk scratch. rs_runner_step() feeds the next
+ * n <= chunk tokens to every run in lockstep (rs_forward_chunk); afterwards each run's logits
+ * for those n positions can be read until the next step. Memory is bounded: everything is
+ * allocated at create time; it grows with max_tokens only through the KV caches of the
+ * attention layers (R x n_attn x 2 x Hkv x hd x max_tokens floats) — logits exist for one
+ * chunk only ([R][chunk][V]).
+ *
+ * Typical use: policies {fp32, shared:fp8-sr, ...}; run 0 is then the fp32 reference, and
+ * the caller compares the logits of runs 1.. with it chunk by chunk.
+ */
+#ifndef RS_RUNNER_H
+#define RS_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_forward.h"
+#include "replayssm/eval/rs_model.h"
+#include "replayssm/engine/rs_policy.h"
+#include "replayssm/common/rs_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rs_runner_config {
+    size_t n_runs;              /* R >= 1 */
+    const rs_policy *policies;  /* [R] one per run (copied) */
+    size_t window;              /* L >= 1 for replay policies (rs_head_config.window) */
+    uint64_t seed;              /* SR seed of every head (streams keyed by layer, head, step) */
+    size_t chunk;               /* C >= 1: most positions per rs_runner_step */
+    size_t max_tokens;          /* positions the KV caches hold (>= the stream length) */
+    rs_dt_mode dt_mode;         /* Mamba-2 dt bound (default RS_DT_KERNEL: no clamp) */
+    int capture_hidden;         /* keep the residual stream after every layer of the last chunk */
+} rs_runner_config;
+
+typedef struct rs_runner {
+    const rs_model *m;          /* not owned */
+    rs_backend *be;             /* not owned */
+    rs_runner_config cfg;
+    rs_policy *policies;        /* [R] */
+    rs_run *runs;               /* [R] */
+    rs_fwd_ws ws;
+    float *hidden;              /* [n_layers + 1][R * chunk][d] if capture_hidden, else NULL */
+    size_t pos;                 /* positions processed so far */
+    size_t last_n;              /* length of the last chunk */
+    rs_status sticky;           /* a failed step leaves the runs inconsistent: later steps fail */
+} rs_runner;
+
+/*! rs_runner_config_default() : R = 1 (fp32), window 16, seed 0, chunk 64, max_tokens 8192,
+ *  RS_DT_KERNEL, no hidden capture. */
+rs_runner_config rs_runner_config_default(void);
+
+/*! rs_runner_create() : allocate the runs and the scratch for model m on backend be.
+ *  @return RS_OK, RS_E_INVAL (bad config, policy/window rejected by the state engine),
+ *  RS_E_NOMEM (the message says how many bytes were asked for). */
+rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_config *cfg,
+                           rs_runner **out);
+
+/*! rs_runner_free() : release; accepts NULL. */
+void rs_runner_free(rs_runner *r);
+
+/*! rs_runner_reset() : back to position 0 (states zeroed, caches emptied, statuses cleared). */
+rs_status rs_runner_reset(rs_runner *r);
+
+/*! rs_runner_step() : feed tokens[n] (1 <= n <= chunk) to every run.
+ *  @return RS_OK (check rs_runner_run_status for runs gone non-finite), RS_E_INVAL (bad
+ *  token / n), RS_E_SHAPE (past max_tokens), RS_E_STATE (an earlier step failed). */
+rs_status rs_runner_step(rs_runner *r, const int32_t *tokens, size_t n);
+
+/*! rs_runner_logits() : [last_n][V] logits of run i for the last step's positions. */
+const float *rs_runner_logits(const rs_runner *r, size_t run);
+
+/*! rs_runner_hidden() : [last_n][d] residual stream of run i after layer `layer` - 1
+ *  (layer 0: the embeddings) for the last step; NULL without capture_hidden. */
+const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run);
+
+/*! rs_runner_run_status() : RS_OK or RS_E_NONFINITE for run i; *msg (if not NULL) gets the
+ *  message of its first failure. */
+rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg);
+
+/*! rs_runner_run_nonfinite() : where run i first went non-finite: *layer, *head and the
+ *  head's *step (token position), or -1 each while the run is finite. */
+rs_status rs_runner_run_nonfinite(const rs_runner *r, size_t run, int32_t *layer, int32_t *head,
+                                  int64_t *step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RS_RUNNER_H */
