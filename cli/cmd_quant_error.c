@@ -15,6 +15,10 @@
 #define QE_DEFAULT_COLS 128
 #define QE_DEFAULT_TENSORS 64 /* matrices per distribution: 1M elements */
 #define QE_DEFAULT_SEED 0x5EEDull
+/* Synthetic elements per distribution without --max-elements: 2^26 (two float buffers of
+ * 256 MiB, about a minute of work per format on one core). A typo such as --rows 100000
+ * --tensors 64 (819M elements, hours) is refused with the product instead of started. */
+#define QE_DEFAULT_MAX_ELEMENTS ((size_t)1 << 26)
 
 static const char *k_all_formats[] = {"bf16-rtn", "bf16-sr", "fp16-rtn", "fp16-sr", "fp8-rtn",
                                       "fp8-sr",   "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8"};
@@ -24,7 +28,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: replayssm quant-error [--format F|all] [--rounding rtn|sr] [--rows R --cols C]\n"
             "                             [--tensors N] [--dist gaussian|student-t3|positive|all]\n"
-            "                             [--seed S] [--input FILE.h5 --dataset NAME]\n\n"
+            "                             [--seed S] [--input FILE.h5 --dataset NAME] [--max-elements N]\n\n"
             "Quantizes matrices with each storage format and prints, per format:\n"
             "  rel_fro   ||Q(x)-x||_F / ||x||_F\n"
             "  max_abs   max |Q(x)-x|;  max_rel = max_abs / max|x|\n"
@@ -38,9 +42,10 @@ static void usage(FILE *out)
             "  --dist D        synthetic distribution (default all)\n"
             "  --seed S        seed of the synthetic data and of SR (default %llu)\n"
             "  --input F --dataset D  quantize an HDF5 dataset instead (tensor = R x C if given,\n"
-            "                  else the whole dataset)\n",
+            "                  else the whole dataset)\n"
+            "  --max-elements N  refuse more synthetic elements per distribution than N (default %zu)\n",
             rs_format_valid_list(), QE_DEFAULT_ROWS, QE_DEFAULT_COLS, QE_DEFAULT_TENSORS,
-            (unsigned long long)QE_DEFAULT_SEED);
+            (unsigned long long)QE_DEFAULT_SEED, QE_DEFAULT_MAX_ELEMENTS);
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -89,6 +94,7 @@ int rs_cmd_quant_error(int argc, char **argv)
 {
     const char *format = "all", *rounding = NULL, *dist = "all", *input = NULL, *dataset = NULL;
     size_t rows = QE_DEFAULT_ROWS, cols = QE_DEFAULT_COLS, tensors = QE_DEFAULT_TENSORS;
+    size_t max_elements = QE_DEFAULT_MAX_ELEMENTS;
     int shape_given = 0;
     unsigned long long seed = QE_DEFAULT_SEED;
     for (int i = 1; i < argc; ++i) {
@@ -110,7 +116,8 @@ int rs_cmd_quant_error(int argc, char **argv)
                 return 2;
             }
             rounding = v;
-        } else if (!strcmp(a, "--rows") || !strcmp(a, "--cols") || !strcmp(a, "--tensors")) {
+        } else if (!strcmp(a, "--rows") || !strcmp(a, "--cols") || !strcmp(a, "--tensors") ||
+                   !strcmp(a, "--max-elements")) {
             size_t val;
             if (parse_size(v, &val)) {
                 fprintf(stderr, "replayssm quant-error: %s needs a positive integer, not '%s'\n", a, v);
@@ -118,7 +125,8 @@ int rs_cmd_quant_error(int argc, char **argv)
             }
             if (!strcmp(a, "--rows")) rows = val, shape_given = 1;
             else if (!strcmp(a, "--cols")) cols = val, shape_given = 1;
-            else tensors = val;
+            else if (!strcmp(a, "--tensors")) tensors = val;
+            else max_elements = val;
         } else if (!strcmp(a, "--seed")) {
             char *end;
             errno = 0;
@@ -181,6 +189,15 @@ int rs_cmd_quant_error(int argc, char **argv)
         return rc;
     }
 
+    /* checked by division: rows x cols x tensors may not even fit size_t */
+    if (cols > max_elements / rows || tensors > max_elements / (rows * cols)) {
+        const double want = (double)rows * (double)cols * (double)tensors;
+        fprintf(stderr,
+                "replayssm quant-error: --rows %zu x --cols %zu x --tensors %zu = %.4g elements per distribution, "
+                "more than the limit %zu; pass --max-elements N to allow it\n",
+                rows, cols, tensors, (double)want, max_elements);
+        return 2;
+    }
     const size_t extent = rows * cols, n = extent * tensors;
     float *x = malloc(n * sizeof(float)), *work = malloc(n * sizeof(float));
     if (!x || !work) {

@@ -246,6 +246,16 @@ static int ends_with_(const char *s, const char *suf)
 
 static rs_status gunzip_(const char *path, char **data, size_t *len)
 {
+    /* zlib's gzread passes input without the gzip magic through unchanged ("transparent
+     * mode"), so random bytes in a .txt.gz would be read as text: require the magic first. */
+    FILE *f = fopen(path, "rb");
+    if (!f) return rs_error_set(RS_E_IO, "cannot open %s: %s", path, strerror(errno));
+    unsigned char magic[2] = {0, 0};
+    const size_t got_magic = fread(magic, 1, 2, f);
+    fclose(f);
+    if (got_magic != 2 || magic[0] != 0x1f || magic[1] != 0x8b)
+        return rs_error_set(RS_E_FORMAT, "%s: not gzip data (the file does not start with the gzip magic 1f 8b)",
+                            path);
     gzFile g = gzopen(path, "rb");
     if (!g) return rs_error_set(RS_E_IO, "cannot open %s: %s", path, strerror(errno));
     size_t cap = 1 << 18, n = 0;

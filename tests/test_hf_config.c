@@ -255,6 +255,11 @@ static void test_unknown_and_malformed(void **state) {
     expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M*\",\"n_groups\":8,\"mamba_num_heads\":8,"
                "\"mamba_head_dim\":1,\"ssm_state_size\":1073741824}", RS_E_FORMAT, "conv width");
     expect_err("{\"model_type\":\"qwen3_5_text\",\"vocab_size\":2000000000}", RS_E_FORMAT, "vocab_size = 2000000000");
+    /* integers that do not fit an int are out of range, not "not an integer" (issue 14, item 7) */
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":4294967296}", RS_E_FORMAT,
+               "hidden_size = 4294967296 is out of range");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":-2147483648}", RS_E_FORMAT, "is out of range");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":64.5}", RS_E_FORMAT, "hidden_size must be an integer");
     rs_model_config c;
     assert_int_equal(rs_hf_config_load("/nonexistent/dir/config.json", &c), RS_E_IO);
     assert_non_null(strstr(rs_last_error(), "/nonexistent/dir/config.json"));

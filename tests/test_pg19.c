@@ -167,6 +167,17 @@ static void test_corrupt_gz(void **state)
     size_t n = 0;
     assert_int_equal(rs_pg19_read_book(g_root, "test", "50", &d, &n), RS_E_FORMAT);
     assert_non_null(strstr(rs_last_error(), "gzip"));
+    /* bytes without the gzip magic: zlib would pass them through as text ("transparent mode");
+     * a .txt.gz must be gzip (issue 14, item 6). Plain printable text, so only the magic check
+     * can refuse it. */
+    write_file_(p, "plain text, not gzip\n", 21);
+    d = NULL;
+    assert_int_equal(rs_pg19_read_book(g_root, "test", "50", &d, &n), RS_E_FORMAT);
+    assert_null(d);
+    assert_non_null(strstr(rs_last_error(), "not gzip data"));
+    /* a one-byte file is too short to hold the magic */
+    write_file_(p, "\x1f", 1);
+    assert_int_equal(rs_pg19_read_book(g_root, "test", "50", &d, &n), RS_E_FORMAT);
     unlink(p);
 }
 

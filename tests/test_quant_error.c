@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -159,6 +160,33 @@ static void test_h5_reader(void **state)
     remove(path);
 }
 
+/* A typo asking for hours of work is refused with the product, before any allocation
+ * (issue 14, item 8): 100000 x 128 x 64 = 819M elements; the limit is exact (64 x 64 x 2 =
+ * 8192 elements pass with --max-elements 8192 and are refused with 8191). */
+static void test_cli_work_limit(void **state)
+{
+    (void)state;
+    char cmd[512], err[256];
+    snprintf(err, sizeof err, "/tmp/rs_qe_limit_%d.txt", (int)getpid());
+    snprintf(cmd, sizeof cmd, "%s quant-error --rows 100000 --tensors 64 2> %s > /dev/null", RS_CLI_PATH, err);
+    const int rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    size_t len = 0;
+    char *msg = rs_test_read_file(err, &len);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "--rows 100000 x --cols 128 x --tensors 64 = 8.192e+08 elements"));
+    assert_non_null(strstr(msg, "--max-elements"));
+    free(msg);
+    snprintf(cmd, sizeof cmd, "%s quant-error --format fp16-rtn --dist gaussian --rows 64 --cols 64 --tensors 2 "
+             "--max-elements 8192 > /dev/null 2> %s", RS_CLI_PATH, err);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s quant-error --format fp16-rtn --dist gaussian --rows 64 --cols 64 --tensors 2 "
+             "--max-elements 8191 > /dev/null 2> %s", RS_CLI_PATH, err);
+    const int rc2 = system(cmd);
+    assert_true(WIFEXITED(rc2) && WEXITSTATUS(rc2) == 2);
+    remove(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_synthetic_moments),
         cmocka_unit_test(test_measure_known_cases),
         cmocka_unit_test(test_h5_reader),
+        cmocka_unit_test(test_cli_work_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,8 +43,11 @@ static rs_status get_int(const ctx *c, const cJSON *obj, const char *key, int de
         *out = def;
         return RS_OK;
     }
-    RS_CHECK(cJSON_IsNumber(v) && floor(v->valuedouble) == v->valuedouble && fabs(v->valuedouble) < 2147483647.0,
-             RS_E_FORMAT, "%s: %s%s must be an integer", c->label, c->scope, key);
+    RS_CHECK(cJSON_IsNumber(v) && floor(v->valuedouble) == v->valuedouble, RS_E_FORMAT,
+             "%s: %s%s must be an integer", c->label, c->scope, key);
+    /* an integer that does not fit is out of range, not "not an integer" */
+    RS_CHECK(fabs(v->valuedouble) < 2147483647.0, RS_E_FORMAT, "%s: %s%s = %.17g is out of range (|value| < 2^31)",
+             c->label, c->scope, key, v->valuedouble);
     *out = (int)v->valuedouble;
     return RS_OK;
 }
