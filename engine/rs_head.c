@@ -9,6 +9,21 @@
 #include "replayssm/quant/rs_philox.h"
 #include "replayssm/quant/rs_qtensor.h"
 #include "rs_check.h"
+#include "rs_replay.h"
+#include "rs_ring.h"
+
+/* The private part of an rs_head: every buffer, the ring and the replay workspace (one
+ * allocation each, made by rs_head_init; decode / verify / commit never allocate). */
+struct rs_head_impl {
+    float *rec;      /* [d_v][d_k] recurrent copy: conv S_t | shared ckpt | split HP */
+    float *read;     /* [d_v][d_k] split LP checkpoint; NULL otherwise */
+    float *work;     /* [d_v][d_k] the "on-chip" state */
+    float *snap;     /* conv: [T_max][d_v][d_k] stored state after each draft; NULL otherwise */
+    float *qbuf;     /* [T_max][d_k] draft queries */
+    float *ubuf;     /* [d_v] */
+    rs_ring ring;    /* replay policies: capacity max(L, T_max) + T_max; zeroed for conv */
+    rs_replay_ws ws; /* replay policies; zeroed for conv */
+};
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -114,13 +129,16 @@ rs_status rs_head_init(rs_head *hd, const rs_head_config *cfg)
     hd->cfg = *cfg;
     hd->n = n;
     const size_t T = cfg->max_drafts;
-    hd->rec = calloc(n, sizeof(float));
-    hd->work = calloc(n, sizeof(float));
-    hd->qbuf = calloc(T * cfg->d_k, sizeof(float));
-    hd->ubuf = calloc(cfg->d_v, sizeof(float));
-    int ok = hd->rec && hd->work && hd->qbuf && hd->ubuf;
-    if (ok && rs_policy_is_split(&cfg->policy)) ok = (hd->read = calloc(n, sizeof(float))) != NULL;
-    if (ok && !replay) ok = (hd->snap = calloc(T * n, sizeof(float))) != NULL;
+    struct rs_head_impl *im = calloc(1, sizeof *im);
+    if (!im) return rs_error_set(RS_E_NOMEM, "rs_head_init: out of memory");
+    hd->impl = im;
+    im->rec = calloc(n, sizeof(float));
+    im->work = calloc(n, sizeof(float));
+    im->qbuf = calloc(T * cfg->d_k, sizeof(float));
+    im->ubuf = calloc(cfg->d_v, sizeof(float));
+    int ok = im->rec && im->work && im->qbuf && im->ubuf;
+    if (ok && rs_policy_is_split(&cfg->policy)) ok = (im->read = calloc(n, sizeof(float))) != NULL;
+    if (ok && !replay) ok = (im->snap = calloc(T * n, sizeof(float))) != NULL;
     if (!ok) {
         rs_head_free(hd);
         return rs_error_set(RS_E_NOMEM, "rs_head_init: out of memory (d_v %zu, d_k %zu)",
@@ -130,8 +148,8 @@ rs_status rs_head_init(rs_head *hd, const rs_head_config *cfg)
         /* committed-unfolded records reach L, or T when T > L (a flush keeps up to T
          * drafts, all of which may be accepted); drafts need T more slots */
         const size_t cap = (cfg->window > T ? cfg->window : T) + T;
-        rs_status st = rs_ring_init(&hd->ring, cap, cfg->d_v, cfg->d_k, cfg->kind == RS_SSM_GDN);
-        if (st == RS_OK) st = rs_replay_ws_init(&hd->ws, cap, T, cfg->d_v);
+        rs_status st = rs_ring_init(&im->ring, cap, cfg->d_v, cfg->d_k, cfg->kind == RS_SSM_GDN);
+        if (st == RS_OK) st = rs_replay_ws_init(&im->ws, cap, T, cfg->d_v);
         if (st != RS_OK) {
             rs_head_free(hd);
             return st;
@@ -143,29 +161,33 @@ rs_status rs_head_init(rs_head *hd, const rs_head_config *cfg)
 void rs_head_free(rs_head *hd)
 {
     if (!hd) return;
-    free(hd->rec);
-    free(hd->read);
-    free(hd->work);
-    free(hd->snap);
-    free(hd->qbuf);
-    free(hd->ubuf);
-    rs_ring_free(&hd->ring);
-    rs_replay_ws_free(&hd->ws);
+    struct rs_head_impl *im = hd->impl;
+    if (im) {
+        free(im->rec);
+        free(im->read);
+        free(im->work);
+        free(im->snap);
+        free(im->qbuf);
+        free(im->ubuf);
+        rs_ring_free(&im->ring);
+        rs_replay_ws_free(&im->ws);
+        free(im);
+    }
     memset(hd, 0, sizeof *hd);
     hd->first_nonfinite = -1;
 }
 
 rs_status rs_head_reset(rs_head *hd, const float *S0)
 {
-    RS_CHECK(hd != NULL && hd->rec != NULL, RS_E_STATE, "rs_head_reset: head not initialised");
+    RS_CHECK(hd != NULL && hd->impl != NULL, RS_E_STATE, "rs_head_reset: head not initialised");
     hd->pos = hd->folded = hd->flushes = 0;
     hd->pending = 0;
     hd->first_nonfinite = -1;
-    if (hd->ring.cap) rs_ring_reset(&hd->ring);
-    if (S0) memcpy(hd->work, S0, hd->n * sizeof(float));
-    else memset(hd->work, 0, hd->n * sizeof(float));
-    if (hd->read) RS_TRY(store_(hd, &hd->cfg.policy.lp, RS_SLOT_INIT, 1, hd->work, hd->read, 0, "initial state"));
-    return store_(hd, &hd->cfg.policy.hp, RS_SLOT_INIT, 0, hd->work, hd->rec, 0, "initial state");
+    if (hd->impl->ring.cap) rs_ring_reset(&hd->impl->ring);
+    if (S0) memcpy(hd->impl->work, S0, hd->n * sizeof(float));
+    else memset(hd->impl->work, 0, hd->n * sizeof(float));
+    if (hd->impl->read) RS_TRY(store_(hd, &hd->cfg.policy.lp, RS_SLOT_INIT, 1, hd->impl->work, hd->impl->read, 0, "initial state"));
+    return store_(hd, &hd->cfg.policy.hp, RS_SLOT_INIT, 0, hd->impl->work, hd->impl->rec, 0, "initial state");
 }
 
 /* ---- conventional ------------------------------------------------------------------- */
@@ -174,14 +196,14 @@ static void conv_step_(rs_head *hd, float *S, const rs_ssm_token *x, float *o)
 {
     const size_t d_v = hd->cfg.d_v, d_k = hd->cfg.d_k;
     if (hd->cfg.kind == RS_SSM_MAMBA2) rs_ssm_mamba2_step(S, d_v, d_k, x->alpha, x->v, x->k, x->q, o);
-    else rs_ssm_gdn_step(S, d_v, d_k, x->alpha, x->beta, x->v, x->k, x->q, hd->ubuf, o);
+    else rs_ssm_gdn_step(S, d_v, d_k, x->alpha, x->beta, x->v, x->k, x->q, hd->impl->ubuf, o);
 }
 
 static rs_status conv_decode_(rs_head *hd, const rs_ssm_token *x, float *o)
 {
-    conv_step_(hd, hd->rec, x, o);
+    conv_step_(hd, hd->impl->rec, x, o);
     RS_TRY(check_out_(hd, o, 1, hd->pos));
-    RS_TRY(store_(hd, &hd->cfg.policy.hp, RS_SLOT_CONV, hd->pos, hd->rec, hd->rec, hd->pos, "state"));
+    RS_TRY(store_(hd, &hd->cfg.policy.hp, RS_SLOT_CONV, hd->pos, hd->impl->rec, hd->impl->rec, hd->pos, "state"));
     hd->pos++;
     hd->folded = hd->pos;
     return RS_OK;
@@ -189,9 +211,9 @@ static rs_status conv_decode_(rs_head *hd, const rs_ssm_token *x, float *o)
 
 static rs_status conv_verify_(rs_head *hd, const rs_ssm_token *x, size_t T, float *O)
 {
-    const float *src = hd->rec;
+    const float *src = hd->impl->rec;
     for (size_t s = 0; s < T; s++) {
-        float *dst = hd->snap + s * hd->n;
+        float *dst = hd->impl->snap + s * hd->n;
         memcpy(dst, src, hd->n * sizeof(float));
         conv_step_(hd, dst, &x[s], O + s * hd->cfg.d_v);
         RS_TRY(check_out_(hd, O + s * hd->cfg.d_v, 1, hd->pos + s));
@@ -207,19 +229,19 @@ static rs_status conv_verify_(rs_head *hd, const rs_ssm_token *x, size_t T, floa
  * the solve) and their queries into qbuf. */
 static rs_status put_drafts_(rs_head *hd, const rs_ssm_token *x, size_t T)
 {
-    const size_t h = hd->ring.h;
+    const size_t h = hd->impl->ring.h;
     for (size_t s = 0; s < T; s++) {
-        RS_TRY(rs_ring_put(&hd->ring, h + s, hd->pos + s, x[s].alpha, x[s].beta, x[s].v, x[s].k));
-        if (hd->cfg.kind == RS_SSM_MAMBA2) rs_ring_seal(&hd->ring, h + s);
-        memcpy(hd->qbuf + s * hd->cfg.d_k, x[s].q, hd->cfg.d_k * sizeof(float));
+        RS_TRY(rs_ring_put(&hd->impl->ring, h + s, hd->pos + s, x[s].alpha, x[s].beta, x[s].v, x[s].k));
+        if (hd->cfg.kind == RS_SSM_MAMBA2) rs_ring_seal(&hd->impl->ring, h + s);
+        memcpy(hd->impl->qbuf + s * hd->cfg.d_k, x[s].q, hd->cfg.d_k * sizeof(float));
     }
     return RS_OK;
 }
 
 static void gdn_solve_(rs_head *hd, const float *ckpt, size_t h, size_t T)
 {
-    rs_replay_gdn_solve(ckpt, &hd->ring, h, T, &hd->ws);
-    for (size_t s = 0; s < T; s++) rs_ring_seal(&hd->ring, h + s);
+    rs_replay_gdn_solve(ckpt, &hd->impl->ring, h, T, &hd->impl->ws);
+    for (size_t s = 0; s < T; s++) rs_ring_seal(&hd->impl->ring, h + s);
 }
 
 /* After a fold of the h committed records into work: store the checkpoint(s), drop. */
@@ -227,45 +249,45 @@ static rs_status flush_store_(rs_head *hd, size_t h)
 {
     const uint64_t last = hd->pos - 1; /* the newest folded token */
     if (rs_policy_is_split(&hd->cfg.policy)) {
-        RS_TRY(store_(hd, &hd->cfg.policy.hp, RS_SLOT_HP, hd->flushes, hd->work, hd->rec, last,
+        RS_TRY(store_(hd, &hd->cfg.policy.hp, RS_SLOT_HP, hd->flushes, hd->impl->work, hd->impl->rec, last,
                       "HP checkpoint"));
-        RS_TRY(store_(hd, &hd->cfg.policy.lp, RS_SLOT_LP, hd->flushes, hd->work, hd->read, last,
+        RS_TRY(store_(hd, &hd->cfg.policy.lp, RS_SLOT_LP, hd->flushes, hd->impl->work, hd->impl->read, last,
                       "LP checkpoint"));
     } else {
-        RS_TRY(store_(hd, &hd->cfg.policy.hp, RS_SLOT_SHARED, hd->flushes, hd->work, hd->rec, last,
+        RS_TRY(store_(hd, &hd->cfg.policy.hp, RS_SLOT_SHARED, hd->flushes, hd->impl->work, hd->impl->rec, last,
                       "checkpoint"));
     }
     hd->flushes++;
     hd->folded = hd->pos;
-    rs_ring_drop(&hd->ring, h);
+    rs_ring_drop(&hd->impl->ring, h);
     return RS_OK;
 }
 
 /* shared: Algorithm 1 (Mamba-2) / Algorithm 4 (GDN). */
 static rs_status shared_decode_(rs_head *hd, const rs_ssm_token *x, float *o)
 {
-    const size_t h = hd->ring.h;
+    const size_t h = hd->impl->ring.h;
     RS_TRY(put_drafts_(hd, x, 1));
-    rs_ring_set_pending(&hd->ring, 1);
+    rs_ring_set_pending(&hd->impl->ring, 1);
     if (h + 1 >= hd->cfg.window) { /* flush step: materialise S, fold the window */
-        memcpy(hd->work, hd->rec, hd->n * sizeof(float));
+        memcpy(hd->impl->work, hd->impl->rec, hd->n * sizeof(float));
         if (hd->cfg.kind == RS_SSM_MAMBA2) {
-            rs_replay_materialise(hd->work, &hd->ring, h + 1, &hd->ws);
-            rs_ssm_output(hd->work, hd->cfg.d_v, hd->cfg.d_k, x->q, o);
+            rs_replay_materialise(hd->impl->work, &hd->impl->ring, h + 1, &hd->impl->ws);
+            rs_ssm_output(hd->impl->work, hd->cfg.d_v, hd->cfg.d_k, x->q, o);
         } else {
-            rs_replay_materialise(hd->work, &hd->ring, h, &hd->ws); /* S_{t-1} */
-            rs_ssm_gdn_step(hd->work, hd->cfg.d_v, hd->cfg.d_k, x->alpha, x->beta, x->v, x->k,
-                            x->q, rs_ring_u(&hd->ring, h), o);
-            rs_ring_seal(&hd->ring, h);
+            rs_replay_materialise(hd->impl->work, &hd->impl->ring, h, &hd->impl->ws); /* S_{t-1} */
+            rs_ssm_gdn_step(hd->impl->work, hd->cfg.d_v, hd->cfg.d_k, x->alpha, x->beta, x->v, x->k,
+                            x->q, rs_ring_u(&hd->impl->ring, h), o);
+            rs_ring_seal(&hd->impl->ring, h);
         }
-        RS_TRY(rs_ring_commit(&hd->ring, 1));
+        RS_TRY(rs_ring_commit(&hd->impl->ring, 1));
         RS_TRY(check_out_(hd, o, 1, hd->pos));
         hd->pos++;
         return flush_store_(hd, h + 1);
     }
-    if (hd->cfg.kind == RS_SSM_GDN) gdn_solve_(hd, hd->rec, h, 1);
-    rs_replay_outputonly(hd->rec, &hd->ring, h, 1, hd->qbuf, o, &hd->ws);
-    RS_TRY(rs_ring_commit(&hd->ring, 1));
+    if (hd->cfg.kind == RS_SSM_GDN) gdn_solve_(hd, hd->impl->rec, h, 1);
+    rs_replay_outputonly(hd->impl->rec, &hd->impl->ring, h, 1, hd->impl->qbuf, o, &hd->impl->ws);
+    RS_TRY(rs_ring_commit(&hd->impl->ring, 1));
     RS_TRY(check_out_(hd, o, 1, hd->pos));
     hd->pos++;
     return RS_OK;
@@ -274,15 +296,15 @@ static rs_status shared_decode_(rs_head *hd, const rs_ssm_token *x, float *o)
 /* shared: Algorithm 2 (GDN via the UT solve). */
 static rs_status shared_verify_(rs_head *hd, const rs_ssm_token *x, size_t T, float *O)
 {
-    const size_t h = hd->ring.h;
+    const size_t h = hd->impl->ring.h;
     RS_TRY(put_drafts_(hd, x, T));
-    rs_ring_set_pending(&hd->ring, T);
-    if (hd->cfg.kind == RS_SSM_GDN) gdn_solve_(hd, hd->rec, h, T);
-    rs_replay_outputonly(hd->rec, &hd->ring, h, T, hd->qbuf, O, &hd->ws);
+    rs_ring_set_pending(&hd->impl->ring, T);
+    if (hd->cfg.kind == RS_SSM_GDN) gdn_solve_(hd, hd->impl->rec, h, T);
+    rs_replay_outputonly(hd->impl->rec, &hd->impl->ring, h, T, hd->impl->qbuf, O, &hd->impl->ws);
     RS_TRY(check_out_(hd, O, T, hd->pos));
     if (h + T > hd->cfg.window && h > 0) { /* flush rule: fold the committed records */
-        memcpy(hd->work, hd->rec, hd->n * sizeof(float));
-        rs_replay_materialise(hd->work, &hd->ring, h, &hd->ws);
+        memcpy(hd->impl->work, hd->impl->rec, hd->n * sizeof(float));
+        rs_replay_materialise(hd->impl->work, &hd->impl->ring, h, &hd->impl->ws);
         return flush_store_(hd, h);
     }
     return RS_OK;
@@ -291,31 +313,31 @@ static rs_status shared_verify_(rs_head *hd, const rs_ssm_token *x, size_t T, fl
 /* split, split-naive: Algorithm 3. */
 static rs_status split_verify_(rs_head *hd, const rs_ssm_token *x, size_t T, float *O)
 {
-    const size_t h = hd->ring.h;
+    const size_t h = hd->impl->ring.h;
     RS_TRY(put_drafts_(hd, x, T));
-    rs_ring_set_pending(&hd->ring, T);
+    rs_ring_set_pending(&hd->impl->ring, T);
     const int gdn = hd->cfg.kind == RS_SSM_GDN;
     if (!(h + T > hd->cfg.window)) { /* non-flush: read the LP checkpoint */
-        if (gdn) gdn_solve_(hd, hd->read, h, T);
-        rs_replay_outputonly(hd->read, &hd->ring, h, T, hd->qbuf, O, &hd->ws);
+        if (gdn) gdn_solve_(hd, hd->impl->read, h, T);
+        rs_replay_outputonly(hd->impl->read, &hd->impl->ring, h, T, hd->impl->qbuf, O, &hd->impl->ws);
         return check_out_(hd, O, T, hd->pos);
     }
-    memcpy(hd->work, hd->rec, hd->n * sizeof(float)); /* flush: read HP */
+    memcpy(hd->impl->work, hd->impl->rec, hd->n * sizeof(float)); /* flush: read HP */
     if (gdn && hd->cfg.policy.mode == RS_POLICY_SPLIT) {
         /* discard the cached u, recompute along the HP path, then solve the drafts */
         if (h > 0) {
-            rs_replay_gdn_fold_recompute(hd->work, &hd->ring, h, &hd->ws);
+            rs_replay_gdn_fold_recompute(hd->impl->work, &hd->impl->ring, h, &hd->impl->ws);
             RS_TRY(flush_store_(hd, h));
         }
-        gdn_solve_(hd, hd->work, 0, T);
-        rs_replay_outputonly(hd->work, &hd->ring, 0, T, hd->qbuf, O, &hd->ws);
+        gdn_solve_(hd, hd->impl->work, 0, T);
+        rs_replay_outputonly(hd->impl->work, &hd->impl->ring, 0, T, hd->impl->qbuf, O, &hd->impl->ws);
         return check_out_(hd, O, T, hd->pos);
     }
-    if (gdn) gdn_solve_(hd, hd->work, h, T);
-    rs_replay_outputonly(hd->work, &hd->ring, h, T, hd->qbuf, O, &hd->ws);
+    if (gdn) gdn_solve_(hd, hd->impl->work, h, T);
+    rs_replay_outputonly(hd->impl->work, &hd->impl->ring, h, T, hd->impl->qbuf, O, &hd->impl->ws);
     RS_TRY(check_out_(hd, O, T, hd->pos));
     if (h > 0) {
-        rs_replay_materialise(hd->work, &hd->ring, h, &hd->ws);
+        rs_replay_materialise(hd->impl->work, &hd->impl->ring, h, &hd->impl->ws);
         RS_TRY(flush_store_(hd, h));
     }
     return RS_OK;
@@ -325,7 +347,7 @@ static rs_status split_verify_(rs_head *hd, const rs_ssm_token *x, size_t T, flo
 
 static rs_status ready_(rs_head *hd, const rs_ssm_token *x, size_t T, float *o)
 {
-    RS_CHECK(hd != NULL && hd->rec != NULL, RS_E_STATE, "head used before rs_head_init");
+    RS_CHECK(hd != NULL && hd->impl != NULL, RS_E_STATE, "head used before rs_head_init");
     RS_CHECK(x != NULL && o != NULL, RS_E_INVAL, "head %u: NULL tokens or outputs", hd->cfg.head);
     RS_CHECK(hd->pending == 0, RS_E_STATE,
              "layer %u head %u: %zu drafts await rs_head_commit before the next step",
@@ -355,7 +377,7 @@ rs_status rs_head_decode(rs_head *hd, const rs_ssm_token *x, float *o)
     default:
         /* two precisions: Algorithm 3 with T = 1, a = 1 */
         RS_TRY(split_verify_(hd, x, 1, o));
-        RS_TRY(rs_ring_commit(&hd->ring, 1));
+        RS_TRY(rs_ring_commit(&hd->impl->ring, 1));
         hd->pos++;
         return RS_OK;
     }
@@ -376,47 +398,53 @@ rs_status rs_head_verify(rs_head *hd, const rs_ssm_token *x, size_t T, float *O)
 
 rs_status rs_head_commit(rs_head *hd, size_t a)
 {
-    RS_CHECK(hd != NULL && hd->rec != NULL, RS_E_STATE, "head used before rs_head_init");
+    RS_CHECK(hd != NULL && hd->impl != NULL, RS_E_STATE, "head used before rs_head_init");
     RS_CHECK(hd->pending > 0, RS_E_STATE, "layer %u head %u: commit without a pending verify",
              hd->cfg.layer, hd->cfg.head);
     RS_CHECK(a >= 1 && a <= hd->pending, RS_E_INVAL,
              "layer %u head %u: accepted length %zu outside 1..%zu", hd->cfg.layer, hd->cfg.head,
              a, hd->pending);
     if (hd->cfg.policy.mode == RS_POLICY_CONV) {
-        memcpy(hd->rec, hd->snap + (a - 1) * hd->n, hd->n * sizeof(float));
+        memcpy(hd->impl->rec, hd->impl->snap + (a - 1) * hd->n, hd->n * sizeof(float));
         hd->folded = hd->pos + a;
     } else {
-        RS_TRY(rs_ring_commit(&hd->ring, a));
+        RS_TRY(rs_ring_commit(&hd->impl->ring, a));
     }
     hd->pos += a;
     hd->pending = 0;
     return RS_OK;
 }
 
+
 rs_status rs_head_state(rs_head *hd, float *S)
 {
-    RS_CHECK(hd != NULL && hd->rec != NULL && S != NULL, RS_E_STATE, "rs_head_state: bad head");
-    memcpy(S, hd->rec, hd->n * sizeof(float));
+    RS_CHECK(hd != NULL && hd->impl != NULL && S != NULL, RS_E_STATE, "rs_head_state: bad head");
+    memcpy(S, hd->impl->rec, hd->n * sizeof(float));
     if (hd->cfg.policy.mode == RS_POLICY_CONV) return RS_OK;
     if (hd->cfg.kind == RS_SSM_GDN && hd->cfg.policy.mode == RS_POLICY_SPLIT)
-        rs_replay_gdn_fold_recompute(S, &hd->ring, hd->ring.h, &hd->ws);
+        rs_replay_gdn_fold_recompute(S, &hd->impl->ring, hd->impl->ring.h, &hd->impl->ws);
     else
-        rs_replay_materialise(S, &hd->ring, hd->ring.h, &hd->ws);
+        rs_replay_materialise(S, &hd->impl->ring, hd->impl->ring.h, &hd->impl->ws);
     return RS_OK;
 }
 
 rs_status rs_head_checkpoint(const rs_head *hd, int read_copy, float *S, uint64_t *folded)
 {
-    RS_CHECK(hd != NULL && hd->rec != NULL && S != NULL, RS_E_STATE, "rs_head_checkpoint: bad head");
-    memcpy(S, (read_copy && hd->read) ? hd->read : hd->rec, hd->n * sizeof(float));
+    RS_CHECK(hd != NULL && hd->impl != NULL && S != NULL, RS_E_STATE, "rs_head_checkpoint: bad head");
+    memcpy(S, (read_copy && hd->impl->read) ? hd->impl->read : hd->impl->rec, hd->n * sizeof(float));
     if (folded) *folded = hd->folded;
     return RS_OK;
 }
 
-int64_t rs_head_first_nonfinite(const rs_head *hd) { return hd ? hd->first_nonfinite : -1; }
+int64_t rs_head_first_nonfinite(const rs_head *hd)
+{
+    return hd && hd->impl ? hd->first_nonfinite : -1; /* a zeroed head has seen nothing */
+}
+
+size_t rs_head_unfolded(const rs_head *hd) { return hd && hd->impl ? hd->impl->ring.h : 0; }
 
 rs_status rs_head_ring_check(const rs_head *hd)
 {
-    if (!hd || hd->ring.cap == 0) return RS_OK;
-    return rs_ring_check(&hd->ring, hd->pos - hd->ring.h);
+    if (!hd || !hd->impl || hd->impl->ring.cap == 0) return RS_OK;
+    return rs_ring_check(&hd->impl->ring, hd->pos - hd->impl->ring.h);
 }

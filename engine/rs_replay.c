@@ -1,5 +1,5 @@
 /* rs_replay.c — REPLAY, OUTPUTONLY, GDN UT solve and HP recompute (fp32 CPU reference). */
-#include "replayssm/engine/rs_replay.h"
+#include "rs_replay.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* rs_ring.c — ring buffer of ReplaySSM records with pointer commit and canaries. */
-#include "replayssm/engine/rs_ring.h"
+#include "rs_ring.h"
 #include "rs_check.h"
 
 #include <stdlib.h>

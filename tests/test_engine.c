@@ -15,8 +15,8 @@
 
 #include "rs_gamma.h"
 #include "replayssm/engine/rs_head.h"
-#include "replayssm/engine/rs_replay.h"
-#include "replayssm/engine/rs_ring.h"
+#include "rs_replay.h" /* private (engine/): the operators are tested directly */
+#include "rs_ring.h"   /* private (engine/) */
 #include "rs_test_ssm.h"
 
 static rs_head_config cfg_(rs_ssm_kind kind, size_t d_v, size_t d_k, const char *pol,
@@ -454,6 +454,105 @@ static void test_api_errors(void **st)
     rs_head_free(&hd);
 }
 
+/* ---- the head as a value: lifetime, private part, window count ------------------------- */
+
+/* decode one generated token on each head of hd[n] and check rs_head_unfolded against want */
+static void decode_check_(rs_head *hd, rs_tgen *g, rs_ttok *t, size_t want)
+{
+    rs_tgen_next(g, t);
+    const rs_ssm_token x = rs_ttok_view(t);
+    float o[16];
+    assert_int_equal(rs_head_decode(hd, &x, o), RS_OK);
+    assert_int_equal(rs_head_unfolded(hd), want);
+}
+
+static void test_head_value(void **st)
+{
+    (void)st;
+    /* a zeroed head is "not initialised": every entry point refuses it, none crashes */
+    rs_head z;
+    memset(&z, 0, sizeof z);
+    float S[16 * 8], o[16];
+    rs_ttok t;
+    rs_ttok_alloc(&t, 16, 8);
+    rs_tgen g = {RS_SSM_MAMBA2, 16, 8, 0.9, 5};
+    rs_tgen_next(&g, &t);
+    rs_ssm_token x = rs_ttok_view(&t);
+    assert_null(z.impl);
+    assert_int_equal(rs_head_decode(&z, &x, o), RS_E_STATE);
+    assert_int_equal(rs_head_verify(&z, &x, 1, o), RS_E_STATE);
+    assert_int_equal(rs_head_commit(&z, 1), RS_E_STATE);
+    assert_int_equal(rs_head_reset(&z, NULL), RS_E_STATE);
+    assert_int_equal(rs_head_state(&z, S), RS_E_STATE);
+    assert_int_equal(rs_head_checkpoint(&z, 0, S, NULL), RS_E_STATE);
+    assert_int_equal(rs_head_unfolded(&z), 0);
+    assert_int_equal(rs_head_first_nonfinite(&z), -1);
+    assert_int_equal(rs_head_ring_check(&z), RS_OK);
+    rs_head_free(&z);
+    rs_head_free(&z); /* twice: free leaves a zeroed head */
+    rs_head_free(NULL);
+    assert_null(z.impl);
+
+    /* heads in an array (as the model runner keeps them) each own their private part */
+    rs_head hd[3];
+    const char *pol[3] = {"shared:fp32", "split:fp8-rtn/fp32", "fp32"};
+    for (int i = 0; i < 3; i++) {
+        rs_head_config c = cfg_(RS_SSM_MAMBA2, 16, 8, pol[i], 4, 3);
+        assert_int_equal(rs_head_init(&hd[i], &c), RS_OK);
+        assert_non_null(hd[i].impl);
+        assert_int_equal(rs_head_unfolded(&hd[i]), 0);
+        assert_int_equal(rs_head_first_nonfinite(&hd[i]), -1);
+    }
+    assert_ptr_not_equal(hd[0].impl, hd[1].impl);
+    assert_ptr_not_equal(hd[1].impl, hd[2].impl);
+    /* shared, L = 4 (Algorithm 1): the flush comes when the window holds L records */
+    const size_t want_shared[9] = {1, 2, 3, 0, 1, 2, 3, 0, 1};
+    /* split: decode is verify(1) + commit(1), the flush when h + 1 > L */
+    const size_t want_split[9] = {1, 2, 3, 4, 1, 2, 3, 4, 1};
+    for (int s = 0; s < 9; s++) {
+        decode_check_(&hd[0], &g, &t, want_shared[s]);
+        decode_check_(&hd[1], &g, &t, want_split[s]);
+        decode_check_(&hd[2], &g, &t, 0); /* conv: nothing unfolded, ever */
+        assert_int_equal(hd[0].pos, (uint64_t)s + 1);
+        assert_int_equal(hd[0].folded + rs_head_unfolded(&hd[0]), hd[0].pos);
+        assert_int_equal(hd[1].folded + rs_head_unfolded(&hd[1]), hd[1].pos);
+        assert_int_equal(hd[2].folded, hd[2].pos);
+    }
+    assert_int_equal(hd[0].flushes, 2);
+    assert_int_equal(hd[1].flushes, 2);
+    /* speculative (Algorithm 2): drafts do not count until committed; flush rule h + T > L */
+    rs_ttok dt[3];
+    rs_ssm_token dx[3];
+    for (int i = 0; i < 3; i++) {
+        rs_ttok_alloc(&dt[i], 16, 8);
+        rs_tgen_next(&g, &dt[i]);
+        dx[i] = rs_ttok_view(&dt[i]);
+    }
+    float O[3 * 16];
+    assert_int_equal(rs_head_unfolded(&hd[0]), 1);
+    assert_int_equal(rs_head_verify(&hd[0], dx, 2, O), RS_OK); /* 1 + 2 <= 4: no flush */
+    assert_int_equal(rs_head_unfolded(&hd[0]), 1);
+    assert_int_equal(rs_head_commit(&hd[0], 2), RS_OK);
+    assert_int_equal(rs_head_unfolded(&hd[0]), 3);
+    assert_int_equal(rs_head_verify(&hd[0], dx, 3, O), RS_OK); /* 3 + 3 > 4: fold the 3 */
+    assert_int_equal(rs_head_unfolded(&hd[0]), 0);
+    assert_int_equal(hd[0].flushes, 3);
+    assert_int_equal(rs_head_commit(&hd[0], 1), RS_OK);
+    assert_int_equal(rs_head_unfolded(&hd[0]), 1);
+    assert_int_equal(rs_head_ring_check(&hd[0]), RS_OK);
+    /* reset empties the window */
+    assert_int_equal(rs_head_reset(&hd[1], NULL), RS_OK);
+    assert_int_equal(rs_head_unfolded(&hd[1]), 0);
+    assert_int_equal(hd[1].pos, 0);
+    for (int i = 0; i < 3; i++) {
+        rs_ttok_free(&dt[i]);
+        rs_head_free(&hd[i]);
+        assert_null(hd[i].impl);
+        assert_int_equal(rs_head_unfolded(&hd[i]), 0);
+    }
+    rs_ttok_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_sr_streams),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_api_errors),
+        cmocka_unit_test(test_head_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,7 @@ static void run_(rs_ssm_kind kind, size_t d_v, double median_alpha, size_t L, co
         }
         assert_int_equal(rs_head_commit(&spec, a), RS_OK);
         assert_int_equal(rs_head_ring_check(&spec), RS_OK);
-        if (spec.ring.h > maxh) maxh = spec.ring.h;
+        if (rs_head_unfolded(&spec) > maxh) maxh = rs_head_unfolded(&spec);
         verifies++;
         for (size_t s = 0; s < a; s++) { /* sequential decode of the accepted tokens */
             rs_tref_step(kind, S, d_v, d_k, &t[s], oref);

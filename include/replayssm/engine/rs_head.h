@@ -29,6 +29,8 @@
  * outputs. Nothing crashes, nothing prints.
  *
  * Hot paths (decode, verify, commit) never allocate: all workspaces are made at init.
+ * The ring buffer and replay operators behind it are private to engine/ (rs_ring.h,
+ * rs_replay.h there, not installed).
  */
 #ifndef RS_HEAD_H
 #define RS_HEAD_H
@@ -37,8 +39,6 @@
 #include <stdint.h>
 
 #include "replayssm/engine/rs_policy.h"
-#include "replayssm/engine/rs_replay.h"
-#include "replayssm/engine/rs_ring.h"
 #include "replayssm/engine/rs_ssm.h"
 #include "replayssm/common/rs_status.h"
 
@@ -64,22 +64,23 @@ typedef struct rs_head_config {
     uint32_t layer, head;
 } rs_head_config;
 
+/* The engine's internals (state copies, draft snapshots, the record ring, the replay
+ * workspace) live in a private part allocated by rs_head_init and released by rs_head_free;
+ * only the configuration and the counters are visible. rs_head itself is a plain value:
+ * declare it on the stack, in an array or in calloc'd memory (a zeroed rs_head is a valid
+ * "not initialised" head that rs_head_free accepts); do not copy an initialised head (the
+ * copy would share the private part). The public fields are read-only for callers. */
+struct rs_head_impl;
+
 typedef struct rs_head {
     rs_head_config cfg;
     size_t n;            /* d_v * d_k */
-    float *rec;          /* [d_v][d_k] recurrent copy: conv S_t | shared ckpt | split HP */
-    float *read;         /* [d_v][d_k] split LP checkpoint; NULL otherwise */
-    float *work;         /* [d_v][d_k] the "on-chip" state */
-    float *snap;         /* conv: [T_max][d_v][d_k] stored state after each draft */
-    float *qbuf;         /* [T_max][d_k] draft queries */
-    float *ubuf;         /* [d_v] */
-    rs_ring ring;        /* replay policies: capacity max(L, T_max) + T_max */
-    rs_replay_ws ws;
     uint64_t pos;        /* tokens committed so far (= index of the next token) */
-    uint64_t folded;     /* tokens contained in rec */
+    uint64_t folded;     /* tokens contained in the recurrent copy */
     uint64_t flushes;    /* flushes so far (replay policies) */
     size_t pending;      /* drafts awaiting commit, 0 if none */
     int64_t first_nonfinite; /* step of the first non-finite value, -1 if none */
+    struct rs_head_impl *impl; /* private (engine/rs_head.c); NULL when not initialised */
 } rs_head;
 
 /*! rs_head_init() : validate cfg and allocate every buffer; state is zero.
@@ -118,10 +119,17 @@ rs_status rs_head_state(rs_head *hd, float *S);
  *  read_copy = 1: split LP (other policies: the same as 0). *folded = tokens it contains. */
 rs_status rs_head_checkpoint(const rs_head *hd, int read_copy, float *S, uint64_t *folded);
 
-/*! rs_head_first_nonfinite() : step of the first non-finite value seen, or -1. */
+/*! rs_head_first_nonfinite() : step of the first non-finite value seen, or -1 (also for a
+ *  head that is not initialised). */
 int64_t rs_head_first_nonfinite(const rs_head *hd);
 
-/*! rs_head_ring_check() : verify the ring canaries (RS_OK for conv). */
+/*! rs_head_unfolded() : committed records not yet folded into the checkpoint (the paper's
+ *  h; drafts awaiting commit not included). At most max(L, T_max) after a commit; 0 for conv
+ *  policies and for a head that is not initialised. */
+size_t rs_head_unfolded(const rs_head *hd);
+
+/*! rs_head_ring_check() : verify the ring canaries (RS_OK for conv).
+ *  @return RS_OK, or RS_E_STATE naming the record whose sequence number or checksum changed. */
 rs_status rs_head_ring_check(const rs_head *hd);
 
 #ifdef __cplusplus

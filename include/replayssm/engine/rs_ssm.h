@@ -11,7 +11,7 @@
  *             S_t = alpha_t S_{t-1} + u_t k_t^T                     o_t = S_t q_t
  *
  * Arithmetic is fp32 with a fixed order (no FMA contraction: the build uses
- * -ffp-contract=off) so that the replay forms in rs_replay.h and the CUDA twins can be
+ * -ffp-contract=off) so that the engine's replay forms (rs_head.h) and the CUDA twins can be
  * compared bit for bit where the algebra coincides (e.g. a window of one step):
  *   S[r,c] <- alpha * S[r,c] + v[r] * k[c]      dot products summed over c = 0..d_k-1 in order.
  */
@@ -32,7 +32,7 @@ typedef enum rs_ssm_kind {
 
 /* One token's inputs to one head (pointers into caller storage, not owned).
  * A record as stored in the ring buffer is (alpha, v, k) for Mamba-2 and
- * (alpha, beta, u, v, k) for GDN, where u is derived from the state (see rs_ring.h). */
+ * (alpha, beta, u, v, k) for GDN, where u is derived from the state (see rs_head.h). */
 typedef struct rs_ssm_token {
     float alpha;    /* decay in [0, 1] (Mamba-2: exp(dt*A); GDN: exp(g)) */
     float beta;     /* GDN write strength in [0, 1]; ignored by Mamba-2 */

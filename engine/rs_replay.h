@@ -1,4 +1,5 @@
 /* rs_replay.h — ReplaySSM's state reconstruction operators over a ring of records.
+ * Private to engine/ (not installed): used by rs_head.c, and by tests that check the operators.
  *
  * Legend: S, ckpt: d_v x d_k row-major (d_k contiguous); records are logical ring indices
  * 0 .. n-1 (the paper's B[1..n]); Q: T x d_k (row s = q of draft s); O: T x d_v.
@@ -23,7 +24,7 @@
 
 #include <stddef.h>
 
-#include "replayssm/engine/rs_ring.h"
+#include "rs_ring.h"
 #include "replayssm/common/rs_status.h"
 
 #ifdef __cplusplus

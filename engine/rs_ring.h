@@ -1,4 +1,5 @@
 /* rs_ring.h — the ReplaySSM record ring buffer of one head, with pointer commit and canaries.
+ * Private to engine/ (not installed): rs_head owns one inside its implementation part.
  *
  * Legend: cap = capacity = L + T (window L, at most T drafts); d_v, d_k as in rs_ssm.h.
  * Logical record i (0-based; the paper's B[i+1]) lives in physical slot (start + i) % cap.
