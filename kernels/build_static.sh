@@ -1,41 +1,74 @@
 #!/usr/bin/env bash
-# build_static.sh — build the two GPU programs with nvcc and gcc alone, linked so that they run
-# on the lent GPU machine, whose image has the CUDA driver but neither HDF5 nor GSL:
-#   test_kernels   the correctness driver (kernels/drivers/test_kernels.cu + quant/ + lib/)
-#   bench_kernels  `replayssm bench` as one program (eval/cli/cmd_bench.c + bench_main.c)
-# Static: HDF5 (+ szip/aec/zlib), GSL, libgomp, the CUDA runtime; dynamic: glibc, libstdc++,
-# libgcc_s. Build here, carry the output folder, run kernels/run_gpu.sh there.
-#   kernels/build_static.sh [outdir]     (default build-gpu/); also writes outdir/ptxas.txt
+# build_static.sh — the GPU programs, built here with nvcc and gcc alone and linked so that they run
+# on the lent GPU machine, whose image has the CUDA driver but neither HDF5, GSL, cJSON nor CMocka:
+#   test_cuda_codec test_cuda_decode test_cuda_verify test_cuda_lpread   kernels/tests/ (core + cuda)
+#   replayssm   the whole CLI with CUDA (every library source: common quant engine theory eval
+#               eval/model eval/tokenizer cli + kernels), so `replayssm bench` is the one benchmark
+#   libreplayssm-gpu.so   core + the CUDA kernels and bench harness, shared by the five programs:
+#               the kernels' machine code (~3.6 MB) travels once instead of five times (a device
+#               call's whole tree, carried folder included, must stay under 64 MiB)
+# Static: HDF5 (+ szip/aec/zlib), GSL and libgomp into the programs; beside them (rpath $ORIGIN):
+# libcudart.so.13 of this nvcc, libcjson.so.1 (Debian has no static archive); from the image:
+# glibc, libstdc++, libgcc_s and OpenBLAS (libopenblas.so.0; its static archive is ~29 MB).
+# Same C flags as the CMake build (+ -fPIC); nvcc with the flags of kernels/CMakeLists.txt at -O3,
+# sm_90 machine code only. Binaries are stripped; outdir/ptxas.txt keeps the registers/spills
+# report of every kernel.
+#   kernels/build_static.sh [outdir]     (default build-gpu/, ignored by git)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-build-gpu}
 mkdir -p "$OUT/obj"
-rm -f "$OUT"/obj/*.o
-H5INC=/usr/include/hdf5/serial
+rm -f "$OUT"/obj/*.o "$OUT"/obj/*.ptxas
 A=/usr/lib/x86_64-linux-gnu
+H5INC=/usr/include/hdf5/serial
 GOMP=$(ls /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.a | tail -1)
-CF="-std=c11 -O2 -Wall -Wextra -Wpedantic -ffp-contract=off -fno-fast-math -frounding-math -D_POSIX_C_SOURCE=200809L"
-CF="$CF -DRS_VERSION_STRING=\"0.1.0\" -DRS_GIT_COMMIT=\"$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)\""
-INC="-Ilib -Iquant -Ieval -Ieval/cli -Ikernels -I$H5INC"
-NVF="-std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -Ikernels -Iquant -Ilib"
-LIBC="quant/rs_philox.c quant/rs_minifloat.c quant/rs_format.c quant/rs_qtensor.c lib/rs_status.c lib/rs_theory.c
-      lib/rs_ssm.c lib/rs_gamma.c lib/rs_ring.c lib/rs_replay.c"
-for f in $LIBC; do cc $CF $INC -c "$f" -o "$OUT/obj/$(basename "$f" .c).o"; done
-cc $CF $INC -DRS_HAVE_CUDA -c eval/cli/cmd_bench.c -o "$OUT/obj/cmd_bench.o"
-cc $CF $INC -c kernels/drivers/bench_main.c -o "$OUT/obj/bench_main.o"
+GIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+CF="-std=c11 -O2 -fPIC -fopenmp -Wall -Wextra -Wpedantic -ffp-contract=off -fno-fast-math -fno-finite-math-only -frounding-math -DNDEBUG -D_POSIX_C_SOURCE=200809L"
+CF="$CF -DRS_VERSION_STRING=\"0.1.0\" -DRS_GIT_COMMIT=\"$GIT\" -DRS_HAVE_CUDA"
+INC="-Iinclude -Icommon -Iengine -Icli -I$H5INC"
+ARCH="-gencode=arch=compute_90,code=sm_90"
+NVF="-std=c++17 -O3 $ARCH --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -Iinclude -Icommon -Iengine -Ikernels"
+NVF="$NVF -Xcompiler=-Wall,-ffp-contract=off,-fno-fast-math,-fopenmp,-fPIC"
+obj() { echo "$OUT/obj/$(echo "$1" | tr / _ | sed 's/\.cu$/.cu.o/; s/\.c$/.o/')"; }
+
+# C sources (core = common quant engine; the CLI's layers on top), up to nproc compilers at once
+CORE=$(ls common/*.c quant/*.c engine/*.c)
+REST=$(ls theory/*.c cli/*.c; find eval -name "*.c" | sort) # eval/ recursively, like CMake
 pids=()
-for f in kernels/*.cu; do
-  nvcc $NVF -Xptxas -v -c "$f" -o "$OUT/obj/cu_$(basename "$f" .cu).o" > "$OUT/obj/$(basename "$f" .cu).ptxas" 2>&1 &
+for f in $CORE $REST; do
+  cc $CF $INC -c "$f" -o "$(obj "$f")" &
   pids+=($!)
+  if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 for p in "${pids[@]}"; do wait "$p"; done
-cat "$OUT"/obj/*.ptxas | grep -E "error" && exit 1
-cat "$OUT"/obj/*.ptxas | grep -E "Compiling entry|Used [0-9]+ registers|spill" > "$OUT/ptxas.txt" || true
-nvcc $NVF -Xcompiler -fopenmp,-ffp-contract=off -c kernels/drivers/test_kernels.cu -o "$OUT/obj/t_test_kernels.o"
-LIBOBJ=$(ls "$OUT"/obj/rs_*.o "$OUT"/obj/cu_*.o)
-nvcc -gencode=arch=compute_90,code=sm_90 "$OUT/obj/t_test_kernels.o" $LIBOBJ -o "$OUT/test_kernels" \
-  -Xlinker "$GOMP" -Xlinker $A/libgsl.a -Xlinker $A/libgslcblas.a -ldl -lm -lpthread -cudart static
-nvcc -gencode=arch=compute_90,code=sm_90 "$OUT/obj/bench_main.o" "$OUT/obj/cmd_bench.o" $LIBOBJ -o "$OUT/bench_kernels" \
-  -Xlinker $A/hdf5/serial/libhdf5.a -Xlinker $A/libsz.a -Xlinker $A/libaec.a \
-  -Xlinker $A/libz.a -Xlinker $A/libgsl.a -Xlinker $A/libgslcblas.a -ldl -lm -lpthread -cudart static
-echo "built $OUT/test_kernels $OUT/bench_kernels"
+# CUDA sources: the library (kernels/*.cu, kernels/bench/*.cu) and the tests
+CUDA_LIB=$(ls kernels/*.cu kernels/bench/*.cu)
+CUDA_T=$(ls kernels/tests/*.cu)
+pids=()
+for f in $CUDA_LIB $CUDA_T; do
+  nvcc $NVF -Xptxas -v -c "$f" -o "$(obj "$f")" > "$(obj "$f").ptxas" 2>&1 &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+st=0
+for p in "${pids[@]}"; do wait "$p" || st=1; done
+if [ $st != 0 ] || grep -q -E "error:" "$OUT"/obj/*.ptxas; then grep -h -B2 -A5 "error:" "$OUT"/obj/*.ptxas; exit 1; fi
+cat "$OUT"/obj/*.ptxas | grep -h -E "Compiling entry|Used [0-9]+ registers|spill" > "$OUT/ptxas.txt" || true
+
+CORE_O=$(for f in $CORE; do obj "$f"; done)
+REST_O=$(for f in $REST; do obj "$f"; done)
+LIB_O=$(for f in $CUDA_LIB; do obj "$f"; done)
+RPATH="-Xlinker -rpath -Xlinker \$ORIGIN"
+nvcc $ARCH -shared $LIB_O $CORE_O -o "$OUT/libreplayssm-gpu.so" -cudart shared -lm
+LD="-L$OUT -lreplayssm-gpu $RPATH -Xlinker $GOMP -ldl -lm -lpthread -cudart shared"
+for t in test_cuda_codec test_cuda_decode test_cuda_verify test_cuda_lpread; do
+  nvcc $ARCH "$(obj kernels/tests/$t.cu)" "$(obj kernels/tests/cuda_test_util.cu)" -o "$OUT/$t" $LD
+done
+nvcc $ARCH $REST_O -o "$OUT/replayssm" \
+  -Xlinker $A/hdf5/serial/libhdf5.a -Xlinker $A/libsz.a -Xlinker $A/libaec.a -Xlinker $A/libz.a \
+  -Xlinker $A/libgsl.a -L$A/openblas-pthread -L$A -lopenblas -lcjson $LD
+cp -L /usr/local/cuda/lib64/libcudart.so.13 "$OUT/"
+cp -L $A/libcjson.so.1 "$OUT/"
+strip "$OUT"/test_cuda_* "$OUT/replayssm" "$OUT/libreplayssm-gpu.so"
+rm -rf "$OUT/obj" # only the programs, the libraries and ptxas.txt travel
+echo "built in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')($(du -sh "$OUT" | cut -f1))"

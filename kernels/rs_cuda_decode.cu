@@ -8,7 +8,7 @@
  *   conventional: block = 4 warps = 16 rows of one (b, h); grid = B * H * d_v/16.
  *   replay:       two launches. The prologue (block per row and key head) forms k_j . q and
  *                 k_j . k once per key head, the decay products per value head (float64,
- *                 rounded once: lib/rs_gamma.h) and writes per-head coefficients to `work`;
+ *                 rounded once: engine/rs_gamma.h) and writes per-head coefficients to `work`;
  *                 the main kernel gives each warp RPW rows (4 or 8) and no block barrier:
  *                 lane j also holds ring record j (and j + 32), so the record sum is part of
  *                 the row's warp reduction.
@@ -23,8 +23,8 @@
 #include <cstdint>
 
 #include "replayssm/cuda/rs_cuda.h"
+#include "replayssm/quant/rs_codec.h"
 #include "rs_cuda_common.cuh"
-#include "rs_cuda_quant.cuh"
 #include "rs_cuda_ssm.cuh"
 #include "rs_check.h"
 
@@ -51,35 +51,28 @@ template <int DT> __device__ __forceinline__ float4 load_state4(const void *S, s
     const uint32_t c[4] = {w.x & 0xFFFFu, w.x >> 16, w.y & 0xFFFFu, w.y >> 16};
     float f[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) f[j] = DT == RS_CUDA_F16 ? rs_dev_fp16_value(c[j]) : rs_dev_bf16_value(c[j]);
+    for (int j = 0; j < 4; ++j) f[j] = DT == RS_CUDA_F16 ? rs_codec_fp16_value(c[j]) : rs_codec_bf16_value(c[j]);
     return make_float4(f[0], f[1], f[2], f[3]);
 }
 
-/* One fp16/bf16 code, bit-identical to rs_elem_encode. Fast paths: RTN of a non-NaN value is
- * the hardware cvt.rn (IEEE round-to-nearest-even, no flush, overflow to Inf: the CPU
- * codec's rules); bf16 SR of a finite value drops exactly 16 bits of the float32 pattern at
- * every exponent (bf16 shares float32's exponent range), so it is the integer rule of the
- * header on the magnitude bits with the carry running into the exponent (which also gives
- * the CPU's overflow-to-Inf). Everything else takes the generic encoder. */
+/* One fp16/bf16 code, bit-identical to rs_elem_encode. RTN of a non-NaN value is the hardware
+ * cvt.rn (IEEE round-to-nearest-even, no flush, overflow to Inf: the CPU codec's rules); SR and
+ * NaN take the shared codec's bit paths (rs_codec.h: what rs_fp16_encode_sr / rs_bf16_encode_sr
+ * run on the CPU). */
 template <int DT> __device__ __forceinline__ uint32_t half_code(float x, int sr, uint32_t r, int k)
 {
-    const uint32_t u = __float_as_uint(x), ax = u & 0x7FFFFFFFu;
+    const uint32_t ax = __float_as_uint(x) & 0x7FFFFFFFu;
     if (!sr && ax <= 0x7F800000u) {
         if (DT == RS_CUDA_F16) return __half_as_ushort(__float2half_rn(x));
         return __bfloat16_as_ushort(__float2bfloat16_rn(x));
     }
-    if (DT == RS_CUDA_BF16 && sr && ax < 0x7F800000u) {
-        const uint32_t rem = ax & 0xFFFFu;
-        const uint64_t dk = k >= 16 ? (uint64_t)rem << (k - 16) : (uint64_t)(rem >> (16 - k));
-        const uint64_t R = k == 32 ? (uint64_t)r : (uint64_t)(r >> (32 - k));
-        const uint32_t up = dk + R >= (1ull << k) ? 1u : 0u;
-        return ((u >> 31) << 15) | ((ax >> 16) + up);
-    }
-    return rs_dev_elem_encode(DT == RS_CUDA_F16 ? RS_ELEM_FP16 : RS_ELEM_BF16, x, sr, r, k);
+    if (DT == RS_CUDA_F16) return sr ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
+    return sr ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
 }
 
 /* Store 4 elements; fp16/bf16 with RTN or SR (words w for the 4 elements). */
-template <int DT> __device__ __forceinline__ void store_state4(void *S, size_t e, float4 v, int sr, uint4 w, int k)
+template <int DT>
+__device__ __forceinline__ void store_state4(void *S, size_t e, float4 v, int sr, rs_philox_words w, int k)
 {
     if (DT == RS_CUDA_F32) {
         *reinterpret_cast<float4 *>(static_cast<float *>(S) + e) = v;
@@ -128,7 +121,7 @@ __global__ void __launch_bounds__(32 * RS_CONV_WARPS) rs_k_conv_decode(rs_ssm_di
     uint64_t seed = 0, stream = 0;
     if (DT != RS_CUDA_F32 && sr) {
         seed = st.seeds[b];
-        stream = rs_dev_stream_id(st.sr_slot, st.layer, (uint32_t)h, (uint64_t)st.steps[b]);
+        stream = rs_codec_stream_id(st.sr_slot, st.layer, (uint32_t)h, (uint64_t)st.steps[b]);
     }
     float o[RS_CONV_ROWS_PER_WARP];
 #pragma unroll
@@ -141,8 +134,8 @@ __global__ void __launch_bounds__(32 * RS_CONV_WARPS) rs_k_conv_decode(rs_ssm_di
         const float4 ns = axpy4(alpha, s[r], a, k4);
         o[r] = rs_dev_warp_sum(dot4(ns, q4));
         const int row = row0 + r;
-        uint4 w = make_uint4(0, 0, 0, 0);
-        if (DT != RS_CUDA_F32 && sr) w = rs_dev_rand_block(seed, stream, (uint64_t)row * (RS_CUDA_DK / 4) + lane);
+        rs_philox_words w = {0, 0, 0, 0};
+        if (DT != RS_CUDA_F32 && sr) w = rs_codec_rand_block(seed, stream, (uint64_t)row * (RS_CUDA_DK / 4) + lane);
         store_state4<DT>(st.S, sbase + (size_t)r * RS_CUDA_DK, ns, sr, w, st.sr_bits);
     }
     if (lane == 0) *reinterpret_cast<float4 *>(io.o + bh * d.d_v + row0) = make_float4(o[0], o[1], o[2], o[3]);
@@ -266,7 +259,7 @@ __global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_di
         const size_t bh = bh0 + hh;
         const float acur = io.alpha[bh];
         const float *al = al_s + hh * L;
-        /* suffix products in float64 (lib/rs_gamma.h), a warp scan over the records */
+        /* suffix products in float64 (engine/rs_gamma.h), a warp scan over the records */
         const double alo = lane <= last ? (double)(lane == hn ? acur : al[lane]) : 1.0;
         const double ahi = lane + 32 <= last ? (double)(lane + 32 == hn ? acur : al[lane + 32]) : 1.0;
         double g0, g1, gc;

@@ -1,5 +1,8 @@
 /* rs_cuda_quant.cu — quantizer kernels and launchers (rs_cuda.h), the device twins of
- * quant/rs_philox.c, rs_minifloat.c and rs_qtensor.c.
+ * quant/rs_philox.c, rs_minifloat.c and rs_qtensor.c. The per-element and per-block arithmetic is
+ * not restated here: Philox, the encoders, the decoders and the scale formulas are the functions
+ * of replayssm/quant/rs_codec.h that the CPU quantizers call (see that header for why the results
+ * are bit-identical: integer encoding, explicitly rounded float operations, --ftz=false).
  *
  * Thread mapping. Philox yields the words of four consecutive elements at once, so every
  * kernel gives a thread four consecutive elements starting at a multiple of 4:
@@ -17,9 +20,11 @@
 #include <cstring>
 
 #include "replayssm/cuda/rs_cuda.h"
+#include "replayssm/quant/rs_codec.h"
 #include "rs_cuda_common.cuh"
-#include "rs_cuda_quant.cuh"
 #include "rs_check.h"
+
+static_assert(RS_CUDA_CODE_INVALID == RS_CODEC_INVALID, "rs_cuda.h's invalid code is the codec's");
 
 #define RS_QK_THREADS 256
 
@@ -28,20 +33,20 @@
 __global__ void rs_k_rand_fill(uint64_t seed, uint64_t stream, uint64_t i0, size_t n, uint32_t *out)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) out[j] = rs_dev_rand_u32(seed, stream, i0 + j);
+    if (j < n) out[j] = rs_codec_rand_u32(seed, stream, i0 + j);
 }
 
 __global__ void rs_k_elem_encode(rs_elem t, int sr, int k, const float *x, const uint32_t *r, size_t n,
                                  uint32_t *codes)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) codes[j] = rs_dev_elem_encode(t, x[j], sr, sr ? r[j] : 0u, k);
+    if (j < n) codes[j] = rs_codec_encode(t, x[j], sr, sr ? r[j] : 0u, k);
 }
 
 __global__ void rs_k_elem_decode(rs_elem t, const uint32_t *codes, size_t n, float *y)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) y[j] = rs_dev_elem_decode(t, codes[j]);
+    if (j < n) y[j] = rs_codec_decode(t, codes[j]);
 }
 
 static unsigned grid_for(size_t n, unsigned threads) { return (unsigned)((n + threads - 1) / threads); }
@@ -109,6 +114,13 @@ __device__ __forceinline__ bool rs_dev_skip(const rs_dev_rowsel &sel, size_t i)
     return sel.fill && sel.fill[i / sel.row_elems] + 1 != sel.L;
 }
 
+/* One fp16/bf16 code: the bit paths the CPU quantizer calls (rs_fp16_encode_rtn etc.). */
+__device__ __forceinline__ uint32_t half_encode(int bf, int sr, float x, uint32_t r, int k)
+{
+    if (bf) return sr ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
+    return sr ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
+}
+
 __global__ void rs_k_half_encode(int bf, rs_dev_fmt f, const float *x, size_t n, uint64_t seed, uint64_t stream,
                                  uint16_t *codes, float *y, rs_dev_rowsel sel)
 {
@@ -118,21 +130,20 @@ __global__ void rs_k_half_encode(int bf, rs_dev_fmt f, const float *x, size_t n,
     const size_t m = n - i < 4 ? n - i : 4;
     float xv[4];
     for (size_t j = 0; j < m; ++j) xv[j] = x[i + j];
-    uint4 w = make_uint4(0, 0, 0, 0);
-    if (f.sr) w = rs_dev_rand_block(seed, stream, g);
+    rs_philox_words w = {0, 0, 0, 0};
+    if (f.sr) w = rs_codec_rand_block(seed, stream, g);
     const uint32_t r[4] = {w.x, w.y, w.z, w.w};
-    const rs_elem t = bf ? RS_ELEM_BF16 : RS_ELEM_FP16;
     for (size_t j = 0; j < m; ++j) {
-        const uint32_t c = rs_dev_elem_encode(t, xv[j], f.sr, r[j], f.k);
+        const uint32_t c = half_encode(bf, f.sr, xv[j], r[j], f.k);
         if (codes) codes[i + j] = (uint16_t)c;
-        if (y) y[i + j] = bf ? rs_dev_bf16_value(c) : rs_dev_fp16_value(c);
+        if (y) y[i + j] = bf ? rs_codec_bf16_value(c) : rs_codec_fp16_value(c);
     }
 }
 
 __global__ void rs_k_half_decode(int bf, const uint16_t *codes, size_t n, float *y)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) y[j] = bf ? rs_dev_bf16_value(codes[j]) : rs_dev_fp16_value(codes[j]);
+    if (j < n) y[j] = bf ? rs_codec_bf16_value(codes[j]) : rs_codec_fp16_value(codes[j]);
 }
 
 /* fp8: warp w handles block w (128 elements), lane = 4 elements. */
@@ -147,19 +158,19 @@ __global__ void rs_k_fp8_encode(rs_dev_fmt f, const float *x, size_t nblocks, ui
     const float4 xv = *reinterpret_cast<const float4 *>(x + i);
     float a = fmaxf(fmaxf(fabsf(xv.x), fabsf(xv.y)), fmaxf(fabsf(xv.z), fabsf(xv.w)));
     a = rs_dev_warp_max(a);
-    const float scale = rs_dev_fp8_scale(a, f.fp8_pow2);
-    const float sinv = __fdiv_rn(1.0f, scale);
-    uint4 w = make_uint4(0, 0, 0, 0);
-    if (f.sr) w = rs_dev_rand_block(seed, stream, i >> 2);
+    const float scale = rs_codec_fp8_scale(a, f.fp8_pow2);
+    const float sinv = rs_codec_div(1.0f, scale);
+    rs_philox_words w = {0, 0, 0, 0};
+    if (f.sr) w = rs_codec_rand_block(seed, stream, i >> 2);
     const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
     const uint32_t r[4] = {w.x, w.y, w.z, w.w};
     uint32_t packed = 0;
     float out[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        const uint32_t c = rs_dev_elem_encode(RS_ELEM_E4M3, __fmul_rn(xs[j], scale), f.sr, r[j], f.k);
+        const uint32_t c = rs_codec_encode(RS_ELEM_E4M3, rs_codec_mul(xs[j], scale), f.sr, r[j], f.k);
         packed |= (c & 0xFFu) << (8 * j);
-        out[j] = __fmul_rn(rs_dev_e4m3_value(c), sinv);
+        out[j] = rs_codec_mul(rs_codec_e4m3_value(c), sinv);
     }
     if (codes) *reinterpret_cast<uint32_t *>(codes + i) = packed;
     if (scale_inv && lane == 0) scale_inv[blk] = sinv;
@@ -169,7 +180,7 @@ __global__ void rs_k_fp8_encode(rs_dev_fmt f, const float *x, size_t nblocks, ui
 __global__ void rs_k_fp8_decode(const uint8_t *codes, const float *scale_inv, size_t n, float *y)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) y[j] = __fmul_rn(rs_dev_e4m3_value(codes[j]), scale_inv[j / RS_FP8_BLOCK]);
+    if (j < n) y[j] = rs_codec_mul(rs_codec_e4m3_value(codes[j]), scale_inv[j / RS_FP8_BLOCK]);
 }
 
 /* nvfp4: CUDA block t handles tensor t (E elements, E % 16 == 0). */
@@ -187,8 +198,8 @@ __global__ void rs_k_nvfp4_encode(rs_dev_fmt f, const float *x, size_t E, uint64
     __syncthreads(); /* every read of the tensor's amax pass is done before any write below */
     a = 0.0f;
     for (unsigned w = 0; w < blockDim.x / 32; ++w) a = fmaxf(a, warp_amax[w]);
-    const float s_enc = rs_dev_nvfp4_senc(a);
-    const float s_dec = __fdiv_rn(1.0f, s_enc);
+    const float s_enc = rs_codec_nvfp4_senc(a);
+    const float s_dec = rs_codec_div(1.0f, s_enc);
     if (threadIdx.x == 0 && tensor_scale_dec) tensor_scale_dec[blockIdx.x] = s_dec;
 
     /* groups of 4 elements; 4 consecutive threads (lanes 4m..4m+3) cover one 16-block */
@@ -203,15 +214,15 @@ __global__ void rs_k_nvfp4_encode(rs_dev_fmt f, const float *x, size_t E, uint64
         ba = fmaxf(ba, __shfl_xor_sync(0xFFFFFFFFu, ba, 1));
         ba = fmaxf(ba, __shfl_xor_sync(0xFFFFFFFFu, ba, 2));
         if (!active) continue;
-        const uint8_t sb = rs_dev_nvfp4_block_scale(ba, s_enc, f.nvfp4_floor);
-        const float mult = rs_dev_nvfp4_mult(sb, s_dec);
-        uint4 w = make_uint4(0, 0, 0, 0);
-        if (f.sr) w = rs_dev_rand_block(seed, stream, i >> 2);
+        const uint8_t sb = (uint8_t)rs_codec_nvfp4_block_scale(ba, s_enc, f.nvfp4_floor);
+        const float mult = rs_codec_nvfp4_mult(sb, s_dec);
+        rs_philox_words w = {0, 0, 0, 0};
+        if (f.sr) w = rs_codec_rand_block(seed, stream, i >> 2);
         const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
         const uint32_t r[4] = {w.x, w.y, w.z, w.w};
         uint32_t q[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) q[j] = rs_dev_nvfp4_elem(xs[j], mult, f.sr, r[j], f.k) & 15u;
+        for (int j = 0; j < 4; ++j) q[j] = rs_codec_nvfp4_elem(xs[j], mult, f.sr, r[j], f.k) & 15u;
         if (codes) {
             const uint16_t two = (uint16_t)(q[0] | (q[1] << 4) | (q[2] << 8) | (q[3] << 12));
             *reinterpret_cast<uint16_t *>(codes + i / 2) = two;
@@ -219,8 +230,8 @@ __global__ void rs_k_nvfp4_encode(rs_dev_fmt f, const float *x, size_t E, uint64
         if (block_scale && (g & 3) == 0) block_scale[i / RS_NVFP4_BLOCK] = sb;
         if (y)
             *reinterpret_cast<float4 *>(y + i) =
-                make_float4(rs_dev_nvfp4_value(q[0], sb, s_dec), rs_dev_nvfp4_value(q[1], sb, s_dec),
-                            rs_dev_nvfp4_value(q[2], sb, s_dec), rs_dev_nvfp4_value(q[3], sb, s_dec));
+                make_float4(rs_codec_nvfp4_value(q[0], sb, s_dec), rs_codec_nvfp4_value(q[1], sb, s_dec),
+                            rs_codec_nvfp4_value(q[2], sb, s_dec), rs_codec_nvfp4_value(q[3], sb, s_dec));
     }
 }
 
@@ -231,7 +242,7 @@ __global__ void rs_k_nvfp4_decode(const uint8_t *codes, const uint8_t *block_sca
     if (j >= n) return;
     const uint32_t byte = codes[j / 2];
     const uint32_t q = (j & 1) ? byte >> 4 : byte & 15u;
-    y[j] = rs_dev_nvfp4_value(q, block_scale[j / RS_NVFP4_BLOCK], tensor_scale_dec[j / E]);
+    y[j] = rs_codec_nvfp4_value(q, block_scale[j / RS_NVFP4_BLOCK], tensor_scale_dec[j / E]);
 }
 
 /* ---- host side -------------------------------------------------------------------------------- */

@@ -16,7 +16,6 @@
 #include <cstring>
 
 #include "replayssm/cuda/rs_cuda.h"
-#include "rs_cuda_quant.cuh"
 
 #define RS_FULL_MASK 0xFFFFFFFFu
 
@@ -69,7 +68,7 @@ template <int N> __device__ __forceinline__ float rs_warp_sum_t(float *x, int la
 /* index of the value lane `lane` holds after rs_warp_sum_t<N> */
 template <int N> __device__ __forceinline__ int rs_warp_sum_t_index(int lane) { return lane / (32 / N); }
 
-/* ---- decay products (lib/rs_gamma.h convention: float64, rounded once per coefficient) ----------
+/* ---- decay products (engine/rs_gamma.h convention: float64, rounded once per coefficient) ----------
  * Lane j holds a_j (1.0 past the last record). rs_warp_suffix_prod returns the inclusive suffix
  * product prod_{l >= lane} a_l over the warp, by a log-step scan. The products are formed in
  * float64 as rs_gamma_suffix does, in a tree order instead of its sequential order: the float64

@@ -8,7 +8,7 @@
  *   prologue, one block per (row b, key head g): stores the drafts' k (rounded to the ring
  *     type) and alpha in the ring, forms K^T Q (and K^T K_d for GDN) once per key head for
  *     all h + T records, and per value head the decay products gamma_{j+1:h+s} in float64
- *     rounded once (lib/rs_gamma.h), writing per-head coefficients to `work`;
+ *     rounded once (engine/rs_gamma.h), writing per-head coefficients to `work`;
  *   main, one warp per RPW state rows: one pass over S_ckpt gives S_ckpt q_s (and
  *     S_ckpt k_{h+s}) for all drafts; lane j holds record j, so the record sums ride on the
  *     same warp reduction (one transposed reduction for all rows x drafts). GDN then solves
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(32 * RS_VPREP_WARPS) rs_k_verify_prep(rs_ssm_d
         if (lane >= h && lane < n) st.ring_alpha[bh * C + ring_slot(st0, lane, C)] = adj;
         if (lane + 32 >= h && lane + 32 < n)
             st.ring_alpha[bh * C + ring_slot(st0, lane + 32, C)] = io.alpha[(size_t)(lane + 32 - h) * BH + bh];
-        /* gamma_{j+1:h+s} for j = lane, lane + 32 in float64 (lib/rs_gamma.h), one warp scan
+        /* gamma_{j+1:h+s} for j = lane, lane + 32 in float64 (engine/rs_gamma.h), one warp scan
          * per draft s over the records 0..h+s, and one for the fold (records 0..h-1) */
         const float a_lo = lane < h ? al[ring_slot(st0, lane, C)] : adj;
         const float a_hi = lane + 32 < h ? al[ring_slot(st0, lane + 32, C)]

@@ -1,61 +1,36 @@
-/* rs_philox.c — Philox4x32-10 (Random123 reference algorithm) and the element keying. */
+/* rs_philox.c — Philox4x32-10 (Random123 reference algorithm) and the element keying.
+ * The block function and the keying are replayssm/quant/rs_codec.h's (nvcc compiles the same
+ * source for the CUDA quantizers); this file adds the array API and the vectorised fill. */
 #include "replayssm/quant/rs_philox.h"
 
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u /* golden ratio */
-#define PHILOX_W1 0xBB67AE85u /* sqrt(3) - 1 */
-
-static inline void philox_round(uint32_t c[4], const uint32_t k[2])
-{
-    uint64_t p0 = (uint64_t)PHILOX_M0 * c[0];
-    uint64_t p1 = (uint64_t)PHILOX_M1 * c[2];
-    uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-    uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-    uint32_t n0 = hi1 ^ c[1] ^ k[0];
-    uint32_t n2 = hi0 ^ c[3] ^ k[1];
-    c[0] = n0;
-    c[1] = lo1;
-    c[2] = n2;
-    c[3] = lo0;
-}
+#include "replayssm/quant/rs_codec.h"
 
 void rs_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
 {
-    uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
-    uint32_t k[2] = {key[0], key[1]};
-    for (int round = 0; round < 10; ++round) {
-        if (round > 0) { /* key schedule: bump between rounds */
-            k[0] += PHILOX_W0;
-            k[1] += PHILOX_W1;
-        }
-        philox_round(c, k);
-    }
-    out[0] = c[0];
-    out[1] = c[1];
-    out[2] = c[2];
-    out[3] = c[3];
+    const rs_philox_words w = rs_codec_philox(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
+    out[0] = w.x;
+    out[1] = w.y;
+    out[2] = w.z;
+    out[3] = w.w;
 }
 
 static inline void block_of(uint64_t seed, uint64_t stream, uint64_t blk, uint32_t out[4])
 {
-    const uint32_t ctr[4] = {(uint32_t)blk, (uint32_t)(blk >> 32), (uint32_t)stream,
-                             (uint32_t)(stream >> 32)};
-    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    rs_philox4x32_10(ctr, key, out);
+    const rs_philox_words w = rs_codec_rand_block(seed, stream, blk);
+    out[0] = w.x;
+    out[1] = w.y;
+    out[2] = w.z;
+    out[3] = w.w;
 }
 
-uint32_t rs_rand_u32(uint64_t seed, uint64_t stream, uint64_t i)
-{
-    uint32_t out[4];
-    block_of(seed, stream, i >> 2, out);
-    return out[i & 3];
-}
+uint32_t rs_rand_u32(uint64_t seed, uint64_t stream, uint64_t i) { return rs_codec_rand_u32(seed, stream, i); }
 
 /* RS_PHILOX_LANES consecutive blocks blk0, blk0 + 1, ... at once, out[4 l + w] = word w of block
- * blk0 + l: per block exactly the operations of rs_philox4x32_10 (integer arithmetic, so the
+ * blk0 + l: per block exactly the operations of rs_codec_philox (integer arithmetic, so the
  * words are identical), laid out lane by lane so that the compiler vectorises the 32 x 32 -> 64
- * multiplies across blocks (SSE2 pmuludq). rs_rand_fill spends most of its time here. */
+ * multiplies across blocks (SSE2 pmuludq). rs_rand_fill spends most of its time here. CPU-only
+ * by design (the GPU computes one block per thread); tests/test_philox.c compares rs_rand_fill
+ * with rs_rand_u32 at every alignment, and bench_quant with the scalar block loop. */
 #define RS_PHILOX_LANES 8
 static void blocks_(uint64_t seed, uint64_t stream, uint64_t blk0, uint32_t *out)
 {
@@ -70,12 +45,12 @@ static void blocks_(uint64_t seed, uint64_t stream, uint64_t blk0, uint32_t *out
     }
     for (int round = 0; round < 10; ++round) {
         if (round > 0) {
-            k0 += PHILOX_W0;
-            k1 += PHILOX_W1;
+            k0 += RS_PHILOX_W0;
+            k1 += RS_PHILOX_W1;
         }
         for (int l = 0; l < RS_PHILOX_LANES; ++l) {
-            const uint64_t p0 = (uint64_t)PHILOX_M0 * c0[l];
-            const uint64_t p1 = (uint64_t)PHILOX_M1 * c2[l];
+            const uint64_t p0 = (uint64_t)RS_PHILOX_M0 * c0[l];
+            const uint64_t p1 = (uint64_t)RS_PHILOX_M1 * c2[l];
             const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
             const uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
             c0[l] = n0;
@@ -115,11 +90,5 @@ void rs_rand_fill(uint64_t seed, uint64_t stream, uint64_t i0, size_t n, uint32_
 
 uint64_t rs_stream_id(uint32_t slot, uint32_t layer, uint32_t head, uint64_t step)
 {
-    const uint64_t slot_m = (1ull << RS_STREAM_SLOT_BITS) - 1;
-    const uint64_t layer_m = (1ull << RS_STREAM_LAYER_BITS) - 1;
-    const uint64_t head_m = (1ull << RS_STREAM_HEAD_BITS) - 1;
-    const uint64_t step_m = (1ull << RS_STREAM_STEP_BITS) - 1;
-    return ((uint64_t)slot & slot_m) << (RS_STREAM_LAYER_BITS + RS_STREAM_HEAD_BITS + RS_STREAM_STEP_BITS) |
-           ((uint64_t)layer & layer_m) << (RS_STREAM_HEAD_BITS + RS_STREAM_STEP_BITS) |
-           ((uint64_t)head & head_m) << RS_STREAM_STEP_BITS | (step & step_m);
+    return rs_codec_stream_id(slot, layer, head, step);
 }

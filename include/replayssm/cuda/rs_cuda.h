@@ -73,7 +73,7 @@ rs_status rs_cuda_quantize_roundtrip(const rs_format *f, const float *d_x, size_
 
 /* ================================== SSM decode kernels ================================== */
 
-/* The family enum is lib/'s rs_ssm_kind (RS_SSM_MAMBA2, RS_SSM_GDN). */
+/* The family enum is the engine's rs_ssm_kind (RS_SSM_MAMBA2, RS_SSM_GDN). */
 #include "replayssm/engine/rs_ssm.h"
 typedef rs_ssm_kind rs_ssm_family;
 

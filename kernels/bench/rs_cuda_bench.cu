@@ -1,5 +1,7 @@
 /* rs_cuda_bench.cu — timing harness of the decode kernels (rs_cuda_bench.h): rotating input
  * sets larger than the L2, CUDA graphs of consecutive steps, CUDA events, median of reps.
+ * The benchmark sub-module of kernels/ (kernels/bench/): it drives the kernels through the
+ * public launchers of rs_cuda.h only, and `replayssm bench` (cli/cmd_bench.c) is its caller.
  * Host code is plain C-style C++ (no C++ library), so the C CLI links it without libstdc++.
  */
 #include <cuda_runtime.h>

@@ -1,0 +1,168 @@
+/* cuda_test_util.h — what the GPU test programs (kernels/tests/test_cuda_*.cu) share: the check
+ * report, a deterministic RNG, device-buffer helpers, the four paper shapes and their step
+ * inputs, the float64 reference recurrence, and an "engine bank": one lib engine head
+ * (engine/rs_head.h) per (row, value head) under a policy, fed the same inputs as the kernels.
+ *
+ * Every program: ct_init() (exit 77 = CTest "skipped" without a GPU, so CI without one passes),
+ * checks through ct_report(), return ct_finish(). `--quick` (ct_quick) shortens every loop, for
+ * compute-sanitizer runs.
+ *
+ * Comparison measure, everywhere: the normwise relative difference ||x - ref|| / ||ref|| over a
+ * whole step's outputs (B x H x d_v) or a whole state (B x H x d_v x d_k). Tolerances and their
+ * reasons are in docs/kernels.md ("Tests").
+ */
+#ifndef RS_CUDA_TEST_UTIL_H
+#define RS_CUDA_TEST_UTIL_H
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "replayssm/cuda/rs_cuda.h"
+#include "replayssm/engine/rs_head.h"
+
+#define CK(call)                                                                                 \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+#define RSK(call)                                                                                \
+    do {                                                                                         \
+        rs_status s_ = (call);                                                                   \
+        if (s_ != RS_OK) {                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, rs_last_error());      \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+#define DK RS_CUDA_DK
+
+/* ---- program frame ---------------------------------------------------------------------------- */
+extern bool ct_quick;
+/* Parses --quick, prints the device; returns 77 if there is no CUDA device (the caller returns
+ * it), 0 otherwise. */
+int ct_init(int argc, char **argv, const char *prog);
+/* "ok"/"FAIL" line; a FAIL makes ct_finish return 1. */
+void ct_report(const char *name, bool ok, const char *fmt, ...);
+int ct_finish(const char *prog);
+
+/* ---- deterministic test RNG (splitmix64) -------------------------------------------------------- */
+uint64_t ct_rnd64(void);
+uint32_t ct_rnd32(void);
+double ct_unif(void);   /* [0, 1) */
+double ct_normal(void); /* N(0, 1) */
+static inline float ct_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t ct_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+float ct_bf16_exact(float x); /* x rounded to bf16 (RTN) and back */
+
+/* ---- device buffers --------------------------------------------------------------------------- */
+template <typename T> static inline T *dalloc(size_t n)
+{
+    T *p = nullptr;
+    CK(cudaMalloc((void **)&p, n * sizeof(T) + 16));
+    return p;
+}
+template <typename T> static inline void h2d(T *d, const std::vector<T> &h)
+{
+    CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+template <typename T> static inline void d2h(std::vector<T> &h, const T *d)
+{
+    CK(cudaMemcpy(h.data(), d, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
+}
+
+/* ---- shapes and inputs -------------------------------------------------------------------------- */
+struct Shape {
+    const char *name;
+    rs_ssm_family fam;
+    int H, G, dv;
+};
+/* the four model shapes of the paper (digest section 7): Nemotron-3 Nano / Super (Mamba-2),
+ * Qwen3.5 4B / 122B (Gated DeltaNet); d_k = 128 */
+extern const Shape ct_shapes[4];
+static inline const char *ct_fam(const Shape &s) { return s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn"; }
+
+/* One step's inputs for B rows, layouts of rs_ssm_step_io; T drafts: T of these stacked. */
+struct StepIn {
+    std::vector<float> alpha, beta, v, k, q;
+};
+/* per-head decay rate classes: slow (1e-4), medium (0.01), fast (0.2) by h mod 3 */
+std::vector<double> ct_head_rates(int H);
+/* random inputs: alpha = exp(-rate (0.5 + U)), beta in (0.05, 0.95), v ~ N(0,1), unit k and q;
+ * bf16_inputs: v and k bf16-exact (so a bf16 ring stores them unchanged) */
+void ct_gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<double> &rate, StepIn &in);
+void ct_stack(const std::vector<StepIn> &drafts, StepIn &out);
+
+/* Device copies of one StepIn (T drafts x B rows), and the io struct pointing at them. */
+struct DevStep {
+    float *alpha = nullptr, *beta = nullptr, *v = nullptr, *k = nullptr, *q = nullptr, *o = nullptr;
+    size_t na = 0, nv = 0, nk = 0;
+    void alloc(const Shape &s, int B, int T);
+    void upload(const StepIn &in) const;            /* and poisons o with NaN */
+    rs_ssm_step_io io() const { return {alpha, beta, v, k, q, o}; }
+    void free_all();
+};
+
+/* float64 reference: one conventional step of rows [0, B) of S [B][H][d_v][d_k] (T = double, or
+ * float for a plain fp32 loop); o [B][H][d_v]. Rows with active[b] == 0 are left alone. */
+template <typename T>
+void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int *active = nullptr);
+
+/* Fold records into a float64 state: for each row b, its records j < n[b] (physical slot
+ * (start[b] + j) % C) of the ring arrays v [B][H][C][d_v], k [B][G][C][d_k], a [B][H][C]:
+ * S = a_j S + v_j k_j^T. */
+void ct_fold(const Shape &s, int B, int C, const int *n, const int *start, const std::vector<float> &rv,
+             const std::vector<float> &rk, const std::vector<float> &ra, std::vector<double> &S);
+
+template <typename A, typename Bv> static inline double ct_rel(const A *x, const Bv *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite((double)x[i])) return INFINITY;
+        const double d = (double)x[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+template <typename A, typename Bv> static inline double ct_rel(const std::vector<A> &x, const std::vector<Bv> &ref)
+{
+    return ct_rel(x.data(), ref.data(), ref.size());
+}
+/* elements whose float32 bits differ */
+size_t ct_bits_differ(const float *a, const float *b, size_t n);
+
+/* ---- the lib engine, one head per (row, value head) ---------------------------------------- */
+/* Heads of rows [0, B) under one policy string (rs_policy.h), window L, max drafts T, SR seed
+ * seeds[b] for row b (NULL: 0), layer `layer`, head index h; reset to S0 [B][H][d_v][d_k]
+ * (NULL = zeros). Calls run rows [b0, b0 + nb) in parallel (OpenMP over heads); any engine
+ * error ends the program (the engine is the reference here, not the subject). Not copyable. */
+struct Bank {
+    Shape s{};
+    int B = 0;
+    std::vector<rs_head> hd;
+    Bank() = default;
+    Bank(const Bank &) = delete;
+    Bank &operator=(const Bank &) = delete;
+    ~Bank();
+    void init(const Shape &s, int B, const char *policy, size_t L, size_t T, const uint64_t *seeds, uint32_t layer,
+              const float *S0);
+    /* standard decode of one token per row, in: nb rows; o [nb][H][d_v] */
+    void decode(int b0, int nb, const StepIn &in, float *o);
+    /* verification of T drafts (in: T x nb rows stacked), O [T][nb][H][d_v]; then commit */
+    void verify(int b0, int nb, int T, const StepIn &in, float *O);
+    void commit(int b0, int nb, const int32_t *acc); /* acc [nb] */
+    void state(std::vector<float> &S);                  /* rs_head_state, [B][H][d_v][d_k] */
+    void checkpoint(int read_copy, std::vector<float> &S);
+    long unfolded(int b); /* rs_head_unfolded of row b (-1 if its heads disagree) */
+};
+
+#endif /* RS_CUDA_TEST_UTIL_H */

@@ -1,0 +1,229 @@
+/* test_cuda_lpread.cu — ReplaySSM decode reading a low-precision copy of the checkpoint
+ * (rs_cuda_replay_state.ckpt_read: fp16 / bf16 / fp8 / nvfp4, split checkpoint) and
+ * rs_cuda_replay_requant, against the lib engine and against float64, at the four shapes.
+ *
+ * The kernel's rule: a non-flush row (fill + 1 < L) reads the LP copy, a flush row reads and
+ * writes the fp32 checkpoint (folding its ring and this step), and requant re-quantises (RTN) the
+ * rows that flushed. The engine's split policies decide the flush before the token (h + 1 > L:
+ * the window holds L records, the flushing token becomes record 0 of the next window), so over
+ * the first window the kernel at window L takes exactly the decisions of the engine at window
+ * L - 1: L - 1 LP reads of the same LP bytes, then a flush whose output and new state (HP
+ * folded, plus the flushing token) are the same quantities. After that the two keep different
+ * tokens in their checkpoints and their LP roundings part, so the comparison covers one window.
+ * Engine policy "split-naive:<fmt>/fp32": GDN's records are the cached u computed from the LP
+ * copy (the kernel folds the records it cached; "split" would recompute u along the fp32 path).
+ *
+ * Row b decodes fill0[b] tokens alone (B = 1 launches, row views of every buffer and of the
+ * quantized copy), then one joint step in which row 2 flushes and the others read LP. Checks:
+ *   - the engine's LP copy after its reset == rs_dequantize of the GPU quantizer's bytes (bits);
+ *   - every output, solo and joint, against the engine (<= k_tol_engine, fp32 noise on identical
+ *     LP values); the joint step against float64 from the same dequantised bytes and the GPU's
+ *     ring records (<= 1e-5: the quantisation error is in both, only rounding differs);
+ *   - the flushed row's new fp32 checkpoint against the engine's state (<= k_tol_engine) and
+ *     float64 (<= 1e-5); the other rows' checkpoints unchanged (bits);
+ *   - requant: the flushed row's bytes == rs_quantize (RTN) of its new checkpoint, the other rows'
+ *     bytes unchanged; the fill counters after advance.
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_lpread [--quick]
+ */
+#include "cuda_test_util.h"
+#include "replayssm/engine/rs_head.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/quant/rs_qtensor.h"
+
+static const double k_tol64 = 1e-5;      /* float64 of the same dequantised bytes */
+static const double k_tol_engine = 2e-5; /* GPU vs engine, fp32 noise (docs/kernels.md) */
+
+/* Row b of a quantized copy of B rows of row_elems elements as a one-row descriptor. */
+static rs_qtensor row_view(const rs_qtensor &q, size_t row_elems, int b)
+{
+    rs_qtensor v = q;
+    const size_t e0 = row_elems * (size_t)b;
+    v.n = row_elems;
+    switch (q.fmt.kind) {
+    case RS_FMT_FP16:
+    case RS_FMT_BF16: v.codes = q.codes + 2 * e0; break;
+    case RS_FMT_FP8:
+        v.codes = q.codes + e0;
+        v.scale_inv = q.scale_inv + e0 / RS_FP8_BLOCK;
+        break;
+    case RS_FMT_NVFP4:
+        v.codes = q.codes + e0 / 2;
+        v.block_scale = q.block_scale + e0 / RS_NVFP4_BLOCK;
+        v.tensor_scale_dec = q.tensor_scale_dec + e0 / q.tensor_extent;
+        break;
+    default: break;
+    }
+    return v;
+}
+
+static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_elems, int row)
+{
+    const rs_qtensor x = row_view(a, row_elems, row), y = row_view(b, row_elems, row);
+    switch (a.fmt.kind) {
+    case RS_FMT_FP16:
+    case RS_FMT_BF16: return !memcmp(x.codes, y.codes, 2 * row_elems);
+    case RS_FMT_FP8:
+        return !memcmp(x.codes, y.codes, row_elems) && !memcmp(x.scale_inv, y.scale_inv, 4 * (row_elems / RS_FP8_BLOCK));
+    case RS_FMT_NVFP4:
+        return !memcmp(x.codes, y.codes, row_elems / 2) &&
+               !memcmp(x.block_scale, y.block_scale, row_elems / RS_NVFP4_BLOCK) &&
+               !memcmp(x.tensor_scale_dec, y.tensor_scale_dec, 4 * (row_elems / a.tensor_extent));
+    default: return false;
+    }
+}
+
+static void test_lp_reads(const Shape &s, const char *fmtstr)
+{
+    const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
+    const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes in the joint step */
+    const size_t E = (size_t)dv * DK, row = (size_t)H * E, nS = B * row, nout1 = (size_t)H * dv;
+    rs_format fmt;
+    RSK(rs_format_parse(fmtstr, &fmt));
+    const std::vector<double> rate = ct_head_rates(H);
+    std::vector<float> S0(nS);
+    for (auto &x : S0) x = (float)(0.3 * ct_normal());
+
+    /* GPU: fp32 checkpoint, empty fp32 ring, the LP copy quantised on the device */
+    float *dS = dalloc<float>(nS), *drv = dalloc<float>((size_t)B * H * L * dv), *drk = dalloc<float>((size_t)B * G * L * DK),
+          *dra = dalloc<float>((size_t)B * H * L);
+    int32_t *dfill = dalloc<int32_t>(B);
+    rs_ssm_dims d4 = {B, H, G, dv, DK}, d1 = {1, H, G, dv, DK};
+    float *dwork = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&d4, L, 0));
+    h2d(dS, S0);
+    CK(cudaMemset(dfill, 0, B * sizeof(int32_t)));
+    rs_qtensor dq, hq, hq2, hq3;
+    RSK(rs_cuda_qtensor_alloc(&dq, &fmt, nS, E));
+    RSK(rs_cuda_quantize(&dq, dS, 1, 2, nullptr));
+    RSK(rs_qtensor_alloc(&hq, &fmt, nS, E));
+    RSK(rs_qtensor_alloc(&hq2, &fmt, nS, E));
+    RSK(rs_qtensor_alloc(&hq3, &fmt, nS, E));
+    const size_t qbytes = rs_qtensor_bytes(&hq);
+    CK(cudaMemcpy(hq.codes, dq.codes, qbytes, cudaMemcpyDeviceToHost));
+    std::vector<float> Sdq(nS);
+    RSK(rs_dequantize(&hq, Sdq.data()));
+
+    Bank bank;
+    char pol[64];
+    snprintf(pol, sizeof pol, "split-naive:%s/fp32", fmtstr);
+    bank.init(s, B, pol, (size_t)L - 1, 1, nullptr, 0, S0.data());
+    std::vector<float> elp;
+    bank.checkpoint(1, elp);
+    const size_t lp_bits = ct_bits_differ(elp.data(), Sdq.data(), nS);
+
+    /* solo steps: row b alone, its views */
+    DevStep io1, io4;
+    io1.alloc(s, 1, 1), io4.alloc(s, B, 1);
+    double e_eng = 0;
+    StepIn in;
+    std::vector<float> og(nout1 * B), oe(nout1 * B);
+    for (int b = 0; b < B; ++b) {
+        const rs_qtensor v = row_view(dq, row, b);
+        const rs_cuda_replay_state st = {dS + b * row, drv + (size_t)b * H * L * dv, drk + (size_t)b * G * L * DK,
+                                         dra + (size_t)b * H * L, RS_CUDA_F32, L, dfill + b, dwork, &v, 0};
+        const rs_ssm_step_io sio = io1.io();
+        for (int j = 0; j < fill0[b]; ++j) {
+            ct_gen_step(s, 1, false, rate, in);
+            io1.upload(in);
+            RSK(rs_cuda_replay_decode(s.fam, &d1, &sio, &st, nullptr));
+            RSK(rs_cuda_replay_requant(&d1, &st, nullptr)); /* no flush: must change nothing */
+            RSK(rs_cuda_replay_advance(dfill + b, 1, L, nullptr));
+            bank.decode(b, 1, in, oe.data());
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(og.data(), io1.o, nout1 * sizeof(float), cudaMemcpyDeviceToHost));
+            e_eng = fmax(e_eng, ct_rel(og.data(), oe.data(), nout1));
+        }
+    }
+    /* the joint step */
+    ct_gen_step(s, B, false, rate, in);
+    io4.upload(in);
+    const rs_ssm_step_io sio4 = io4.io();
+    const rs_cuda_replay_state st4 = {dS, drv, drk, dra, RS_CUDA_F32, L, dfill, dwork, &dq, 0};
+    RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
+    RSK(rs_cuda_replay_requant(&d4, &st4, nullptr));
+    RSK(rs_cuda_replay_advance(dfill, B, L, nullptr));
+    bank.decode(0, B, in, oe.data());
+    std::vector<float> Snew(nS), rv((size_t)B * H * L * dv), rk((size_t)B * G * L * DK), ra((size_t)B * H * L);
+    std::vector<int32_t> fill(B);
+    CK(cudaDeviceSynchronize());
+    d2h(og, io4.o), d2h(Snew, dS), d2h(rv, drv), d2h(rk, drk), d2h(ra, dra), d2h(fill, dfill);
+    CK(cudaMemcpy(hq2.codes, dq.codes, qbytes, cudaMemcpyDeviceToHost));
+    e_eng = fmax(e_eng, ct_rel(og, oe));
+
+    /* float64 of the joint step from the same bytes and records; the flushing row's new state */
+    std::vector<double> o64((size_t)B * H * dv), S64new(row);
+    const int bf = 2;
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+        const int b = bh / H, h = bh % H, g = h / (H / G), hn = fill0[b];
+        const std::vector<float> &Su = hn + 1 == L ? S0 : Sdq;
+        const float *k = &in.k[((size_t)b * G + g) * DK], *q = &in.q[((size_t)b * G + g) * DK];
+        std::vector<double> r(DK);
+        for (int i = 0; i < dv; ++i) {
+            for (int c = 0; c < DK; ++c) r[c] = Su[((size_t)bh * dv + i) * DK + c];
+            for (int j = 0; j < hn; ++j) {
+                const double a = ra[(size_t)bh * L + j], vj = rv[((size_t)bh * L + j) * dv + i];
+                const float *kj = &rk[(((size_t)b * G + g) * L + j) * DK];
+                for (int c = 0; c < DK; ++c) r[c] = a * r[c] + vj * kj[c];
+            }
+            const double alpha = in.alpha[bh];
+            double a = in.v[(size_t)bh * dv + i];
+            if (s.fam == RS_SSM_GDN) {
+                double sk = 0;
+                for (int c = 0; c < DK; ++c) sk += r[c] * k[c];
+                a = (double)in.beta[bh] * (a - alpha * sk);
+            }
+            double oo = 0;
+            for (int c = 0; c < DK; ++c) {
+                const double x = alpha * r[c] + a * k[c];
+                oo += x * q[c];
+                if (b == bf) S64new[((size_t)h * dv + i) * DK + c] = x;
+            }
+            o64[(size_t)bh * dv + i] = oo;
+        }
+    }
+    const double e64 = ct_rel(og, o64);
+    std::vector<float> est;
+    bank.state(est);
+    const double es_eng = ct_rel(Snew.data() + bf * row, est.data() + bf * row, row);
+    const double es64 = ct_rel(Snew.data() + bf * row, S64new.data(), row);
+    size_t kept_bits = 0; /* rows that did not flush keep their fp32 checkpoint */
+    for (int b = 0; b < B; ++b)
+        if (b != bf) kept_bits += ct_bits_differ(Snew.data() + b * row, S0.data() + b * row, row);
+    /* requant: the flushing row against the CPU quantizer (RTN), the others unchanged */
+    hq3.fmt = fmt;
+    hq3.fmt.rounding = RS_ROUND_RTN;
+    RSK(rs_quantize(&hq3, Snew.data(), 0, 0));
+    bool rq_ok = true, fill_ok = true;
+    for (int b = 0; b < B; ++b) {
+        rq_ok &= same_row_bytes(hq2, b == bf ? hq3 : hq, row, b);
+        fill_ok &= fill[b] == (fill0[b] + 1) % L;
+    }
+    char name[128];
+    snprintf(name, sizeof name, "lp-read %s %s %s", ct_fam(s), s.name, fmtstr);
+    ct_report(name,
+              lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
+                  kept_bits == 0 && rq_ok && fill_ok,
+              "vs engine %s (L-1): LP %zu bits differ, out %.2e, flushed state %.2e; vs f64: out %.2e state %.2e; "
+              "kept ckpt %zu bits differ; requant %s; fill %s",
+              pol, lp_bits, e_eng, es_eng, e64, es64, kept_bits, rq_ok ? "bit-identical" : "WRONG",
+              fill_ok ? "ok" : "WRONG");
+    rs_cuda_qtensor_free(&dq);
+    rs_qtensor_free(&hq), rs_qtensor_free(&hq2), rs_qtensor_free(&hq3);
+    cudaFree(dS), cudaFree(drv), cudaFree(drk), cudaFree(dra), cudaFree(dfill), cudaFree(dwork);
+    io1.free_all(), io4.free_all();
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = ct_init(argc, argv, "test_cuda_lpread");
+    if (rc) return rc;
+    for (const Shape &s : ct_shapes)
+        for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
+            /* fp8/nvfp4: one warp walks every row of its head (multi-chunk prefetch at 16 or 8 rows
+             * a chunk); fp16/bf16: the automatic geometry */
+            rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
+            test_lp_reads(s, f);
+        }
+    rs_cuda_set_warps_per_head(0);
+    return ct_finish("test_cuda_lpread");
+}

@@ -1,0 +1,215 @@
+/* test_cuda_verify.cu — speculative verification on the GPU (ReplaySSM output-only verify with the
+ * GDN UT solve + pointer commit, and the snapshot baseline + its commit) against the lib engine
+ * and against float64, with random acceptance.
+ *
+ * 4 rows, the paper shapes, T drafts per round, acceptance a in 1..T drawn per row and round.
+ * Row b first runs warm[b] rounds alone (B = 1 launches on row b's slice), so rows enter the
+ * joint rounds at different fills and ring origins and flush (h + T > L) at different rounds.
+ * References, fed the same drafts and the same acceptances:
+ *   - the engine: "shared:fp32" heads (window L, T_max = T) for ReplaySSM, whose verify flushes
+ *     on h + T > L and whose commit is h <- h + a, as the kernels; "fp32" heads (conventional
+ *     verify, snapshot per draft, commit keeps the a-th) for the snapshot kernels. Compared:
+ *     every draft's output every round (<= k_tol_engine), the GPU fill against rs_head_unfolded
+ *     every round (exact), and at the end the checkpoint (rs_head_checkpoint), the committed
+ *     state (rs_head_state against the GPU checkpoint folded with its committed records) and
+ *     the snapshot kernels' committed state (<= k_tol_engine);
+ *   - float64: sequential decode of all T drafts for the outputs, then of the accepted ones for
+ *     the state (<= 1e-4 and <= 2x the engine's own fp32 error + 1e-7, issue 8's criterion), and
+ *     the ring origin against the commit rule replayed here (the engine keeps its origin private).
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick]
+ */
+#include <algorithm>
+
+#include "cuda_test_util.h"
+#include "replayssm/engine/rs_head.h"
+
+static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
+static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
+
+struct VRig {
+    Shape s{};
+    int B = 0, L = 0, T = 0, C = 0;
+    size_t row = 0; /* state elements per row */
+    float *Sr = nullptr, *Sc = nullptr, *snap = nullptr, *snap1 = nullptr, *rv = nullptr, *rk = nullptr,
+          *ra = nullptr, *work = nullptr, *os = nullptr;
+    int32_t *fill = nullptr, *start = nullptr, *acc = nullptr;
+    void alloc(const Shape &sh, int nb, int win, int nt, const std::vector<float> &S0)
+    {
+        s = sh, B = nb, L = win, T = nt, C = L + T;
+        row = (size_t)s.H * s.dv * DK;
+        Sr = dalloc<float>(B * row), Sc = dalloc<float>(B * row);
+        snap = dalloc<float>((size_t)T * B * row), snap1 = dalloc<float>((size_t)T * row);
+        h2d(Sr, S0), h2d(Sc, S0);
+        rv = dalloc<float>((size_t)B * s.H * C * s.dv), rk = dalloc<float>((size_t)B * s.G * C * DK);
+        ra = dalloc<float>((size_t)B * s.H * C);
+        fill = dalloc<int32_t>(B), start = dalloc<int32_t>(B), acc = dalloc<int32_t>(B);
+        CK(cudaMemset(fill, 0, B * sizeof(int32_t))); /* empty rings, origin 0: the engine's reset */
+        CK(cudaMemset(start, 0, B * sizeof(int32_t)));
+        rs_ssm_dims d = {B, s.H, s.G, s.dv, DK};
+        work = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&d, L, T));
+        os = dalloc<float>((size_t)T * B * s.H * s.dv);
+    }
+    rs_cuda_verify_state view(int b0) const /* rows from b0 on (every array is row-major in b) */
+    {
+        rs_cuda_verify_state v = {Sr + b0 * row,
+                                  rv + (size_t)b0 * s.H * C * s.dv,
+                                  rk + (size_t)b0 * s.G * C * DK,
+                                  ra + (size_t)b0 * s.H * C,
+                                  RS_CUDA_F32,
+                                  L,
+                                  C,
+                                  fill + b0,
+                                  start + b0,
+                                  work};
+        return v;
+    }
+    void free_all()
+    {
+        cudaFree(Sr), cudaFree(Sc), cudaFree(snap), cudaFree(snap1), cudaFree(rv), cudaFree(rk), cudaFree(ra);
+        cudaFree(work), cudaFree(os), cudaFree(fill), cudaFree(start), cudaFree(acc);
+    }
+};
+
+struct VErr {
+    double rep64 = 0, snap64 = 0, eng64 = 0, rep_eng = 0, snap_eng = 0;
+    bool ptr_ok = true;
+    int nflush = 0, ntok = 0;
+};
+
+/* One verification round of rows [b0, b0 + nb) everywhere. hfill/hstart: the commit rule. */
+static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0, int nb, const DevStep &io,
+                   VErr &e, std::vector<int> &hfill, std::vector<int> &hstart, const std::vector<double> &rate)
+{
+    const Shape &s = g.s;
+    const int T = g.T, L = g.L, C = g.C;
+    rs_ssm_dims d = {nb, s.H, s.G, s.dv, DK};
+    std::vector<StepIn> drafts(T);
+    StepIn st;
+    for (int t = 0; t < T; ++t) ct_gen_step(s, nb, false, rate, drafts[t]);
+    ct_stack(drafts, st);
+    io.upload(st);
+    const size_t per = (size_t)nb * s.H * s.dv, nv = (size_t)T * per;
+    rs_ssm_step_io io_r = io.io(), io_s = io.io();
+    io_s.o = g.os;
+    CK(cudaMemcpy(g.os, io.o, nv * sizeof(float), cudaMemcpyDeviceToDevice)); /* NaN poison */
+    const rs_cuda_verify_state vst = g.view(b0);
+    float *Sc = g.Sc + b0 * g.row, *snap = nb == 1 ? g.snap1 : g.snap;
+    RSK(rs_cuda_replay_verify(s.fam, &d, T, &io_r, &vst, nullptr));
+    RSK(rs_cuda_snapshot_verify(s.fam, &d, T, &io_s, Sc, snap, nullptr));
+    std::vector<int32_t> acc(nb);
+    for (int b = 0; b < nb; ++b) acc[b] = 1 + (int)(ct_rnd64() % (uint64_t)T);
+    h2d(g.acc, acc);
+    RSK(rs_cuda_replay_commit(&d, T, g.acc, &vst, nullptr));
+    RSK(rs_cuda_snapshot_commit(&d, T, g.acc, snap, Sc, nullptr));
+
+    std::vector<float> oer(nv), oes(nv), orr(nv), os(nv);
+    br.verify(b0, nb, T, st, oer.data());
+    bs.verify(b0, nb, T, st, oes.data());
+    br.commit(b0, nb, acc.data());
+    bs.commit(b0, nb, acc.data());
+    /* float64: every draft from the committed state (outputs), then the accepted ones (state) */
+    double *S = S64.data() + b0 * g.row;
+    const std::vector<double> save(S, S + nb * g.row);
+    std::vector<double> o64(per);
+    CK(cudaDeviceSynchronize());
+    d2h(orr, io.o), d2h(os, g.os);
+    for (int t = 0; t < T; ++t) {
+        ct_host_step<double>(s, nb, S, drafts[t], o64.data());
+        e.rep64 = fmax(e.rep64, ct_rel(orr.data() + t * per, o64.data(), per));
+        e.snap64 = fmax(e.snap64, ct_rel(os.data() + t * per, o64.data(), per));
+        e.eng64 = fmax(e.eng64, ct_rel(oes.data() + t * per, o64.data(), per));
+    }
+    e.rep_eng = fmax(e.rep_eng, ct_rel(orr, oer));
+    e.snap_eng = fmax(e.snap_eng, ct_rel(os, oes));
+    std::copy(save.begin(), save.end(), S);
+    for (int t = 0; t < T; ++t) {
+        std::vector<int> active(nb);
+        for (int b = 0; b < nb; ++b) active[b] = t < acc[b];
+        ct_host_step<double>(s, nb, S, drafts[t], o64.data(), active.data());
+    }
+    std::vector<int32_t> fill(g.B), start(g.B);
+    d2h(fill, g.fill), d2h(start, g.start);
+    for (int i = 0; i < nb; ++i) { /* the commit rule of rs_cuda.h */
+        const int b = b0 + i;
+        e.ntok += acc[i];
+        if (hfill[b] + T > L) {
+            ++e.nflush;
+            hstart[b] = (hstart[b] + hfill[b]) % C;
+            hfill[b] = acc[i];
+        } else {
+            hfill[b] += acc[i];
+        }
+        e.ptr_ok &= fill[b] == hfill[b] && start[b] == hstart[b] && br.unfolded(b) == (long)fill[b];
+    }
+}
+
+static void test_verify_shape(const Shape &s, int rounds, int L, int T)
+{
+    const int B = 4;
+    const int warm[B] = {0, ct_quick ? 1 : 2, ct_quick ? 2 : 5, ct_quick ? 3 : 9}; /* solo rounds per row */
+    const size_t nS = (size_t)B * s.H * s.dv * DK;
+    const std::vector<double> rate = ct_head_rates(s.H);
+    std::vector<float> S0(nS);
+    for (auto &x : S0) x = (float)(0.3 * ct_normal());
+    std::vector<double> S64(S0.begin(), S0.end());
+    VRig g;
+    g.alloc(s, B, L, T, S0);
+    Bank br, bs;
+    br.init(s, B, "shared:fp32", (size_t)L, (size_t)T, nullptr, 0, S0.data());
+    bs.init(s, B, "fp32", (size_t)L, (size_t)T, nullptr, 0, S0.data());
+    DevStep io1, io4;
+    io1.alloc(s, 1, T), io4.alloc(s, B, T);
+    VErr e;
+    std::vector<int> hfill(B, 0), hstart(B, 0);
+    for (int b = 0; b < B; ++b)
+        for (int r = 0; r < warm[b]; ++r) round_(g, br, bs, S64, b, 1, io1, e, hfill, hstart, rate);
+    for (int r = 0; r < rounds; ++r) round_(g, br, bs, S64, 0, B, io4, e, hfill, hstart, rate);
+
+    /* final states */
+    std::vector<float> ck(nS), Sc(nS), rv((size_t)B * s.H * g.C * s.dv), rk((size_t)B * s.G * g.C * DK),
+        ra((size_t)B * s.H * g.C), eck, est, esc;
+    d2h(ck, g.Sr), d2h(Sc, g.Sc), d2h(rv, g.rv), d2h(rk, g.rk), d2h(ra, g.ra);
+    std::vector<double> Sfin(ck.begin(), ck.end());
+    ct_fold(s, B, g.C, hfill.data(), hstart.data(), rv, rk, ra, Sfin);
+    br.checkpoint(0, eck);
+    br.state(est);
+    bs.checkpoint(0, esc);
+    const double es_rep = ct_rel(Sfin, S64), es_snap = ct_rel(Sc, S64), es_cpu = ct_rel(esc, S64);
+    const double eck_eng = ct_rel(ck, eck), est_eng = ct_rel(Sfin, est), esc_eng = ct_rel(Sc, esc);
+    char name[128];
+    const char *fam = ct_fam(s);
+    snprintf(name, sizeof name, "verify replay %s %s L=%d T=%d wph=%d", fam, s.name, L, T, rs_cuda_get_warps_per_head());
+    ct_report(name,
+              e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
+                  es_rep <= 2 * es_cpu + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
+                  est_eng <= k_tol_engine,
+              "vs f64: out %.2e state %.2e (engine fp32 %.2e %.2e); vs engine shared:fp32: out %.2e ckpt %.2e state "
+              "%.2e; %d tokens, %d flushes, pointers %s",
+              e.rep64, es_rep, e.eng64, es_cpu, e.rep_eng, eck_eng, est_eng, e.ntok, e.nflush,
+              e.ptr_ok ? "ok" : "WRONG");
+    snprintf(name, sizeof name, "verify snapshot %s %s T=%d", fam, s.name, T);
+    ct_report(name,
+              e.snap64 <= k_tol64 && e.snap64 <= 2 * e.eng64 + k_floor && es_snap <= k_tol64 &&
+                  es_snap <= 2 * es_cpu + k_floor && e.snap_eng <= k_tol_engine && esc_eng <= k_tol_engine,
+              "vs f64: out %.2e state %.2e; vs engine fp32: out %.2e state %.2e", e.snap64, es_snap, e.snap_eng,
+              esc_eng);
+    g.free_all();
+    io1.free_all(), io4.free_all();
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = ct_init(argc, argv, "test_cuda_verify");
+    if (rc) return rc;
+    const int vr = ct_quick ? 3 : 96; /* rounds (about 2.5 accepted tokens each at T = 4) */
+    rs_cuda_set_warps_per_head(1);
+    for (const Shape &s : ct_shapes) test_verify_shape(s, vr, 16, 4);
+    rs_cuda_set_warps_per_head(0);
+    test_verify_shape(ct_shapes[0], ct_quick ? 3 : 32, 16, 4); /* automatic geometry */
+    test_verify_shape(ct_shapes[1], vr, 16, 8);
+    test_verify_shape(ct_shapes[2], vr, 16, 8);
+    test_verify_shape(ct_shapes[0], ct_quick ? 3 : 48, 16, 1);
+    test_verify_shape(ct_shapes[3], ct_quick ? 3 : 48, 16, 2);
+    test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 8, 6); /* T not a power of two, small window */
+    return ct_finish("test_cuda_verify");
+}
