@@ -1,7 +1,9 @@
 /* cmd_info.c — `replayssm info FILE.h5|MODEL_DIR`: what a KL log holds (provenance, books,
  * progress, per-run summary computed from the stored per-position arrays, so an interrupted log
  * is summarised too), or what a Hugging Face model directory is (family, layer pattern, sizes,
- * state and KV-cache bytes, tokenizer support). Reads only; never modifies the file. */
+ * state and KV-cache bytes, tokenizer support). Reads only; never modifies the file. The log reader
+ * validates every count against the file (a corrupted or hostile log gives an error, not a
+ * crash), and only a regular file is opened (a FIFO would block). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,6 +113,11 @@ static int info_log_(const char *path)
         total += rs_h5log_book_len(lg, b);
     }
     printf("committed  %zu of %zu positions%s\n", done, total, done < total ? " (incomplete: --resume continues)" : "");
+    char partial[4096];
+    struct stat sb;
+    if (rs_h5log_partial_path(path, partial, sizeof partial) == RS_OK && lstat(partial, &sb) == 0)
+        printf("note       %s holds an interrupted --force run: --resume continues it, and it replaces this log "
+               "once complete\n", partial);
     int rc = 0;
     rs_h5log_ref_summary rsum;
     st = rs_h5log_reference_summary(lg, &rsum);

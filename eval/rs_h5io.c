@@ -1,65 +1,62 @@
-/* rs_h5io.c — small HDF5 reading helpers of the eval layer (see rs_h5io.h). */
+/* rs_h5io.c — reading a plain numeric dataset of any HDF5 file (see rs_h5io.h), on the eval
+ * layer's HDF5 helpers (rs_h5attr.h). */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
-
-#include <hdf5.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "replayssm/eval/rs_h5io.h"
 #include "rs_check.h"
+#include "rs_h5attr.h"
 
-rs_status rs_h5_read_floats(const char *path, const char *dataset, float **data, size_t *n,
-                            size_t *last_dim)
+rs_status rs_h5_read_floats(const char *path, const char *dataset, float **data, size_t *n, size_t *last_dim)
 {
     RS_CHECK(path && dataset && data && n && last_dim, RS_E_INVAL, "rs_h5_read_floats: NULL argument");
     *data = NULL;
+    rs_h5_quiet();
+    struct stat sb;
+    /* a FIFO or device would block or stream inside HDF5: regular files only */
+    if (stat(path, &sb) != 0) return rs_error_set(RS_E_IO, "cannot open HDF5 file '%s': %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return rs_error_set(RS_E_IO, "cannot open HDF5 file '%s': not a regular file", path);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) return rs_h5_fail(RS_E_IO, "cannot open HDF5 file '%s'", path);
     rs_status st = RS_OK;
-    hid_t file = -1, dset = -1, space = -1;
-    H5E_BEGIN_TRY
-    {
-        file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (file >= 0) dset = H5Dopen2(file, dataset, H5P_DEFAULT);
-    }
-    H5E_END_TRY;
-    if (file < 0) return rs_error_set(RS_E_IO, "cannot open HDF5 file '%s'", path);
+    hid_t dset = H5Lexists(file, dataset, H5P_DEFAULT) > 0 ? H5Dopen2(file, dataset, H5P_DEFAULT) : -1;
     if (dset < 0) {
+        H5Eclear2(H5E_DEFAULT);
         H5Fclose(file);
         return rs_error_set(RS_E_FORMAT, "%s: no dataset '%s'", path, dataset);
     }
-    space = H5Dget_space(dset);
-    int rank = H5Sget_simple_extent_ndims(space);
     hsize_t dims[H5S_MAX_RANK];
-    if (rank < 1 || H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
-        st = rs_error_set(RS_E_FORMAT, "%s:%s: dataset must have rank >= 1", path, dataset);
-        goto done;
-    }
+    int rank = 0;
+    st = rs_h5_ds_shape(dset, dataset, 0, dims, &rank);
+    if (st == RS_OK && rank < 1) st = rs_error_set(RS_E_FORMAT, "%s:%s: dataset must have rank >= 1", path, dataset);
     hsize_t total = 1;
-    for (int d = 0; d < rank; ++d) total *= dims[d];
-    if (total == 0) {
-        st = rs_error_set(RS_E_SHAPE, "%s:%s: dataset is empty", path, dataset);
-        goto done;
+    for (int d = 0; st == RS_OK && d < rank; ++d) {
+        /* a product past SIZE_MAX / sizeof(float) cannot be allocated: refuse before multiplying on */
+        if (dims[d] && total > (hsize_t)(SIZE_MAX / sizeof(float)) / dims[d])
+            st = rs_error_set(RS_E_SHAPE, "%s:%s: dataset too large", path, dataset);
+        total *= dims[d];
     }
-    hid_t dtype = H5Dget_type(dset);
-    H5T_class_t cls = H5Tget_class(dtype);
-    H5Tclose(dtype);
-    if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    if (st == RS_OK && total == 0) st = rs_error_set(RS_E_SHAPE, "%s:%s: dataset is empty", path, dataset);
+    if (st == RS_OK && rs_h5_ds_class(dset, dataset, H5T_FLOAT) != RS_OK &&
+        rs_h5_ds_class(dset, dataset, H5T_INTEGER) != RS_OK)
         st = rs_error_set(RS_E_FORMAT, "%s:%s: dataset is not numeric", path, dataset);
-        goto done;
+    if (st == RS_OK) {
+        *data = (float *)malloc((size_t)total * sizeof(float));
+        if (!*data)
+            st = rs_error_set(RS_E_NOMEM, "%s:%s: cannot allocate %llu floats", path, dataset, (unsigned long long)total);
     }
-    *data = malloc((size_t)total * sizeof(float));
-    if (!*data) {
-        st = rs_error_set(RS_E_NOMEM, "%s:%s: cannot allocate %llu floats", path, dataset,
-                          (unsigned long long)total);
-        goto done;
-    }
-    if (H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) < 0) {
+    if (st == RS_OK && H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) < 0)
+        st = rs_h5_fail(RS_E_IO, "%s:%s: read failed", path, dataset);
+    if (st == RS_OK) {
+        *n = (size_t)total;
+        *last_dim = (size_t)dims[rank - 1];
+    } else {
         free(*data);
         *data = NULL;
-        st = rs_error_set(RS_E_IO, "%s:%s: read failed", path, dataset);
-        goto done;
     }
-    *n = (size_t)total;
-    *last_dim = (size_t)dims[rank - 1];
-done:
-    if (space >= 0) H5Sclose(space);
     H5Dclose(dset);
     H5Fclose(file);
     return st;

@@ -203,6 +203,14 @@ static void seeds_for_(const char *target, seeds *sd)
         add_bytes_(sd, csv, sizeof csv - 1);
     } else if (!strcmp(target, "pg19_book")) {
         add_file_(sd, "pg19-mini/test/1023.txt.gz");
+    } else if (!strcmp(target, "h5log")) { /* edit programs (rs_fuzz_targets.c): valid logs */
+        add_bytes_(sd, "", 0);
+        /* tokens = 24 (unchanged); /reference/nll grown to 100 positions; /books/length[1] = 13 */
+        static const uint8_t prog[30] = {0, 2, 24, 0, 0, 0, 0, 0, 0, 0, 7, 3, 100, 0, 0, 0, 0, 0, 0, 0,
+                                         5, 1, 13, 0, 0, 0, 0, 0, 0, 0};
+        add_bytes_(sd, prog, 10);
+        add_bytes_(sd, prog + 10, 10);
+        add_bytes_(sd, prog, sizeof prog);
     } else if (!strcmp(target, "policy")) {
         static const char *pol[] = {"split:nvfp4-rtn/fp32", "shared:fp8-sr+pow2", "conv:bf16-rtn",
                                     "split-naive:nvfp4-sr8+floor/fp16-sr", "fp16-sr", "fp32"};
@@ -265,8 +273,9 @@ static void test_targets(void **state)
         size_t accepted = 0, refused = 0;
         buf m = {0};
         for (int i = 0; i < sd.n; i++) {
-            /* the large checkpoint seed costs ~1 ms per mutant: fewer of those */
-            const size_t n_it = sd.s[i].n > 65536 ? iters / 10 + 1 : iters;
+            /* the large checkpoint seed costs ~1 ms per mutant, a log-reader mutant (a log copied,
+             * edited and read) ~3 ms: fewer of those */
+            const size_t n_it = sd.s[i].n > 65536 ? iters / 10 + 1 : !strcmp(t->name, "h5log") ? iters / 6 + 1 : iters;
             for (size_t it = 0; it < n_it; it++) {
                 rng r = {splitmix64_(((uint64_t)ti << 48) ^ ((uint64_t)i << 40) ^ 0x5EEDULL), it << 8};
                 m.n = 0;

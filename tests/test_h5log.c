@@ -1,9 +1,14 @@
 /* test_h5log.c — the HDF5 log (eval/rs_h5log.h): write / flush / reopen / resume, crash
  * simulation (fork, kill -9 at random moments of a writer that flushes constantly, then reopen
  * and check every committed chunk), no overwrite without force, atomic replace with force,
- * unwritable path, and h5dump readability when the tool is installed.
+ * unwritable path, and h5dump readability when the tool is installed; --force keeps the old log
+ * until the new one is finished (also under kill -9) and --resume continues the partial; FIFOs,
+ * devices, directories and symbolic links are never replaced; temporaries of dead writers are
+ * cleaned. Corrupted logs: tests/test_h5log_corrupt.c.
  * Values written are a closed-form function of (run, book, position), so every check compares
  * with an independent expectation, never with an earlier output of the code. */
+/* mknod, S_IFCHR (XSI) for the character-device case */
+#define _XOPEN_SOURCE 700
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -14,10 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include <hdf5.h> /* only to hold a file open the way another writer would (test_stale_temps) */
 
 #include "replayssm/eval/rs_h5log.h"
 #include "rs_test_util.h"
@@ -132,6 +141,14 @@ static void check_committed_(const rs_h5log *lg)
         free(u);
         free(k);
     }
+}
+
+/* summaries of every run of an open log (for rs_h5log_finish) */
+static const rs_kl_summary *sums_(const rs_h5log *lg)
+{
+    static rs_kl_summary s[NR];
+    for (size_t r = 0; r < rs_h5log_n_runs(lg); r++) assert_int_equal(rs_h5log_summarize(lg, r, &s[r]), RS_OK);
+    return s;
 }
 
 static int setup_(void **state)
@@ -269,9 +286,10 @@ static void test_no_overwrite_force_unwritable(void **state)
     assert_int_equal(n, 8);
     assert_memory_equal(c, "precious", 8);
     free(c);
-    /* force: replaced atomically by a complete log */
+    /* force: replaced atomically by the complete log, at finish (test_force_keeps_old_log) */
     assert_int_equal(rs_h5log_create(path, &m, 1, &lg), RS_OK);
     assert_int_equal(write_all_(lg), RS_OK);
+    assert_int_equal(rs_h5log_finish(lg, "2026-01-01T00:01:00Z", sums_(lg)), RS_OK);
     assert_int_equal(rs_h5log_close(lg), RS_OK);
     assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
     check_committed_(lg);
@@ -292,6 +310,276 @@ static void test_no_overwrite_force_unwritable(void **state)
     char cmd[700];
     snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '\\.tmp\\.'", g_dir);
     assert_int_not_equal(system(cmd), 0);
+}
+
+static int exists_(const char *p)
+{
+    struct stat sb;
+    return lstat(p, &sb) == 0;
+}
+
+static void status_is_(const char *path, const char *want)
+{
+    rs_h5log *lg = NULL;
+    char buf[64];
+    assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "status", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, want);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+}
+
+/* a complete log of meta m at path (replacing whatever regular file is there) */
+static void complete_log_(const char *path, rs_h5log_meta *m)
+{
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_create(path, m, 1, &lg), RS_OK);
+    assert_int_equal(write_all_(lg), RS_OK);
+    assert_int_equal(rs_h5log_finish(lg, "2026-01-01T00:01:00Z", sums_(lg)), RS_OK);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+}
+
+static uint64_t len_of_(const char *path, size_t book)
+{
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
+    const uint64_t n = rs_h5log_book_len(lg, book);
+    assert_int_equal(rs_h5log_completed(lg, book), (int64_t)n); /* a complete book */
+    check_committed_(lg);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    return n;
+}
+
+/* issue 14 item 2: a --force run leaves the old complete log intact until rs_h5log_finish; its
+ * partial sits at "<out>.partial", a plain create refuses to bury it, --resume continues it and
+ * its finish replaces the old log. */
+static void test_force_keeps_old_log(void **state)
+{
+    (void)state;
+    char path[512], partial[600];
+    snprintf(path, sizeof path, "%s/f.h5", g_dir);
+    assert_int_equal(rs_h5log_partial_path(path, partial, sizeof partial), RS_OK);
+    /* meta_ fills the shared g_len: each description gets its own lengths here */
+    static uint64_t len_old[NB] = {64, 40}, len_new[NB] = {64, 64};
+    rs_h5log_meta old = meta_(64, 64, 40), m = old;
+    old.book_len = len_old;
+    m.book_len = len_new; /* book 1 is 64 long now: tells the logs apart */
+    m.command_line = "replayssm kl --new";
+    complete_log_(path, &old);
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_create(path, &m, 1, &lg), RS_OK);
+    assert_string_equal(rs_h5log_file_path(lg), partial);
+    assert_int_equal(write_chunk_(lg, 0, 0, CH), RS_OK);
+    /* meanwhile, and after the run dies without finishing, path is the old complete log */
+    assert_int_equal(len_of_(path, 1), 40);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    assert_int_equal(len_of_(path, 1), 40);
+    status_is_(path, "complete");
+    status_is_(partial, "running");
+    /* a plain create names the partial; --resume with the old configuration names the partial */
+    assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), "interrupted --force run"));
+    assert_int_equal(rs_h5log_open(path, 1, &old, &lg), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), ".partial"));
+    /* --resume continues the partial; its finish moves it over the old log */
+    assert_int_equal(rs_h5log_open(path, 1, &m, &lg), RS_OK);
+    assert_string_equal(rs_h5log_file_path(lg), partial);
+    assert_int_equal(rs_h5log_completed(lg, 0), CH);
+    assert_int_equal(write_all_(lg), RS_OK);
+    assert_int_equal(len_of_(path, 1), 40);
+    assert_int_equal(rs_h5log_finish(lg, "2026-01-01T00:02:00Z", sums_(lg)), RS_OK);
+    assert_string_equal(rs_h5log_file_path(lg), path);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    assert_false(exists_(partial));
+    assert_int_equal(len_of_(path, 1), 64);
+    status_is_(path, "complete");
+    lg = NULL;
+    char buf[128];
+    assert_int_equal(rs_h5log_open(path, 0, NULL, &lg), RS_OK);
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "command_line", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "replayssm kl --new");
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    /* a stale partial does not outlive a fresh log written straight to a free path */
+    snprintf(path, sizeof path, "%s/f2.h5", g_dir);
+    assert_int_equal(rs_h5log_partial_path(path, partial, sizeof partial), RS_OK);
+    FILE *f = fopen(partial, "w");
+    fputs("stale", f);
+    fclose(f);
+    assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_E_IO); /* not without force */
+    assert_true(exists_(partial));
+    assert_int_equal(rs_h5log_create(path, &m, 1, &lg), RS_OK);
+    assert_string_equal(rs_h5log_file_path(lg), path);
+    assert_false(exists_(partial));
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+}
+
+/* the same under kill -9 at random moments of a --force run over a complete log */
+static void test_force_kill9(void **state)
+{
+    (void)state;
+    char path[512], partial[600];
+    snprintf(path, sizeof path, "%s/fk.h5", g_dir);
+    assert_int_equal(rs_h5log_partial_path(path, partial, sizeof partial), RS_OK);
+    static uint64_t len_a[NB] = {1000, 600}, len_b[NB] = {3000, 2001};
+    rs_h5log_meta a = meta_(3000, 1000, 600), b = a; /* own lengths (meta_ fills the shared g_len) */
+    a.book_len = len_a;
+    b.book_len = len_b;
+    uint64_t rng = 77;
+    int with_partial = 0, with_temp = 0, k = 0;
+    char prev_tmp[600] = "";
+    /* until three kills landed after the partial was placed (at most 16 trials: the timing of a
+     * loaded machine varies) */
+    for (; k < 16 && with_partial < 3; k++) {
+        complete_log_(path, &a);
+        assert_false(exists_(partial));
+        /* a temporary the previous kill left is gone: this create cleaned it (its pid is dead) */
+        if (prev_tmp[0]) assert_false(exists_(prev_tmp));
+        prev_tmp[0] = '\0';
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            rs_h5log *lg = NULL;
+            if (rs_h5log_create(path, &b, 1, &lg) != RS_OK) _exit(3);
+            if (write_all_(lg) != RS_OK) _exit(4);
+            _exit(0); /* never finished: the old log must stay */
+        }
+        const long us = 2000 + (long)(rs_test_uniform(&rng) * 58000.0);
+        struct timespec ts = {0, us * 1000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int wst = 0;
+        waitpid(pid, &wst, 0);
+        assert_true(WIFSIGNALED(wst) || WEXITSTATUS(wst) == 0);
+        assert_int_equal(len_of_(path, 1), 600); /* the old complete log, whatever happened */
+        status_is_(path, "complete");
+        char tmp[600];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
+        if (exists_(tmp)) { /* killed while the skeleton was being built */
+            with_temp++;
+            snprintf(prev_tmp, sizeof prev_tmp, "%s", tmp);
+        }
+        if (!exists_(partial)) continue; /* killed before the skeleton was placed */
+        with_partial++;
+        rs_h5log *lg = NULL;
+        assert_int_equal(rs_h5log_open(path, 1, &b, &lg), RS_OK);
+        check_committed_(lg);
+        assert_int_equal(write_all_(lg), RS_OK);
+        assert_int_equal(rs_h5log_finish(lg, "2026-01-01T00:03:00Z", sums_(lg)), RS_OK);
+        assert_int_equal(rs_h5log_close(lg), RS_OK);
+        assert_false(exists_(partial));
+        assert_int_equal(len_of_(path, 1), 2001);
+    }
+    print_message("--force kill -9 trials: %d of %d left a partial (resumed and finished), %d a temporary\n",
+                  with_partial, k, with_temp);
+    assert_true(with_partial >= 3);
+    /* whatever the last kill left at "<out>.tmp.<pid>" goes with the next create */
+    complete_log_(path, &a);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q 'fk\\.h5\\.tmp\\.'", g_dir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
+/* issue 14 items 3-4: nothing but a regular file is replaced or continued, with or without
+ * force; nothing blocks on a FIFO (an alarm turns a hang into a failure) */
+static void refused_(const char *path, const char *what)
+{
+    rs_h5log_meta m = meta_(16, 16, 16);
+    rs_h5log *lg = NULL;
+    for (int force = 0; force < 2; force++) {
+        assert_int_equal(rs_h5log_create(path, &m, force, &lg), RS_E_IO);
+        assert_non_null(strstr(rs_last_error(), what));
+    }
+    assert_int_equal(rs_h5log_open(path, 1, &m, &lg), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), what));
+}
+
+static void test_non_regular_refused(void **state)
+{
+    (void)state;
+    alarm(60);
+    char p[512], q[600];
+    rs_h5log *lg = NULL;
+    snprintf(p, sizeof p, "%s/fifo.h5", g_dir);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    refused_(p, "FIFO");
+    assert_int_equal(rs_h5log_open(p, 0, NULL, &lg), RS_E_IO); /* info on a FIFO: no hang either */
+    struct stat sb;
+    assert_int_equal(lstat(p, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    snprintf(p, sizeof p, "%s/dir.h5", g_dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    refused_(p, "directory");
+    /* a symbolic link to a good log: never written through, never replaced; reading follows it */
+    snprintf(q, sizeof q, "%s/target.h5", g_dir);
+    rs_h5log_meta m = meta_(16, 16, 16);
+    complete_log_(q, &m);
+    snprintf(p, sizeof p, "%s/link.h5", g_dir);
+    assert_int_equal(symlink(q, p), 0);
+    refused_(p, "symbolic link");
+    assert_int_equal(lstat(p, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    status_is_(p, "complete");
+    /* a FIFO at "<out>.partial" is refused too */
+    snprintf(p, sizeof p, "%s/pf.h5", g_dir);
+    snprintf(q, sizeof q, "%s/pf.h5.partial", g_dir);
+    assert_int_equal(mkfifo(q, 0644), 0);
+    assert_int_equal(rs_h5log_create(p, &m, 1, &lg), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), "FIFO"));
+    /* a character device (mknod needs root): as root, --force over /dev/null would have replaced it */
+    snprintf(p, sizeof p, "%s/null.h5", g_dir);
+    if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+        refused_(p, "character device");
+        assert_int_equal(lstat(p, &sb), 0);
+        assert_true(S_ISCHR(sb.st_mode));
+    } else {
+        print_message("character device case skipped (mknod: not root)\n");
+    }
+    alarm(0);
+}
+
+/* issue 14 item 5: "<out>.tmp.<pid>" of a dead writer is removed by the next create; a live
+ * process's, one held open by a writer, and other names are kept */
+static void test_stale_temps(void **state)
+{
+    (void)state;
+    char path[512], dead[600], dead_open[600], live[600], other[600];
+    snprintf(path, sizeof path, "%s/stale.h5", g_dir);
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++) { /* two pids that no longer exist */
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0) _exit(0);
+        waitpid(kids[i], NULL, 0);
+    }
+    snprintf(dead, sizeof dead, "%s.tmp.%ld", path, (long)kids[0]);
+    snprintf(dead_open, sizeof dead_open, "%s.tmp.%ld", path, (long)kids[1]);
+    snprintf(live, sizeof live, "%s.tmp.%ld", path, (long)getppid());
+    snprintf(other, sizeof other, "%s.tmp.12x", path);
+    const char *junk[3] = {dead, live, other};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(junk[i], "w");
+        assert_non_null(f);
+        fputs("leftover", f);
+        fclose(f);
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t held = H5Fcreate(dead_open, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT); /* a writer's lock */
+    assert_true(held >= 0);
+    rs_h5log_meta m = meta_(16, 16, 16);
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_OK);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    assert_false(exists_(dead));
+    assert_true(exists_(live));
+    assert_true(exists_(other));
+    assert_true(exists_(dead_open));
+    H5Fclose(held);
+    /* the same rule for --resume, now that nobody holds it */
+    assert_int_equal(rs_h5log_open(path, 1, &m, &lg), RS_OK);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    assert_false(exists_(dead_open));
+    assert_true(exists_(live));
+    unlink(live);
+    unlink(other);
 }
 
 /* kill -9 a writer at random moments; the file must open and every committed chunk be intact;
@@ -428,6 +716,10 @@ int main(void)
         cmocka_unit_test(test_no_overwrite_force_unwritable),
         cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_crash_kill9),
+        cmocka_unit_test(test_force_keeps_old_log),
+        cmocka_unit_test(test_force_kill9),
+        cmocka_unit_test(test_non_regular_refused),
+        cmocka_unit_test(test_stale_temps),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

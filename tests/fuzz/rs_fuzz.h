@@ -10,7 +10,8 @@
  *  - an accepted input satisfies the parser's documented invariants (safetensors: every tensor
  *    inside the data section, sizes consistent, names sorted and unique, no overlap, all bytes
  *    readable; metadata.csv: every id valid; policy / format strings: the canonical string
- *    parses back to itself).
+ *    parses back to itself; KL log: counts within bounds, completed <= length <= tokens, every
+ *    committed row and summary readable, --resume keeps the committed positions).
  * Path-based parsers get the bytes through a file in a per-process scratch folder
  * (rs_fuzz_set_scratch; default /tmp/rs_fuzz_<pid>).
  */
@@ -34,6 +35,7 @@ int rs_fuzz_hf_config(const uint8_t *data, size_t size);   /* rs_hf_config_parse
 int rs_fuzz_pg19_meta(const uint8_t *data, size_t size);   /* rs_pg19_meta_parse */
 int rs_fuzz_pg19_book(const uint8_t *data, size_t size);   /* rs_pg19_read_book of <id>.txt.gz */
 int rs_fuzz_policy(const uint8_t *data, size_t size);      /* rs_policy_parse / rs_format_parse round trips */
+int rs_fuzz_h5log(const uint8_t *data, size_t size);       /* rs_h5log_open (+ --resume) of a valid log edited by the bytes */
 
 /* every target, NULL-terminated */
 extern const rs_fuzz_target rs_fuzz_targets[];

@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hdf5.h> /* the log-reader target edits logs through HDF5 */
+
 #include "replayssm/quant/rs_format.h"
+#include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_pg19.h"
 #include "replayssm/engine/rs_policy.h"
@@ -314,6 +317,251 @@ int rs_fuzz_policy(const uint8_t *data, size_t size)
     return accepted;
 }
 
+/* ---- the KL log reader ------------------------------------------------------------------------ */
+
+/* Structure-aware: the bytes are a program of edits, 10 bytes each (op, selector, a little-endian
+ * u64 value), applied through HDF5 to a copy of a valid log made once per process: numeric and
+ * wrongly-typed attributes, deleted objects, rewritten commit records and lengths, datasets
+ * replaced by others of any rank / extent / type, shrunk or grown extents, truncation. Then the
+ * reader must refuse (documented code, message) or keep its promises: counts within bounds,
+ * completed <= length <= tokens, every committed row and every summary readable, and --resume
+ * rebuilding the same committed positions. Byte-level corruption of the HDF5 metadata is left
+ * out on purpose: libhdf5 1.10's own global-heap reader can crash on it before our code runs
+ * (docs/hdf5-layout.md "Reading untrusted logs"). */
+
+#define FZ_NB 2
+#define FZ_NR 2
+static const char *fz_ids[FZ_NB] = {"1023", "105"}, *fz_titles[FZ_NB] = {"A", "B"};
+static uint64_t fz_len[FZ_NB] = {24, 13};
+static rs_h5log_run_info fz_runs[FZ_NR] = {{"fp32", "conv", "fp32", "fp32", 16, 0},
+                                           {"shared:nvfp4-sr", "shared", "nvfp4-sr", "nvfp4-sr", 16, 7}};
+
+static rs_h5log_meta fz_meta_(void)
+{
+    rs_h5log_meta m;
+    memset(&m, 0, sizeof m);
+    m.tool_version = m.git_commit = m.command_line = m.start_time = m.model_path = m.data_path = "fuzz";
+    m.model_config_hash = "fnv1a64:1";
+    m.model_type = "qwen3_5_text";
+    m.tokenizer = "byte";
+    m.split = "test";
+    m.short_books = "skip";
+    m.tokens = 24;
+    m.chunk = 8;
+    m.n_books = FZ_NB;
+    m.book_ids = fz_ids;
+    m.book_titles = fz_titles;
+    m.book_len = fz_len;
+    m.n_runs = FZ_NR;
+    m.runs = fz_runs;
+    return m;
+}
+
+/* the valid log's bytes, made once */
+static uint8_t *fz_tpl;
+static size_t fz_tpl_n;
+
+static void fz_template_(const char *T)
+{
+    if (fz_tpl) return;
+    char p[600];
+    snprintf(p, sizeof p, "%s/h5log_template.h5", scratch_());
+    unlink(p);
+    rs_h5log_meta m = fz_meta_();
+    rs_h5log *lg = NULL;
+    if (rs_h5log_create(p, &m, 0, &lg) != RS_OK) rs_fuzz_fail(T, "cannot create the template log");
+    for (size_t b = 0; b < FZ_NB; b++)
+        for (uint64_t pos = 0; pos < fz_len[b]; pos += 8) {
+            const size_t n = fz_len[b] - pos < 8 ? (size_t)(fz_len[b] - pos) : 8;
+            double d[8];
+            int32_t t[8];
+            uint8_t a[8];
+            for (size_t i = 0; i < n; i++) d[i] = 0.25 * (double)(pos + i + b), t[i] = (int32_t)i, a[i] = (uint8_t)(i & 1);
+            rs_h5log_run_chunk rc[FZ_NR] = {{d, d, d, a}, {d, d, d, a}};
+            if (rs_h5log_write_chunk(lg, b, pos, n, t, d, t, rc) != RS_OK) rs_fuzz_fail(T, "cannot write the template");
+        }
+    if (rs_h5log_set_nonfinite(lg, 1, 1, 5, 0, 1) != RS_OK || rs_h5log_close(lg) != RS_OK)
+        rs_fuzz_fail(T, "cannot finish the template");
+    FILE *f = fopen(p, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0) rs_fuzz_fail(T, "cannot read the template");
+    fz_tpl_n = (size_t)ftell(f);
+    rewind(f);
+    fz_tpl = (uint8_t *)malloc(fz_tpl_n);
+    if (!fz_tpl || fread(fz_tpl, 1, fz_tpl_n, f) != fz_tpl_n) rs_fuzz_fail(T, "cannot read the template");
+    fclose(f);
+}
+
+static void fz_attr_(hid_t f, const char *obj, const char *name, hid_t type, hsize_t n, const void *v)
+{
+    hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
+    if (o < 0) return;
+    if (H5Aexists(o, name) > 0) H5Adelete(o, name);
+    hid_t sp = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, NULL);
+    hid_t a = H5Acreate2(o, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+    if (a >= 0) H5Awrite(a, type, v), H5Aclose(a);
+    H5Sclose(sp);
+    H5Oclose(o);
+}
+
+static const char *fz_ds[] = {"/books/id", "/books/length", "/books/completed_positions", "/reference/nll",
+                              "/reference/next_token", "/reference/top1", "/runs/run00/kl", "/runs/run01/nll",
+                              "/runs/run01/top1_agree", "/runs/run00/first_nonfinite_position",
+                              "/runs/run01/first_nonfinite_head"};
+static const char *fz_groups[] = {"/runs/run00", "/runs/run01", "/runs", "/books", "/reference", "/windows"};
+static const char *fz_root_attrs[] = {"n_books", "n_runs", "tokens", "chunk", "format_version", "format", "status"};
+#define FZ_COUNT(a) (sizeof(a) / sizeof(a)[0])
+
+/* one edit; returns a truncation length (or SIZE_MAX) */
+static size_t fz_edit_(hid_t f, unsigned op, unsigned sel, uint64_t v)
+{
+    const char *ra = fz_root_attrs[sel % FZ_COUNT(fz_root_attrs)];
+    const char *ds = fz_ds[sel % FZ_COUNT(fz_ds)];
+    char run[32];
+    snprintf(run, sizeof run, "/runs/run%02u", sel % 3);
+    switch (op % 9) {
+    case 0: fz_attr_(f, "/", ra, H5T_NATIVE_UINT64, 1, &v); break;
+    case 1: { /* a wrong type or shape */
+        const double d = (double)v;
+        const int64_t i = (int64_t)v;
+        const uint64_t arr[4] = {v, v, v, v};
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        const char *str[4] = {"2", RS_H5LOG_FORMAT, "", "x"};
+        switch (v & 3) {
+        case 0: fz_attr_(f, "/", ra, t, 1 + (v >> 8) % 4, str); break;
+        case 1: fz_attr_(f, "/", ra, H5T_NATIVE_DOUBLE, 1, &d); break;
+        case 2: fz_attr_(f, "/", ra, H5T_NATIVE_INT64, 1, &i); break;
+        default: fz_attr_(f, "/", ra, H5T_NATIVE_UINT64, 2 + (v >> 8) % 3, arr); break;
+        }
+        H5Tclose(t);
+        break;
+    }
+    case 2: fz_attr_(f, run, (sel >> 4) & 1 ? "window" : "seed", H5T_NATIVE_UINT64, 1, &v); break;
+    case 3: /* delete a dataset, a group or an attribute */
+        if ((sel >> 4) % 3 == 0) H5Ldelete(f, ds, H5P_DEFAULT);
+        else if ((sel >> 4) % 3 == 1) H5Ldelete(f, fz_groups[sel % FZ_COUNT(fz_groups)], H5P_DEFAULT);
+        else H5Adelete_by_name(f, (sel >> 6) & 1 ? run : "/", (sel >> 6) & 1 ? "policy" : ra, H5P_DEFAULT);
+        break;
+    case 4:
+    case 5: { /* one value of a commit record or a length */
+        hid_t d = H5Dopen2(f, op % 9 == 4 ? "/books/completed_positions" : "/books/length", H5P_DEFAULT);
+        hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
+        hsize_t start = sel % 2, one = 1;
+        if (fs >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &one, NULL) >= 0) {
+            hid_t ms = H5Screate_simple(1, &one, NULL);
+            H5Dwrite(d, H5T_NATIVE_UINT64, ms, fs, H5P_DEFAULT, &v);
+            H5Sclose(ms);
+        }
+        if (fs >= 0) H5Sclose(fs);
+        if (d >= 0) H5Dclose(d);
+        break;
+    }
+    case 6: { /* a dataset replaced by one of another rank, extent or type */
+        H5Ldelete(f, ds, H5P_DEFAULT);
+        const int rank = (v >> 16) & 1 ? 1 : 2;
+        hsize_t dims[2] = {v % 4, (v >> 8) % 64};
+        hid_t t = -1;
+        switch ((v >> 24) % 4) {
+        case 0: t = H5Tcopy(H5T_NATIVE_DOUBLE); break;
+        case 1: t = H5Tcopy(H5T_NATIVE_INT64); break;
+        case 2: t = H5Tcopy(H5T_NATIVE_UINT8); break;
+        default: t = H5Tcopy(H5T_C_S1), H5Tset_size(t, H5T_VARIABLE); break;
+        }
+        hid_t sp = H5Screate_simple(rank, dims, NULL);
+        hid_t d = H5Dcreate2(f, ds, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (d >= 0) H5Dclose(d);
+        H5Sclose(sp);
+        H5Tclose(t);
+        break;
+    }
+    case 7: { /* a per-position extent shrunk or grown */
+        hid_t d = H5Dopen2(f, ds, H5P_DEFAULT);
+        hsize_t dims[2] = {FZ_NB, v % 200};
+        if (d >= 0) H5Dset_extent(d, dims), H5Dclose(d);
+        break;
+    }
+    default: return (size_t)v;
+    }
+    return SIZE_MAX;
+}
+
+static void fz_accepted_(const char *T, const char *path, int64_t *completed)
+{
+    rs_h5log *lg = NULL;
+    rs_status st = rs_h5log_open(path, 0, NULL, &lg);
+    if (st != RS_OK) return;
+    const size_t nb = rs_h5log_n_books(lg), nr = rs_h5log_n_runs(lg);
+    if (nb < 1 || nb > RS_H5LOG_MAX_BOOKS || nr > RS_H5LOG_MAX_RUNS || rs_h5log_tokens(lg) > RS_H5LOG_MAX_TOKENS)
+        rs_fuzz_fail(T, "counts outside the bounds");
+    for (size_t b = 0; b < nb; b++) {
+        const int64_t c = rs_h5log_completed(lg, b);
+        if (c < 0 || (uint64_t)c > rs_h5log_book_len(lg, b) || rs_h5log_book_len(lg, b) > rs_h5log_tokens(lg))
+            rs_fuzz_fail(T, "completed <= length <= tokens broken");
+        if (b < FZ_NB) completed[b] = c;
+        if (!rs_h5log_book_id(lg, b)) rs_fuzz_fail(T, "a book without an id");
+    }
+    rs_h5log_ref_summary rs;
+    st = rs_h5log_reference_summary(lg, &rs);
+    if (st != RS_OK && st != RS_E_NOMEM) rs_fuzz_fail(T, "an accepted log's reference is unreadable");
+    for (size_t r = 0; r < nr; r++) {
+        rs_kl_summary s;
+        st = rs_h5log_summarize(lg, r, &s);
+        if (st != RS_OK && st != RS_E_NOMEM) rs_fuzz_fail(T, "an accepted log's run does not summarise");
+        for (size_t b = 0; b < nb; b++) {
+            int64_t p;
+            int32_t L, H;
+            if (rs_h5log_get_nonfinite(lg, r, b, &p, &L, &H) != RS_OK) rs_fuzz_fail(T, "non-finite record unreadable");
+        }
+    }
+    char buf[128];
+    st = rs_h5log_get_attr_string(lg, "/", "status", buf, sizeof buf);
+    if (st != RS_OK) check_error_(T, st, BIT(RS_E_FORMAT));
+    rs_h5log_close(lg);
+}
+
+int rs_fuzz_h5log(const uint8_t *data, size_t size)
+{
+    static const char *T = "h5log";
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    fz_template_(T);
+    char path[600];
+    snprintf(path, sizeof path, "%s/h5log.h5", scratch_());
+    write_file_(T, path, fz_tpl, fz_tpl_n);
+    size_t cut = SIZE_MAX;
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) rs_fuzz_fail(T, "cannot open the copy");
+    for (size_t i = 0; i + 10 <= size && i < 160; i += 10) {
+        uint64_t v = 0;
+        for (int k = 0; k < 8; k++) v |= (uint64_t)data[i + 2 + k] << (8 * k);
+        const size_t c = fz_edit_(f, data[i], data[i + 1], v);
+        if (c != SIZE_MAX) cut = c;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (H5Fclose(f) < 0) rs_fuzz_fail(T, "cannot close the copy");
+    if (cut != SIZE_MAX && truncate(path, (off_t)(cut % (fz_tpl_n + 1))) != 0) rs_fuzz_fail(T, "cannot truncate");
+    rs_h5log *lg = NULL;
+    rs_status st = rs_h5log_open(path, 0, NULL, &lg);
+    if (st != RS_OK) {
+        check_error_(T, st, BIT(RS_E_FORMAT) | BIT(RS_E_IO) | BIT(RS_E_NOMEM));
+        return 0;
+    }
+    rs_h5log_close(lg);
+    int64_t before[FZ_NB] = {-1, -1}, after[FZ_NB] = {-1, -1};
+    fz_accepted_(T, path, before);
+    /* --resume with the template's configuration: refused with a documented code, or a rebuilt
+     * log holding the same committed positions */
+    rs_h5log_meta m = fz_meta_();
+    st = rs_h5log_open(path, 1, &m, &lg);
+    if (st != RS_OK) {
+        check_error_(T, st, BIT(RS_E_INVAL) | BIT(RS_E_FORMAT) | BIT(RS_E_IO) | BIT(RS_E_NOMEM));
+        return 1;
+    }
+    if (rs_h5log_close(lg) != RS_OK) rs_fuzz_fail(T, "cannot close a resumed log");
+    fz_accepted_(T, path, after);
+    if (memcmp(before, after, sizeof before) != 0) rs_fuzz_fail(T, "--resume changed the committed positions");
+    return 1;
+}
+
 const rs_fuzz_target rs_fuzz_targets[] = {
     {"safetensors", rs_fuzz_safetensors, 1},
     {"st_index", rs_fuzz_st_index, 0},
@@ -321,5 +569,6 @@ const rs_fuzz_target rs_fuzz_targets[] = {
     {"pg19_meta", rs_fuzz_pg19_meta, 0},
     {"pg19_book", rs_fuzz_pg19_book, 1},
     {"policy", rs_fuzz_policy, 0},
+    {"h5log", rs_fuzz_h5log, 1},
     {NULL, NULL, 0},
 };

@@ -23,9 +23,18 @@
  *    window per chunk) could, if a chunk-index node split was being written, leave committed
  *    chunks unreachable; larger index nodes (istore_k 256) make splits rare. The crash test
  *    kills a writer that flushes continuously and checks every committed chunk.
- *  - A new log is built at "<path>.tmp.<pid>" and only its complete skeleton is moved to `path`:
- *    link() (fails if `path` appeared meanwhile) without force, rename() (atomic replace) with
- *    force. An existing file at `path` is therefore never truncated or half-written.
+ *  - A new log is built at "<path>.tmp.<pid>" and only its complete skeleton is moved to `path`
+ *    with link() (fails if `path` appeared meanwhile). An existing file at `path` is never
+ *    truncated or half-written: with force, the new log's skeleton goes to "<path>.partial"
+ *    instead (rs_h5log_partial_path) and replaces `path` (rename(), atomic) only when
+ *    rs_h5log_finish succeeds, so an interrupted --force run leaves the old log intact and a
+ *    resumable partial beside it, which rs_h5log_open(path, writable) continues.
+ *  - Only regular files are replaced or continued: a FIFO, device, directory or symbolic link at
+ *    `path` (or at "<path>.partial") is refused before anything is opened. Temporaries of killed
+ *    processes ("<path>.tmp.<pid>", pid gone) are removed by the next create or resume.
+ *  - Every count, extent and string read from a file is validated against the datasets' real
+ *    shapes and the RS_H5LOG_MAX_* bounds before anything is allocated (RS_E_FORMAT otherwise):
+ *    a log is input like any other (docs/hdf5-layout.md "Reading untrusted logs").
  *
  * The library never prints: HDF5's automatic error printing is switched off for the process
  * by every entry point, and failures return a status whose message quotes HDF5's innermost
@@ -46,6 +55,12 @@ extern "C" {
 
 #define RS_H5LOG_FORMAT "replayssm-kl-log"
 #define RS_H5LOG_FORMAT_VERSION 1
+
+/* Bounds of what a log may describe; create refuses more, open refuses a file claiming more
+ * (the CLI's own limits are far lower: 131072 tokens, 64 runs). */
+#define RS_H5LOG_MAX_BOOKS (1u << 20)   /* books per log */
+#define RS_H5LOG_MAX_RUNS 4096u         /* policy runs per log */
+#define RS_H5LOG_MAX_TOKENS (1u << 24)  /* positions per book, and the chunk */
 
 /* One policy run (attributes of /runs/runNN). */
 typedef struct rs_h5log_run_info {
@@ -96,18 +111,23 @@ const char *rs_h5log_policy(const rs_h5log *lg, size_t run);  /* canonical polic
 uint64_t rs_h5log_window(const rs_h5log *lg, size_t run);
 
 /*! rs_h5log_create() : build a new log for `meta` and place it at `path` (see the header
- *  comment). Without force an existing `path` is an error (RS_E_IO "... exists: use --force to
- *  replace it or --resume to continue it"); with force it is replaced atomically once the new
- *  skeleton is complete. @return RS_OK, RS_E_IO (exists, unwritable folder, HDF5 failure),
- *  RS_E_INVAL, RS_E_NOMEM. */
+ *  comment). Without force an existing `path` (or "<path>.partial") is an error (RS_E_IO "...
+ *  exists: use --force to replace it or --resume to continue it"); with force an existing
+ *  regular `path` stays untouched until rs_h5log_finish: the new log lives at "<path>.partial"
+ *  (replacing an earlier interrupted one) and rs_h5log_file_path says so. Anything but a regular
+ *  file at either name is refused. @return RS_OK, RS_E_IO (exists, not a regular file, in use by
+ *  another writer, unwritable folder, HDF5 failure), RS_E_INVAL, RS_E_NOMEM. */
 rs_status rs_h5log_create(const char *path, const rs_h5log_meta *meta, int force, rs_h5log **out);
 
 /*! rs_h5log_open() : open an existing log. writable != 0 for --resume (the log is rebuilt from
  *  its committed positions and replaces the old file atomically): `expect` (not NULL) must
  *  then match the stored configuration (model config hash, tokenizer, split, short_books, tokens,
  *  chunk, books and their lengths, runs: policy, window, seed) or RS_E_INVAL names the first
- *  difference. writable == 0: read-only, `expect` ignored. @return RS_OK, RS_E_IO, RS_E_FORMAT
- *  (not a replayssm log / unknown version), RS_E_INVAL. */
+ *  difference. When "<path>.partial" exists (an interrupted --force run) it is the log resumed,
+ *  and rs_h5log_finish moves it to `path`. writable == 0: read-only, `expect` ignored. Every count
+ *  and extent is validated (header comment). @return RS_OK, RS_E_IO (missing, not a regular
+ *  file, in use), RS_E_FORMAT (not a replayssm log, unknown version, inconsistent or corrupted
+ *  content), RS_E_INVAL, RS_E_NOMEM. */
 rs_status rs_h5log_open(const char *path, int writable, const rs_h5log_meta *expect, rs_h5log **out);
 
 /*! rs_h5log_write_chunk() : store positions [pos, pos + n) of `book` and commit them. pos must be
@@ -146,7 +166,9 @@ typedef struct rs_h5log_ref_summary {
 rs_status rs_h5log_reference_summary(const rs_h5log *lg, rs_h5log_ref_summary *out);
 
 /*! rs_h5log_finish() : write the summaries ([n_runs]; NULL when n_runs == 0) as attributes of each run group, set root
- *  attributes end_time and status = "complete", flush. */
+ *  attributes end_time and status = "complete", flush; a --force run's "<path>.partial" then
+ *  replaces `path` (atomic rename; refused if `path` became anything but a regular file). On
+ *  failure the partial stays where rs_h5log_file_path says, resumable. */
 rs_status rs_h5log_finish(rs_h5log *lg, const char *end_time, const rs_kl_summary *summaries);
 
 /*! rs_h5log_read_row() : committed values of one dataset of one book: `name` is "kl", "nll",
@@ -165,6 +187,14 @@ rs_status rs_h5log_get_attr_string(const rs_h5log *lg, const char *obj, const ch
  *  in that handler when a file's close failed (e.g. disk full), so a program that closes every
  *  log explicitly (the CLI) calls this once at start. */
 void rs_h5log_no_atexit(void);
+
+/*! rs_h5log_partial_path() : "<path>.partial" into buf (where a --force run builds its log
+ *  until it completes). @return RS_OK, RS_E_INVAL (NULL or too long). */
+rs_status rs_h5log_partial_path(const char *path, char *buf, size_t bufsize);
+
+/*! rs_h5log_file_path() : where the open log's file is now: `path`, or "<path>.partial" for a
+ *  --force run (or its --resume) until rs_h5log_finish has moved it. */
+const char *rs_h5log_file_path(const rs_h5log *lg);
 
 /*! rs_h5log_close() : flush and close; accepts NULL. */
 rs_status rs_h5log_close(rs_h5log *lg);

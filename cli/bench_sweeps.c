@@ -1,0 +1,242 @@
+/* bench_sweeps.c — the GPU sweeps of `replayssm bench` (bench.h): each case is timed by the CUDA
+ * harness (replayssm/cuda/rs_cuda_bench.h), appended as a row and printed. CUDA builds only. */
+#ifdef RS_HAVE_CUDA
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "rs_cli.h" /* rs_cli_fail */
+#include "replayssm/theory/rs_theory.h" /* model shapes, C.3 traffic; before rs_cuda.h (rs_ssm_kind) */
+#include "replayssm/cuda/rs_cuda_bench.h"
+
+static bn_row *bn_add(bn_ctx *c)
+{
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? 2 * c->cap : 256;
+        bn_row *r = (bn_row *)realloc(c->rows, nc * sizeof *r);
+        if (!r) return NULL;
+        c->rows = r, c->cap = nc;
+    }
+    bn_row *r = &c->rows[c->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static const char *kname(rs_bench_kernel k)
+{
+    switch (k) {
+    case RS_BENCH_CONV: return "conv";
+    case RS_BENCH_REPLAY: return "replay";
+    case RS_BENCH_VERIFY_SNAPSHOT: return "verify-snapshot";
+    default: return "verify-replay";
+    }
+}
+static const char *fmtname(rs_format_kind k)
+{
+    static const char *n[] = {"fp32", "fp16", "bf16", "fp8", "nvfp4"};
+    return (unsigned)k <= 4u ? n[k] : "?";
+}
+
+/* run one case and append its row; returns the row or NULL (error printed) */
+static bn_row *bn_run(bn_ctx *c, const char *sweep, const rs_model_shape *m, const rs_bench_case *bc,
+                      const char *variant)
+{
+    rs_bench_result r;
+    rs_status st = rs_cuda_bench_run(bc, &r);
+    if (st != RS_OK) {
+        rs_cli_fail("bench", kname(bc->kernel), st);
+        return NULL;
+    }
+    bn_row *row = bn_add(c);
+    if (!row) return NULL;
+    snprintf(row->sweep, sizeof row->sweep, "%s", sweep);
+    snprintf(row->model, sizeof row->model, "%s", m->name);
+    snprintf(row->kernel, sizeof row->kernel, "%s", kname(bc->kernel));
+    snprintf(row->variant, sizeof row->variant, "%s", variant);
+    snprintf(row->fmt, sizeof row->fmt, "%s", fmtname(bc->read_fmt));
+    row->B = bc->dims.batch, row->L = bc->kernel == RS_BENCH_REPLAY || bc->kernel == RS_BENCH_VERIFY_REPLAY ? bc->L : 0;
+    row->T = bc->kernel >= RS_BENCH_VERIFY_SNAPSHOT ? bc->T : 1;
+    row->a = bc->kernel == RS_BENCH_VERIFY_REPLAY ? bc->accepted : 0;
+    row->median_us = r.median_us, row->p10_us = r.p10_us, row->p90_us = r.p90_us, row->bytes = r.bytes;
+    row->gbps = r.bytes / (r.median_us * 1e3);
+    row->pct_copy = 100.0 * row->gbps / c->copy_gbps;
+    row->flush_frac = r.flush_frac, row->mean_fill = r.mean_fill;
+    const double per_head = (double)bc->dims.batch * bc->dims.heads;
+    if (bc->kernel == RS_BENCH_CONV)
+        row->theory_bytes = per_head * rs_theory_mconv(1, m->d_v, m->d_k, 4.0);
+    else if (bc->kernel == RS_BENCH_REPLAY && bc->fill_mode == RS_BENCH_FILL_CYCLE && bc->read_fmt == RS_FMT_FP32)
+        row->theory_bytes = per_head * rs_theory_mreplay((unsigned)bc->L, m->d_v, m->d_k, 4.0,
+                                                         rs_theory_record_bytes(m->d_v, m->d_k)) / bc->L;
+    fflush(stdout);
+    return row;
+}
+
+static rs_bench_case bn_case(rs_bench_kernel k, const rs_model_shape *m, int B, int reps)
+{
+    rs_bench_case c;
+    memset(&c, 0, sizeof c);
+    c.kernel = k;
+    c.fam = m->ssm;
+    c.dims.batch = B, c.dims.heads = (int)m->value_heads, c.dims.key_heads = (int)m->key_heads;
+    c.dims.d_v = (int)m->d_v, c.dims.d_k = (int)m->d_k;
+    c.L = 16, c.T = 1, c.accepted = 1;
+    c.fill_mode = RS_BENCH_FILL_CYCLE;
+    c.ring_dtype = RS_CUDA_BF16;
+    c.read_fmt = RS_FMT_FP32;
+    c.reps = reps, c.warmup = 3;
+    return c;
+}
+
+static void print_header(const char *title)
+{
+    printf("\n## %s\n", title);
+    printf("%-18s %-16s %-20s %5s %3s %2s %2s %10s %8s %6s %7s %s\n", "model", "kernel", "variant", "B", "L", "T", "a",
+           "median_us", "GB/s", "%copy", "flush", "x");
+}
+static void print_row(const bn_row *r, double x)
+{
+    printf("%-18s %-16s %-20s %5d %3d %2d %2d %10.1f %8.0f %5.1f%% %6.3f %s", r->model, r->kernel, r->variant, r->B, r->L,
+           r->T, r->a, r->median_us, r->gbps, r->pct_copy, r->flush_frac, x > 0 ? "" : "-");
+    if (x > 0) printf("%.2fx", x);
+    printf("\n");
+    fflush(stdout);
+}
+
+bn_row *rs_bench_find_row(bn_ctx *c, const char *sweep, const char *model, const char *kernel, const char *variant, int B)
+{
+    for (size_t i = 0; i < c->n; ++i) {
+        bn_row *r = &c->rows[i];
+        if (!strcmp(r->sweep, sweep) && !strcmp(r->model, model) && !strcmp(r->kernel, kernel) &&
+            !strcmp(r->variant, variant) && r->B == B)
+            return r;
+    }
+    return NULL;
+}
+
+int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
+{
+    static const int Bs[] = {1, 8, 32, 128, 256, 512};
+    print_header("standard decode, fp32 state, L = 16 (ReplaySSM: bf16 ring, flush amortised)");
+    for (size_t i = 0; i < sizeof Bs / sizeof Bs[0]; ++i) {
+        const int B = Bs[i];
+        if (quick && B != 256) continue;
+        rs_bench_case k = bn_case(RS_BENCH_CONV, m, B, c->reps);
+        bn_row *conv = bn_run(c, "std", m, &k, "fp32");
+        if (!conv) return 1;
+        print_row(conv, 0);
+        double conv_us = conv->median_us;
+        k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
+        bn_row *r = bn_run(c, "std", m, &k, "cycle-bf16ring");
+        if (!r) return 1;
+        r->speedup = conv_us / r->median_us;
+        print_row(r, r->speedup);
+        if (B == 256) { /* the parts of the amortised step, and the fp32 ring */
+            k.ring_dtype = RS_CUDA_F32;
+            if (!(r = bn_run(c, "std", m, &k, "cycle-fp32ring"))) return 1;
+            r->speedup = conv_us / r->median_us;
+            print_row(r, r->speedup);
+            k.ring_dtype = RS_CUDA_BF16;
+            k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7;
+            if (!(r = bn_run(c, "std", m, &k, "nonflush-h7"))) return 1;
+            r->speedup = conv_us / r->median_us;
+            print_row(r, r->speedup);
+            k.fill_mode = RS_BENCH_FILL_FLUSH;
+            if (!(r = bn_run(c, "std", m, &k, "allflush"))) return 1;
+            r->speedup = conv_us / r->median_us;
+            print_row(r, r->speedup);
+        }
+    }
+    return 0;
+}
+
+static double conv256(bn_ctx *c, const rs_model_shape *m)
+{
+    bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", 256);
+    if (r) return r->median_us;
+    rs_bench_case k = bn_case(RS_BENCH_CONV, m, 256, c->reps);
+    r = bn_run(c, "ref", m, &k, "fp32");
+    return r ? r->median_us : 0;
+}
+
+int rs_bench_sweep_window(bn_ctx *c, const rs_model_shape *m)
+{
+    static const int Ls[] = {4, 8, 16, 32, 64};
+    const double cu = conv256(c, m);
+    if (cu <= 0) return 1;
+    print_header("window sweep, B = 256 (ReplaySSM, bf16 ring, flush amortised; x = vs conventional)");
+    for (size_t i = 0; i < sizeof Ls / sizeof Ls[0]; ++i) {
+        rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
+        k.L = Ls[i];
+        char v[24];
+        snprintf(v, sizeof v, "cycle-bf16ring-L%d", Ls[i]);
+        bn_row *r = bn_run(c, "window", m, &k, v);
+        if (!r) return 1;
+        r->speedup = cu / r->median_us;
+        print_row(r, r->speedup);
+    }
+    return 0;
+}
+
+int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
+{
+    static const int Ts[] = {1, 2, 4, 6, 8};
+    const double cu = conv256(c, m);
+    if (cu <= 0) return 1;
+    bn_row *rs = rs_bench_find_row(c, "std", m->name, "replay", "cycle-bf16ring", 256);
+    double ru = rs ? rs->median_us : 0;
+    if (!rs) {
+        rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
+        bn_row *r = bn_run(c, "ref", m, &k, "cycle-bf16ring");
+        if (!r) return 1;
+        ru = r->median_us;
+    }
+    print_header("speculative verification, B = 256, L = 16 (x = time / conventional standard step)");
+    for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; ++i) {
+        const int T = Ts[i];
+        if (quick && T != 1 && T != 8) continue;
+        rs_bench_case k = bn_case(RS_BENCH_VERIFY_SNAPSHOT, m, 256, c->reps);
+        k.T = T;
+        bn_row *r = bn_run(c, "verify", m, &k, "snapshot");
+        if (!r) return 1;
+        r->norm = r->median_us / cu, r->norm_own = r->norm;
+        print_row(r, r->norm);
+        for (int ai = 0; ai < 2; ++ai) {
+            const int a = ai ? T : 1;
+            if (ai && T == 1) break;
+            k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
+            k.T = T, k.accepted = a;
+            char v[24];
+            snprintf(v, sizeof v, "bf16ring-a%d", a);
+            if (!(r = bn_run(c, "verify", m, &k, v))) return 1;
+            r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
+            print_row(r, r->norm);
+        }
+    }
+    return 0;
+}
+
+int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
+{
+    static const rs_format_kind fs[] = {RS_FMT_FP32, RS_FMT_FP16, RS_FMT_FP8, RS_FMT_NVFP4};
+    print_header("non-flush ReplaySSM step reading a low-precision checkpoint, B = 256, L = 16, h = 7 (x = vs fp32)");
+    double base = 0;
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
+        rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
+        k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
+        /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
+        char v[24];
+        snprintf(v, sizeof v, "nonflush-h7-%s", fmtname(fs[i]));
+        bn_row *r = bn_run(c, "lp", m, &k, v);
+        if (!r) return 1;
+        if (i == 0) base = r->median_us;
+        r->speedup = base / r->median_us;
+        print_row(r, r->speedup);
+    }
+    return 0;
+}
+
+#else
+typedef int rs_bench_sweeps_empty_; /* ISO C: a translation unit is not empty */
+#endif /* RS_HAVE_CUDA */
