@@ -17,6 +17,7 @@
  * Random words for SR: element i of x uses rs_rand_u32(seed, stream, i), drawn in chunks
  * with rs_rand_fill(); scales are always RTN (they are not stochastic in TransformerEngine).
  */
+#include "replayssm/quant/rs_codec.h" /* the block-scale formulas shared with kernels/ */
 #include "replayssm/quant/rs_qtensor.h"
 
 #include <float.h>
@@ -115,26 +116,11 @@ static float amax_of(const float *x, size_t n)
 
 /* ---- FP8 block: E4M3 elements, float32 scale per 128 ---------------------------------- */
 
-/* TransformerEngine compute_scale_from_amax(amax, 448, pow2, eps = 0, FLT_MAX), amax finite. */
-static float fp8_scale_from_amax(float amax, int pow2)
-{
-    if (amax == 0.0f) return 1.0f;
-    float scale = 448.0f / amax; /* IEEE division, correctly rounded */
-    if (isinf(scale)) scale = FLT_MAX;
-    if (pow2) { /* keep sign and exponent: round down to a power of two */
-        uint32_t b;
-        memcpy(&b, &scale, sizeof b);
-        b &= 0xFF800000u;
-        memcpy(&scale, &b, sizeof scale);
-    }
-    return scale;
-}
-
 /* Encode x[RS_FP8_BLOCK] (element i0 of the call) into codes; *scale_inv = 1/scale. */
 static void fp8_encode_block(const rs_format *f, const float *x, uint64_t i0, uint64_t seed, uint64_t stream,
                              uint8_t *codes, float *scale_inv)
 {
-    const float scale = fp8_scale_from_amax(amax_of(x, RS_FP8_BLOCK), f->fp8_pow2);
+    const float scale = rs_codec_fp8_scale(amax_of(x, RS_FP8_BLOCK), f->fp8_pow2);
     if (f->rounding == RS_ROUND_RTN) {
         for (size_t j = 0; j < RS_FP8_BLOCK; ++j) codes[j] = rs_e4m3_encode_rtn(x[j] * scale);
     } else {
@@ -155,9 +141,7 @@ static void fp8_decode_block(const uint8_t *codes, float scale_inv, float *y)
 /* Tensor scales from the tensor amax (TE compute_global_encode_scaling_factor_FP4). */
 static void nvfp4_tensor_scales(const float *x, size_t E, float *s_enc, float *s_dec)
 {
-    const float amax = amax_of(x, E);
-    float se = amax == 0.0f ? 1.0f : fminf(448.0f * 6.0f / amax, FLT_MAX);
-    if (se == 0.0f) se = 1.0f; /* unreachable for finite amax; kept to mirror TE */
+    const float se = rs_codec_nvfp4_senc(amax_of(x, E));
     *s_enc = se;
     *s_dec = 1.0f / se;
 }
@@ -166,11 +150,9 @@ static void nvfp4_tensor_scales(const float *x, size_t E, float *s_enc, float *s
 static rs_status nvfp4_encode_block(const rs_format *f, const float *x, uint64_t i0, float s_enc, float s_dec,
                                     uint64_t seed, uint64_t stream, uint8_t *q, uint8_t *sb_code)
 {
-    /* block decode scale, TE association order: block_amax * (S_enc * (1/6)) */
-    float sbf = fminf(amax_of(x, RS_NVFP4_BLOCK) * (s_enc * (1.0f / 6.0f)), FLT_MAX);
-    if (f->nvfp4_floor) sbf = fmaxf(sbf, 0x1p-6f); /* torchao's floor (E4M3 smallest normal) */
-    const uint8_t sb = rs_e4m3_encode_rtn(sbf);     /* RNE, satfinite, never NaN (sbf >= 0 finite) */
-    const float mult = fminf(1.0f / (e4m3_value(sb) * s_dec), FLT_MAX);
+    /* the block scale and element multiplier by the formulas the CUDA quantizer shares */
+    const uint8_t sb = (uint8_t)rs_codec_nvfp4_block_scale(amax_of(x, RS_NVFP4_BLOCK), s_enc, f->nvfp4_floor);
+    const float mult = rs_codec_nvfp4_mult(sb, s_dec);
     *sb_code = sb;
 
     uint32_t r[RS_NVFP4_BLOCK];
