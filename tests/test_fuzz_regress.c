@@ -211,6 +211,21 @@ static void seeds_for_(const char *target, seeds *sd)
         add_bytes_(sd, prog, 10);
         add_bytes_(sd, prog + 10, 10);
         add_bytes_(sd, prog, sizeof prog);
+    } else if (!strcmp(target, "tok_json")) {
+        add_file_(sd, "tokenizers/fuzz/bytelevel.json");
+        add_file_(sd, "tokenizers/fuzz/fallback.json");
+    } else if (!strcmp(target, "tok_tiktoken")) {
+        add_file_(sd, "tokenizers/fuzz/small.tiktoken");
+    } else if (!strcmp(target, "tok_encode")) {
+        /* first byte: tokenizer (% 3) and modes (rs_fuzz_tokenizer.c); 6 = refuse invalid UTF-8 */
+        static const char t0[] = "\x00Hello, world! It's caf\xc3\xa9 and na\xc3\xafve.\r\n\r\n  x";
+        static const char t1[] = "\x01<|endoftext|>Qwen: \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x91\x8d e\xcc\x81 \xff\xfe";
+        static const char t2[] = "\x02" "e\xcc\x81 \xea\xb0\x80\xe1\x86\xa8 <s>x</s> \xe2\x82";
+        static const char t3[] = "\x06plain text for the refuse mode, 12345";
+        add_bytes_(sd, t0, sizeof t0 - 1);
+        add_bytes_(sd, t1, sizeof t1 - 1);
+        add_bytes_(sd, t2, sizeof t2 - 1);
+        add_bytes_(sd, t3, sizeof t3 - 1);
     } else if (!strcmp(target, "policy")) {
         static const char *pol[] = {"split:nvfp4-rtn/fp32", "shared:fp8-sr+pow2", "conv:bf16-rtn",
                                     "split-naive:nvfp4-sr8+floor/fp16-sr", "fp16-sr", "fp32"};

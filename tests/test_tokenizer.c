@@ -1,8 +1,12 @@
-/* test_tokenizer.c — byte-level tokenizer and the refusal of unsupported tokenizers. */
+/* test_tokenizer.c — the byte-level tokenizer, the config-only path (rs_tokenizer_for_model) and
+ * its refusals, rs_tokenizer_open on byte-level checkpoints, decode, and the SHA-256 of the
+ * tokenizer files (FIPS 180-2 test vectors). The BPE tokenizers: tests/test_bpe_tokenizer.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -85,12 +89,94 @@ static void test_fixture_models(void **state)
     }
 }
 
+static void test_byte_decode(void **state)
+{
+    (void)state;
+    rs_model_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.tokenizer = RS_TOKENIZER_BYTE;
+    cfg.vocab = 256;
+    rs_tokenizer tok;
+    assert_int_equal(rs_tokenizer_for_model(&cfg, "m", &tok), RS_OK);
+    int32_t ids[256];
+    for (int i = 0; i < 256; i++) ids[i] = 255 - i;
+    char out[256];
+    size_t n = 0;
+    assert_int_equal(rs_tokenizer_decode(&tok, ids, 256, out, sizeof out, &n), RS_OK);
+    assert_int_equal(n, 256);
+    for (int i = 0; i < 256; i++) assert_int_equal((unsigned char)out[i], 255 - i);
+    /* a short buffer: RS_E_SHAPE with the length needed */
+    assert_int_equal(rs_tokenizer_decode(&tok, ids, 256, out, 10, &n), RS_E_SHAPE);
+    assert_int_equal(n, 256);
+    /* an id outside the vocabulary */
+    ids[7] = 256;
+    assert_int_equal(rs_tokenizer_decode(&tok, ids, 256, out, sizeof out, &n), RS_E_FORMAT);
+    assert_non_null(strstr(rs_last_error(), "position 7"));
+    rs_tokenizer_free(&tok); /* harmless on a byte tokenizer */
+    assert_int_equal(tok.vocab, 0);
+}
+
+/* rs_tokenizer_open on the byte-level fixture checkpoints (no tokenizer files) */
+static void test_open_byte_models(void **state)
+{
+    (void)state;
+    char dir[1024], p[1100];
+    rs_test_fixture_path(dir, sizeof dir, "models/gdn-tiny-random");
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    rs_model_config cfg;
+    assert_int_equal(rs_hf_config_load(p, &cfg), RS_OK);
+    assert_int_equal(cfg.tokenizer, RS_TOKENIZER_BYTE); /* no tokenizer files beside config.json */
+    assert_int_equal(rs_tokenizer_probe(dir, p, sizeof p), RS_TOKFMT_NONE);
+    rs_tokenizer tok;
+    assert_int_equal(rs_tokenizer_open(dir, &cfg, &tok), RS_OK);
+    assert_int_equal(tok.format, RS_TOKFMT_BYTE);
+    assert_string_equal(tok.name, "byte");
+    int32_t ids[4];
+    size_t n;
+    assert_int_equal(rs_tokenizer_encode(&tok, "\xff\x00" "ab", 4, ids, 4, &n), RS_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(ids[0], 255);
+    assert_int_equal(ids[1], 0);
+    rs_tokenizer_free(&tok);
+    /* without a config nothing says the model is byte-level */
+    assert_int_equal(rs_tokenizer_open(dir, NULL, &tok), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), "no tokenizer.json"));
+    /* a real vocabulary without tokenizer files */
+    cfg.vocab = 248320;
+    assert_int_equal(rs_tokenizer_open(dir, &cfg, &tok), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), "248320"));
+    assert_int_equal(rs_tokenizer_open("/nonexistent/model", &cfg, &tok), RS_E_IO);
+    assert_null(tok.model);
+}
+
+static void test_sha256(void **state)
+{
+    (void)state;
+    char hex[65];
+    rs_tokenizer_sha256("", 0, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    rs_tokenizer_sha256("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* 448 bits: two blocks */
+    rs_tokenizer_sha256(two, strlen(two), hex);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    char *a = (char *)malloc(1000000);
+    assert_non_null(a);
+    memset(a, 'a', 1000000);
+    rs_tokenizer_sha256(a, 1000000, hex);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_byte_roundtrip),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fixture_models),
+        cmocka_unit_test(test_byte_decode),
+        cmocka_unit_test(test_open_byte_models),
+        cmocka_unit_test(test_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

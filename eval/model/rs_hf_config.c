@@ -1,5 +1,6 @@
 /* rs_hf_config.c — config.json parsing for qwen3_5(_text) and nemotron_h (see rs_hf_config.h). */
 #include "replayssm/eval/rs_hf_config.h"
+#include "replayssm/eval/rs_tokenizer.h"
 #include "rs_check.h"
 
 #include <cjson/cJSON.h>
@@ -471,5 +472,15 @@ rs_status rs_hf_config_load(const char *path, rs_model_config *cfg) {
     fclose(fp);
     rs_status st = rs_hf_config_parse(buf ? buf : "", n, path, cfg);
     free(buf);
+    if (st == RS_OK) {
+        /* tokenizer files beside config.json decide the tokenizer, whatever vocab_size says (a
+         * vocab-256 model with a tokenizer.json is not silently byte-level): rs_tokenizer_open */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        else snprintf(dir, sizeof dir, ".");
+        if (rs_tokenizer_probe(dir, NULL, 0) != RS_TOKFMT_NONE) cfg->tokenizer = RS_TOKENIZER_BPE;
+    }
     return st;
 }

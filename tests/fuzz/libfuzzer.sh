@@ -13,14 +13,21 @@ SECS=${1:-60}
 OUT=${2:-build-fuzz}
 ROOT=$PWD
 shift $(( $# > 2 ? 2 : $# ))
-TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy}
+TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy h5log tok_json tok_tiktoken tok_encode}
 command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get install clang)" >&2; exit 2; }
 mkdir -p "$OUT"
-# only the parsers and what they call (no HDF5/OpenBLAS/OpenMP: a clang build of those is not needed)
-SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c eval/rs_tokenizer.c
-     common/rs_status.c engine/rs_policy.c quant/rs_format.c quant/rs_minifloat.c tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
+# only the parsers and what they call (no OpenBLAS/OpenMP: a clang build of those is not needed);
+# the log reader (h5log target) links the system libhdf5, uninstrumented (only our code is)
+SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c
+     eval/tokenizer/rs_tokenizer.c eval/tokenizer/rs_tok_bpe.c eval/tokenizer/rs_tok_encode.c eval/tokenizer/rs_tok_json.c
+     eval/tokenizer/rs_tok_tiktoken.c eval/tokenizer/rs_tok_regex.c eval/tokenizer/rs_tok_nfc.c eval/tokenizer/rs_tok_sha256.c
+     tests/fuzz/rs_fuzz_tokenizer.c
+     common/rs_status.c engine/rs_policy.c quant/rs_format.c quant/rs_minifloat.c
+     eval/rs_h5attr.c eval/rs_h5attr_ds.c eval/rs_h5place.c eval/rs_h5log_create.c eval/rs_h5log_skeleton.c eval/rs_h5log_open.c
+     eval/rs_h5log_write.c eval/rs_h5log_read.c eval/rs_kl.c tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
 CF="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-    -Iinclude -Icommon -Iengine -Itests/fuzz"
+    -Iinclude -Icommon -Iengine -Ieval -Itests/fuzz $(pkg-config --cflags hdf5)
+    -DRS_HAVE_PCRE2 -DPCRE2_CODE_UNIT_WIDTH=8 -DRS_FIXTURE_DIR=\"$ROOT/tests/fixtures\""
 seed() { mkdir -p "$OUT/seeds/$1"; cp "${@:2}" "$OUT/seeds/$1/"; }
 python3 - "$OUT/seeds/safetensors" <<'PY'
 import json, os, struct, sys
@@ -43,10 +50,20 @@ mkdir -p "$OUT/seeds/policy"
 for p in split:nvfp4-rtn/fp32 shared:fp8-sr+pow2 conv:bf16-rtn split-naive:nvfp4-sr8+floor/fp16-sr fp16-sr; do
   printf '%s' "$p" > "$OUT/seeds/policy/$(echo "$p" | tr ':/+' '___')"
 done
+mkdir -p "$OUT/seeds/h5log"   # edit programs over a valid log the target makes (rs_fuzz_targets.c)
+: > "$OUT/seeds/h5log/empty"
+printf '\x00\x02\x18\x00\x00\x00\x00\x00\x00\x00' > "$OUT/seeds/h5log/tokens24"
+printf '\x07\x03\x64\x00\x00\x00\x00\x00\x00\x00' > "$OUT/seeds/h5log/grow-nll"
+seed tok_json tests/fixtures/tokenizers/fuzz/bytelevel.json tests/fixtures/tokenizers/fuzz/fallback.json
+seed tok_tiktoken tests/fixtures/tokenizers/fuzz/small.tiktoken
+mkdir -p "$OUT/seeds/tok_encode"   # first byte: tokenizer and modes (rs_fuzz_tokenizer.c)
+printf '\x00Hello, world! caf\xc3\xa9\r\n' > "$OUT/seeds/tok_encode/a"
+printf '\x01<|endoftext|>na\xefve \xff' > "$OUT/seeds/tok_encode/b"
+printf '\x06plain text' > "$OUT/seeds/tok_encode/c"
 rc=0
 for t in $TARGETS; do
   # shellcheck disable=SC2086
-  clang $CF -DRS_FUZZ_TARGET=rs_fuzz_$t $SRC -lcjson -lz -lm -o "$OUT/fuzz_$t"
+  clang $CF -DRS_FUZZ_TARGET=rs_fuzz_$t $SRC -lcjson -lz -lm -lpcre2-8 $(pkg-config --libs hdf5) -o "$OUT/fuzz_$t"
   mkdir -p "$OUT/corpus/$t" "tests/fuzz/corpus/$t"
   echo "== $t: ${SECS} s"
   ( cd "$OUT" && "./fuzz_$t" -max_total_time="$SECS" -max_len=8192 -print_final_stats=1 \

@@ -36,6 +36,9 @@ int rs_fuzz_pg19_meta(const uint8_t *data, size_t size);   /* rs_pg19_meta_parse
 int rs_fuzz_pg19_book(const uint8_t *data, size_t size);   /* rs_pg19_read_book of <id>.txt.gz */
 int rs_fuzz_policy(const uint8_t *data, size_t size);      /* rs_policy_parse / rs_format_parse round trips */
 int rs_fuzz_h5log(const uint8_t *data, size_t size);       /* rs_h5log_open (+ --resume) of a valid log edited by the bytes */
+int rs_fuzz_tok_json(const uint8_t *data, size_t size);    /* rs_tokenizer_open on the bytes as tokenizer.json (rs_fuzz_tokenizer.c) */
+int rs_fuzz_tok_tiktoken(const uint8_t *data, size_t size); /* rs_tokenizer_open on the bytes as a *.tiktoken rank file */
+int rs_fuzz_tok_encode(const uint8_t *data, size_t size);  /* rs_tokenizer_encode / decode of random bytes, fixed tokenizers */
 
 /* every target, NULL-terminated */
 extern const rs_fuzz_target rs_fuzz_targets[];

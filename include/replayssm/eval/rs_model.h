@@ -68,7 +68,8 @@ typedef enum rs_activation {
 
 typedef enum rs_tokenizer_kind {
     RS_TOKENIZER_UNSUPPORTED = 0, /* real BPE vocabularies: token ids must come pre-tokenized  */
-    RS_TOKENIZER_BYTE = 1         /* vocab_size == 256: token id == byte value                */
+    RS_TOKENIZER_BYTE = 1,        /* vocab_size == 256: token id == byte value                */
+    RS_TOKENIZER_BPE = 2          /* tokenizer.json / *.tiktoken beside config.json (rs_tokenizer_open) */
 } rs_tokenizer_kind;
 
 /* Attention parameters (used by RS_LAYER_ATTENTION layers of either family). */
