@@ -11,8 +11,8 @@
 int rs_cmd_quant_error(int argc, char **argv); /* eval/cli/cmd_quant_error.c */
 int rs_cmd_theory(int argc, char **argv);      /* eval/cli/cmd_theory.c */
 int rs_cmd_bench(int argc, char **argv);       /* eval/cli/cmd_bench.c (GPU; RS_HAVE_CUDA) */
-int rs_cmd_kl(int argc, char **argv);          /* eval/cli/cmd_kl.c: teacher-forced KL -> HDF5 */
-int rs_cmd_sweep(int argc, char **argv);       /* eval/cli/cmd_kl.c: formats x rounding x modes x windows */
+int rs_cmd_kl(int argc, char **argv);          /* cli/cmd_kl.c: teacher-forced KL -> HDF5 (rs_kleval) */
+int rs_cmd_sweep(int argc, char **argv);       /* cli/cmd_sweep.c: formats x rounding x modes x windows */
 int rs_cmd_info(int argc, char **argv);        /* eval/cli/cmd_info.c: summary of a KL log or a model */
 
 /* rs_cli_fail() : print "replayssm <cmd>: <what>: <rs_last_error()>" to stderr, return 1. */

@@ -1,12 +1,12 @@
-/* rs_runner.c — lifecycle of the lockstep runs and their scratch (see rs_runner.h). */
+/* rs_runner.c — lifecycle of the lockstep runs (see rs_runner.h); their chunk scratch is sized
+ * in rs_runner_ws.c. */
 #include "replayssm/eval/rs_runner.h"
 #include "rs_check.h"
+#include "rs_runner_impl.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAXZ(a, b) ((a) > (b) ? (a) : (b))
 
 rs_runner_config rs_runner_config_default(void)
 {
@@ -15,26 +15,14 @@ rs_runner_config rs_runner_config_default(void)
     c.n_runs = 1;
     c.policies = NULL; /* NULL with n_runs == 1: the fp32 reference */
     c.window = 16;
+    c.windows = NULL; /* every run uses `window` */
     c.seed = 0;
+    c.seeds = NULL; /* every run uses `seed` */
     c.chunk = 64;
     c.max_tokens = 8192;
     c.dt_mode = RS_DT_KERNEL;
     c.capture_hidden = 0;
     return c;
-}
-
-/* calloc of count floats with an overflow check and a message naming the buffer */
-static rs_status falloc_(float **p, size_t count, const char *what)
-{
-    *p = NULL;
-    if (count == 0) count = 1;
-    if (count > SIZE_MAX / sizeof(float))
-        return rs_error_set(RS_E_NOMEM, "runner: %s of %zu floats overflows", what, count);
-    *p = (float *)calloc(count, sizeof(float));
-    if (!*p)
-        return rs_error_set(RS_E_NOMEM, "runner: cannot allocate %s (%zu bytes)", what,
-                            count * sizeof(float));
-    return RS_OK;
 }
 
 static int is_ssm_(rs_layer_kind k)
@@ -82,7 +70,7 @@ static void run_free_(rs_run *run, const rs_model_config *c)
 }
 
 static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runner_config *rc,
-                           const rs_policy *pol)
+                           const rs_policy *pol, size_t window, uint64_t seed)
 {
     const size_t L = (size_t)c->n_layers;
     run->policy = *pol;
@@ -98,7 +86,7 @@ static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runne
             size_t H, dv, dk, cd, K;
             ssm_geom_(c, k, &H, &dv, &dk, &cd, &K);
             RS_CHECK(K >= 1, RS_E_INVAL, "layer %d: conv kernel 0", l);
-            RS_TRY(falloc_(&run->conv_state[l], cd * (K - 1), "a conv state"));
+            RS_TRY(rs_runner_falloc(&run->conv_state[l], cd * (K - 1), "a conv state"));
             run->heads[l] = (rs_head *)calloc(H, sizeof(rs_head));
             RS_CHECK(run->heads[l] != NULL, RS_E_NOMEM, "runner: cannot allocate %zu heads", H);
             for (size_t h = 0; h < H; h++) {
@@ -108,94 +96,19 @@ static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runne
                 hc.d_v = dv;
                 hc.d_k = dk;
                 hc.policy = *pol;
-                hc.window = rc->window;
+                hc.window = window;
                 hc.max_drafts = 1;
-                hc.seed = rc->seed;
+                hc.seed = seed;
                 hc.layer = (uint32_t)l;
                 hc.head = (uint32_t)h;
                 RS_TRY(rs_head_init(&run->heads[l][h], &hc));
             }
         } else if (k == RS_LAYER_ATTENTION) {
             const size_t n = (size_t)c->attn.n_kv_heads * rc->max_tokens * (size_t)c->attn.head_dim;
-            RS_TRY(falloc_(&run->k_cache[l], n, "a key cache"));
-            RS_TRY(falloc_(&run->v_cache[l], n, "a value cache"));
+            RS_TRY(rs_runner_falloc(&run->k_cache[l], n, "a key cache"));
+            RS_TRY(rs_runner_falloc(&run->v_cache[l], n, "a value cache"));
         }
     }
-    return RS_OK;
-}
-
-static void ws_free_(rs_fwd_ws *ws)
-{
-    free(ws->x);
-    free(ws->xn);
-    free(ws->proj);
-    free(ws->proj2);
-    free(ws->conv);
-    free(ws->small);
-    free(ws->ssm_v);
-    free(ws->ssm_o);
-    free(ws->rope_cos);
-    free(ws->rope_sin);
-    free(ws->rope_inv);
-    free(ws->attn_scratch);
-    free(ws->logits);
-    memset(ws, 0, sizeof *ws);
-}
-
-static rs_status ws_init_(rs_fwd_ws *ws, const rs_model_config *c, const rs_runner_config *rc,
-                          int n_threads)
-{
-    const size_t M = rc->n_runs * rc->chunk, d = (size_t)c->hidden, V = (size_t)c->vocab;
-    size_t P1 = 0, P2 = 0, cw = 0, hmax = 1, sv = 0, so = 0;
-    const size_t I = (size_t)c->mlp.intermediate;
-    if (c->layer_has_mlp || c->n_mlp > 0) {
-        P1 = MAXZ(P1, I);
-        if (c->mlp.activation == RS_ACT_SILU) P2 = MAXZ(P2, I);
-    }
-    if (c->n_gdn > 0) {
-        P1 = MAXZ(P1, (size_t)c->gdn.conv_dim);
-        P2 = MAXZ(P2, (size_t)c->gdn.value_dim);
-        cw = MAXZ(cw, (size_t)c->gdn.conv_dim);
-        hmax = MAXZ(hmax, (size_t)c->gdn.n_v_heads);
-        so = MAXZ(so, (size_t)c->gdn.value_dim);
-    }
-    if (c->n_mamba > 0) {
-        P1 = MAXZ(P1, (size_t)c->mamba.in_proj_dim);
-        cw = MAXZ(cw, (size_t)c->mamba.conv_dim);
-        hmax = MAXZ(hmax, (size_t)c->mamba.n_heads);
-        sv = (size_t)c->mamba.d_inner;
-        so = MAXZ(so, (size_t)c->mamba.d_inner);
-    }
-    size_t rot = 0;
-    if (c->n_attn > 0) {
-        const size_t H = (size_t)c->attn.n_heads, hd = (size_t)c->attn.head_dim;
-        P1 = MAXZ(P1, H * hd * (c->attn.output_gate ? 2 : 1));
-        P2 = MAXZ(P2, 2 * (size_t)c->attn.n_kv_heads * hd);
-        cw = MAXZ(cw, H * hd);
-        if (c->attn.use_rope) rot = (size_t)c->attn.rotary_dim;
-    }
-    ws->rows = M;
-    ws->P1 = P1;
-    ws->P2 = P2;
-    ws->hmax = hmax;
-    ws->cap = rc->max_tokens;
-    RS_TRY(falloc_(&ws->x, M * d, "the residual stream"));
-    RS_TRY(falloc_(&ws->xn, M * d, "the normed stream"));
-    RS_TRY(falloc_(&ws->proj, M * P1, "the projection scratch"));
-    RS_TRY(falloc_(&ws->proj2, M * P2, "the second projection scratch"));
-    RS_TRY(falloc_(&ws->conv, M * cw, "the conv / attention output scratch"));
-    RS_TRY(falloc_(&ws->small, 4 * M * hmax, "the per-head scalars"));
-    RS_TRY(falloc_(&ws->ssm_v, M * sv, "the Mamba-2 inputs"));
-    RS_TRY(falloc_(&ws->ssm_o, M * so, "the SSM outputs"));
-    RS_TRY(falloc_(&ws->rope_cos, rc->chunk * (rot / 2), "the RoPE table"));
-    RS_TRY(falloc_(&ws->rope_sin, rc->chunk * (rot / 2), "the RoPE table"));
-    RS_TRY(falloc_(&ws->rope_inv, rot / 2, "the RoPE frequencies"));
-    if (rot > 0) rs_rope_inv_freq(c->attn.rope_theta, rot, ws->rope_inv);
-    /* attention score rows: RS_ATTN_BLOCK_ROWS per thread (rs_attn_args.scratch_rows) */
-    RS_TRY(falloc_(&ws->attn_scratch,
-                   c->n_attn > 0 ? (size_t)n_threads * RS_ATTN_BLOCK_ROWS * rc->max_tokens : 1,
-                   "the attention scores"));
-    RS_TRY(falloc_(&ws->logits, M * V, "the logits of a chunk"));
     return RS_OK;
 }
 
@@ -206,7 +119,9 @@ void rs_runner_free(rs_runner *r)
         for (size_t i = 0; i < r->cfg.n_runs; i++) run_free_(&r->runs[i], &r->m->cfg);
     free(r->runs);
     free(r->policies);
-    ws_free_(&r->ws);
+    free(r->windows);
+    free(r->seeds);
+    rs_runner_ws_free(&r->ws);
     free(r->hidden);
     free(r);
 }
@@ -232,20 +147,27 @@ rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_co
     r->be = be;
     r->cfg = *cfg;
     r->policies = (rs_policy *)calloc(cfg->n_runs, sizeof(rs_policy));
+    r->windows = (size_t *)calloc(cfg->n_runs, sizeof(size_t));
+    r->seeds = (uint64_t *)calloc(cfg->n_runs, sizeof(uint64_t));
     r->runs = (rs_run *)calloc(cfg->n_runs, sizeof(rs_run));
     rs_status st = RS_OK;
-    if (!r->policies || !r->runs) {
+    if (!r->policies || !r->windows || !r->seeds || !r->runs) {
         st = rs_error_set(RS_E_NOMEM, "rs_runner_create: out of memory");
         goto fail;
     }
-    for (size_t i = 0; i < cfg->n_runs; i++)
+    for (size_t i = 0; i < cfg->n_runs; i++) {
         r->policies[i] = cfg->policies ? cfg->policies[i] : rs_policy_fp32();
+        r->windows[i] = cfg->windows ? cfg->windows[i] : cfg->window;
+        r->seeds[i] = cfg->seeds ? cfg->seeds[i] : cfg->seed;
+    }
     r->cfg.policies = r->policies;
+    r->cfg.windows = r->windows;
+    r->cfg.seeds = r->seeds;
     for (size_t i = 0; i < cfg->n_runs && st == RS_OK; i++)
-        st = run_init_(&r->runs[i], &m->cfg, cfg, &r->policies[i]);
-    if (st == RS_OK) st = ws_init_(&r->ws, &m->cfg, cfg, be->n_threads);
+        st = run_init_(&r->runs[i], &m->cfg, cfg, &r->policies[i], r->windows[i], r->seeds[i]);
+    if (st == RS_OK) st = rs_runner_ws_init(&r->ws, &m->cfg, cfg, be->n_threads);
     if (st == RS_OK && cfg->capture_hidden)
-        st = falloc_(&r->hidden, ((size_t)m->cfg.n_layers + 1) * r->ws.rows * (size_t)m->cfg.hidden,
+        st = rs_runner_falloc(&r->hidden, ((size_t)m->cfg.n_layers + 1) * r->ws.rows * (size_t)m->cfg.hidden,
                      "the hidden-state capture");
     if (st != RS_OK) goto fail;
     *out = r;

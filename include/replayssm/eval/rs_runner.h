@@ -9,7 +9,11 @@
  * chunk only ([R][chunk][V]).
  *
  * Typical use: policies {fp32, shared:fp8-sr, ...}; run 0 is then the fp32 reference, and
- * the caller compares the logits of runs 1.. with it chunk by chunk.
+ * the caller compares the logits of runs 1.. with it chunk by chunk. Runs may differ in window
+ * and seed too (`windows`, `seeds`): the window and seed only reach a run's heads, so any mix of
+ * policies and windows shares one runner, one fp32 reference and every GEMM of a chunk. A run's
+ * logits do not depend on which other runs share the runner (each output row of a GEMM is
+ * computed the same way whatever the row count; tests/test_kleval.c checks this bitwise).
  */
 #ifndef RS_RUNNER_H
 #define RS_RUNNER_H
@@ -31,7 +35,9 @@ typedef struct rs_runner_config {
     size_t n_runs;              /* R >= 1 */
     const rs_policy *policies;  /* [R] one per run (copied) */
     size_t window;              /* L >= 1 for replay policies (rs_head_config.window) */
+    const size_t *windows;      /* [R] per-run L (copied), or NULL: every run uses `window` */
     uint64_t seed;              /* SR seed of every head (streams keyed by layer, head, step) */
+    const uint64_t *seeds;      /* [R] per-run seed (copied), or NULL: every run uses `seed` */
     size_t chunk;               /* C >= 1: most positions per rs_runner_step */
     size_t max_tokens;          /* positions the KV caches hold (>= the stream length) */
     rs_dt_mode dt_mode;         /* Mamba-2 dt bound (default RS_DT_KERNEL: no clamp) */
@@ -43,6 +49,8 @@ typedef struct rs_runner {
     rs_backend *be;             /* not owned */
     rs_runner_config cfg;
     rs_policy *policies;        /* [R] */
+    size_t *windows;            /* [R] the window of each run */
+    uint64_t *seeds;            /* [R] the seed of each run */
     rs_run *runs;               /* [R] */
     rs_fwd_ws ws;
     float *hidden;              /* [n_layers + 1][R * chunk][d] if capture_hidden, else NULL */
@@ -51,8 +59,8 @@ typedef struct rs_runner {
     rs_status sticky;           /* a failed step leaves the runs inconsistent: later steps fail */
 } rs_runner;
 
-/*! rs_runner_config_default() : R = 1 (fp32), window 16, seed 0, chunk 64, max_tokens 8192,
- *  RS_DT_KERNEL, no hidden capture. */
+/*! rs_runner_config_default() : R = 1 (fp32), window 16 and seed 0 for every run (windows and
+ *  seeds NULL), chunk 64, max_tokens 8192, RS_DT_KERNEL, no hidden capture. */
 rs_runner_config rs_runner_config_default(void);
 
 /*! rs_runner_create() : allocate the runs and the scratch for model m on backend be.

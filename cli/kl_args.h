@@ -1,0 +1,66 @@
+/* kl_args.h — what `replayssm kl` and `replayssm sweep` share: their options (kl_args.c parses
+ * them) and the evaluation with its printing (cmd_kl.c: one rs_kleval call, the events and the
+ * summary table on the way out). */
+#ifndef RS_KL_ARGS_H
+#define RS_KL_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "replayssm/engine/rs_policy.h"
+
+/* Defaults of the bundled run (`replayssm kl` with no options); paths relative to the repo root. */
+#define RS_KL_DEFAULT_MODEL "data/models/gdn-tiny"
+#define RS_KL_DEFAULT_DATA "data/pg19-sample"
+#define RS_KL_DEFAULT_OUT "kl-default.h5"
+#define RS_KL_DEFAULT_TOKENS 8192
+#define RS_KL_DEFAULT_CHUNK 64
+#define RS_KL_DEFAULT_WINDOW 16
+#define RS_KL_MAX_RUNS 64
+
+typedef struct rs_kl_opts {
+    const char *cmd; /* "kl" or "sweep" (messages) */
+    const char *model, *data, *split, *out, *short_mode;
+    size_t books;
+    char **book_ids; /* owned copies */
+    size_t n_book_ids;
+    size_t tokens, chunk;
+    uint64_t seed;
+    int threads, resume, force, quiet;
+    int ref_only; /* kl --policy none: the fp32 reference alone (its NLL / bits per token), no runs */
+    /* kl: the --policy values as given (comma lists split later) and --window */
+    const char *policies[RS_KL_MAX_RUNS];
+    size_t n_policies, window;
+    /* sweep: the list options as given (NULL: the command's default) */
+    const char *modes, *formats, *rounding, *hp, *windows;
+    /* the runs (policy, window), canonical, without repeats */
+    size_t n_runs;
+    rs_policy pol[RS_KL_MAX_RUNS];
+    char pol_str[RS_KL_MAX_RUNS][64];
+    size_t win[RS_KL_MAX_RUNS];
+} rs_kl_opts;
+
+/* rs_kl_opts_init() : the defaults of `cmd`; rs_kl_opts_free() : the book id copies. */
+void rs_kl_opts_init(rs_kl_opts *o, const char *cmd);
+void rs_kl_opts_free(rs_kl_opts *o);
+
+/* rs_kl_parse() : the options of argv[1..argc) (sweep != 0: the sweep lists instead of --policy /
+ * --window); usage(stdout) for --help. Returns 0 ok, 1 help printed, 2 usage error (printed). */
+int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(FILE *));
+
+/* rs_kl_add_run() : append (policy, window) unless it is already there. Returns 1, or 0 after
+ * printing the error (unknown policy, too many runs). */
+int rs_kl_add_run(rs_kl_opts *o, const char *policy, size_t window);
+
+/* rs_kl_split_list() : split a comma list in place (strtok) into at most max items; the count. */
+size_t rs_kl_split_list(char *s, char **items, size_t max);
+
+/* rs_kl_parse_size() : a non-negative decimal integer; 1 ok, 0 not one. */
+int rs_kl_parse_size(const char *s, size_t *out);
+
+/* rs_kl_evaluate() : run the evaluation of o (cmd_kl.c); argv is recorded as the command line.
+ * Returns the exit status: 0 ok, 1 failure, 2 usage error. */
+int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv);
+
+#endif /* RS_KL_ARGS_H */

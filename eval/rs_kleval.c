@@ -1,0 +1,249 @@
+/* rs_kleval.c — the evaluator's configuration (copy and checks), life cycle, run loop and
+ * results (rs_kleval.h). The work itself: rs_kleval_plan.c, rs_kleval_log.c, rs_kleval_step.c. */
+#include "rs_kleval_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rs_check.h"
+
+rs_kleval_config rs_kleval_config_default(void)
+{
+    rs_kleval_config c;
+    memset(&c, 0, sizeof c);
+    c.split = "test";
+    c.first_books = 1;
+    c.tokens = 8192;
+    c.chunk = 64;
+    c.short_books = RS_KLEVAL_SHORT_SKIP;
+    c.output = RS_KLEVAL_OUT_NEW;
+    return c;
+}
+
+double rs_kleval_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rs_kleval_iso_now(char *buf, size_t n)
+{
+    const time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+rs_status rs_kleval_fail(rs_kleval *ev, rs_kleval_stage stage, rs_status st, const char *what)
+{
+    ev->failed = stage;
+    if (what) { /* rs_error_set formats into its own buffer first: the cause may be passed in */
+        const char *cause = rs_last_error();
+        rs_error_set(st, "%s: %s%s%s", what, rs_strerror(st), cause[0] ? ": " : "", cause);
+    }
+    return st;
+}
+
+/* strdup of s, or of dflt when s is NULL; NULL only when out of memory */
+static char *dup_(const char *s, const char *dflt)
+{
+    const char *v = s ? s : dflt;
+    char *d = (char *)malloc(strlen(v) + 1);
+    if (d) strcpy(d, v);
+    return d;
+}
+
+/* the values of cfg that need no file: ranges, enums, policies, distinct runs */
+static rs_status check_config_(const rs_kleval_config *c)
+{
+    RS_CHECK(c->model_dir && c->data_dir && c->out_path, RS_E_INVAL,
+             "rs_kleval_create: model_dir, data_dir and out_path are required");
+    RS_CHECK(c->tokens >= 1 && c->tokens <= RS_KLEVAL_MAX_TOKENS, RS_E_INVAL,
+             "tokens must be in [1, %d], not %zu", RS_KLEVAL_MAX_TOKENS, c->tokens);
+    RS_CHECK(c->chunk >= 1 && c->chunk <= RS_KLEVAL_MAX_CHUNK, RS_E_INVAL,
+             "chunk must be in [1, %d], not %zu", RS_KLEVAL_MAX_CHUNK, c->chunk);
+    RS_CHECK(c->threads >= 0, RS_E_INVAL, "threads must be >= 0 (0: the OpenMP default), not %d",
+             c->threads);
+    RS_CHECK(c->n_book_ids > 0 || c->first_books > 0, RS_E_INVAL,
+             "no books: give book ids or first_books >= 1");
+    RS_CHECK(c->n_book_ids == 0 || c->book_ids, RS_E_INVAL, "%zu book ids but book_ids is NULL",
+             c->n_book_ids);
+    for (size_t i = 0; i < c->n_book_ids; i++)
+        RS_CHECK(c->book_ids[i] != NULL, RS_E_INVAL, "book id %zu is NULL", i);
+    RS_CHECK(c->short_books == RS_KLEVAL_SHORT_SKIP || c->short_books == RS_KLEVAL_SHORT_TRUNCATE,
+             RS_E_INVAL, "short_books: unknown mode %d", (int)c->short_books);
+    RS_CHECK(c->output == RS_KLEVAL_OUT_NEW || c->output == RS_KLEVAL_OUT_FORCE ||
+                 c->output == RS_KLEVAL_OUT_RESUME,
+             RS_E_INVAL, "output: unknown mode %d", (int)c->output);
+    RS_CHECK(c->n_runs == 0 || c->runs, RS_E_INVAL, "%zu runs but runs is NULL", c->n_runs);
+    for (size_t r = 0; r < c->n_runs; r++) {
+        RS_CHECK(c->runs[r].policy != NULL, RS_E_INVAL, "run %zu: NULL policy", r);
+        RS_CHECK(c->runs[r].window >= 1 && c->runs[r].window <= RS_KLEVAL_MAX_WINDOW, RS_E_INVAL,
+                 "run %zu (%s): window must be in [1, %d], not %zu", r, c->runs[r].policy,
+                 RS_KLEVAL_MAX_WINDOW, c->runs[r].window);
+    }
+    return RS_OK;
+}
+
+/* parse every policy into ev (canonical strings) and refuse repeated runs: a repeated run
+ * would write the same datasets twice under two names */
+static rs_status parse_runs_(rs_kleval *ev, const rs_kleval_config *c)
+{
+    for (size_t r = 0; r < c->n_runs; r++) {
+        rs_status st = rs_policy_parse(c->runs[r].policy, &ev->pol[r]);
+        if (st != RS_OK) return rs_error_set(st, "unknown policy: %s", rs_last_error());
+        if (rs_policy_print(&ev->pol[r], ev->pol_str[r], RS_KLEVAL_POLICY_MAX) != RS_OK)
+            return rs_error_set(RS_E_INVAL, "run %zu: policy '%s' has no canonical form", r,
+                                c->runs[r].policy);
+        ev->runs[r].policy = ev->pol_str[r];
+        ev->runs[r].window = c->runs[r].window;
+        ev->runs[r].seed = c->runs[r].seed;
+        for (size_t q = 0; q < r; q++)
+            RS_CHECK(!(rs_policy_equal(&ev->pol[q], &ev->pol[r]) && ev->runs[q].window == ev->runs[r].window &&
+                       ev->runs[q].seed == ev->runs[r].seed),
+                     RS_E_INVAL, "run %zu (%s, L=%zu, seed %llu) repeats run %zu", r, ev->pol_str[r],
+                     ev->runs[r].window, (unsigned long long)ev->runs[r].seed, q);
+    }
+    return RS_OK;
+}
+
+/* deep copy of cfg into ev (ev->cfg then points only into ev) */
+static rs_status copy_config_(rs_kleval *ev, const rs_kleval_config *c)
+{
+    const size_t R = c->n_runs;
+    ev->cfg = *c;
+    ev->model_dir = dup_(c->model_dir, "");
+    ev->data_dir = dup_(c->data_dir, "");
+    ev->split = dup_(c->split, "test");
+    ev->out_path = dup_(c->out_path, "");
+    ev->command_line = dup_(c->command_line, "");
+    ev->tool_version = dup_(c->tool_version, RS_VERSION_STRING);
+    ev->git_commit = dup_(c->git_commit, "unknown");
+    ev->book_ids = (char **)calloc(c->n_book_ids + 1, sizeof(char *));
+    /* + 1: R may be 0 (the reference alone) and calloc(0) may return NULL */
+    ev->pol = (rs_policy *)calloc(R + 1, sizeof(rs_policy));
+    ev->pol_str = calloc(R + 1, sizeof *ev->pol_str);
+    ev->runs = (rs_kleval_run_spec *)calloc(R + 1, sizeof(rs_kleval_run_spec));
+    RS_CHECK(ev->model_dir && ev->data_dir && ev->split && ev->out_path && ev->command_line &&
+                 ev->tool_version && ev->git_commit && ev->book_ids && ev->pol && ev->pol_str && ev->runs,
+             RS_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < c->n_book_ids; i++)
+        RS_CHECK((ev->book_ids[i] = dup_(c->book_ids[i], "")) != NULL, RS_E_NOMEM, "out of memory");
+    ev->cfg.model_dir = ev->model_dir;
+    ev->cfg.data_dir = ev->data_dir;
+    ev->cfg.split = ev->split;
+    ev->cfg.out_path = ev->out_path;
+    ev->cfg.command_line = ev->command_line;
+    ev->cfg.tool_version = ev->tool_version;
+    ev->cfg.git_commit = ev->git_commit;
+    ev->cfg.book_ids = (const char *const *)ev->book_ids;
+    ev->cfg.runs = ev->runs;
+    return parse_runs_(ev, c);
+}
+
+rs_status rs_kleval_create(const rs_kleval_config *cfg, rs_kleval **out)
+{
+    RS_CHECK(out != NULL, RS_E_INVAL, "rs_kleval_create: NULL out");
+    *out = NULL;
+    RS_CHECK(cfg != NULL, RS_E_INVAL, "rs_kleval_create: NULL config");
+    RS_TRY(check_config_(cfg));
+    rs_kleval *ev = (rs_kleval *)calloc(1, sizeof *ev);
+    RS_CHECK(ev != NULL, RS_E_NOMEM, "out of memory");
+    const rs_status st = copy_config_(ev, cfg);
+    if (st != RS_OK) {
+        rs_kleval_free(ev);
+        return st;
+    }
+    ev->res.n_runs = cfg->n_runs;
+    ev->res.runs = ev->runs;
+    *out = ev;
+    return RS_OK;
+}
+
+rs_status rs_kleval_prepare(rs_kleval *ev)
+{
+    RS_CHECK(ev != NULL, RS_E_INVAL, "rs_kleval_prepare: NULL evaluation");
+    RS_CHECK(!ev->prepared && ev->failed == RS_KLEVAL_STAGE_NONE, RS_E_STATE,
+             "rs_kleval_prepare: %s", ev->prepared ? "already prepared" : "an earlier step failed");
+    RS_TRY(rs_kleval_plan(ev));
+    ev->prepared = 1;
+    return RS_OK;
+}
+
+rs_status rs_kleval_step(rs_kleval *ev, int *finished)
+{
+    RS_CHECK(ev != NULL && finished != NULL, RS_E_INVAL, "rs_kleval_step: NULL argument");
+    *finished = ev->finished;
+    if (ev->finished) return RS_OK;
+    RS_CHECK(ev->failed == RS_KLEVAL_STAGE_NONE, RS_E_STATE,
+             "rs_kleval_step: the evaluation failed earlier (the committed chunks are kept)");
+    if (!ev->prepared) RS_TRY(rs_kleval_prepare(ev));
+    RS_TRY(rs_kleval_next_chunk(ev));
+    if (ev->book >= ev->res.n_books) { /* every position committed */
+        RS_TRY(rs_kleval_log_finish(ev));
+        ev->finished = 1;
+        ev->res.complete = 1;
+        ev->res.summaries = ev->sums;
+    }
+    *finished = ev->finished;
+    return RS_OK;
+}
+
+rs_status rs_kleval_run(rs_kleval *ev)
+{
+    RS_CHECK(ev != NULL, RS_E_INVAL, "rs_kleval_run: NULL evaluation");
+    ev->stop = 0;
+    int finished = 0;
+    while (!finished && !ev->stop) RS_TRY(rs_kleval_step(ev, &finished));
+    return RS_OK;
+}
+
+const rs_kleval_result *rs_kleval_get_result(const rs_kleval *ev)
+{
+    return ev ? &ev->res : NULL;
+}
+
+rs_kleval_stage rs_kleval_failed_stage(const rs_kleval *ev)
+{
+    return ev ? ev->failed : RS_KLEVAL_STAGE_NONE;
+}
+
+void rs_kleval_free(rs_kleval *ev)
+{
+    if (!ev) return;
+    rs_h5log_close(ev->lg); /* an unfinished log keeps its committed positions */
+    rs_runner_free(ev->runner);
+    rs_backend_destroy(ev->be);
+    if (ev->model_loaded) rs_model_free(&ev->model);
+    if (ev->ids_owned) rs_pg19_ids_free(ev->ids, ev->n_ids);
+    rs_pg19_meta_free(&ev->meta);
+    if (ev->book_ids)
+        for (size_t i = 0; i < ev->cfg.n_book_ids; i++) free(ev->book_ids[i]);
+    free(ev->book_ids);
+    free(ev->model_dir);
+    free(ev->data_dir);
+    free(ev->split);
+    free(ev->out_path);
+    free(ev->command_line);
+    free(ev->tool_version);
+    free(ev->git_commit);
+    free(ev->pol);
+    free(ev->pol_str);
+    free(ev->runs);
+    free(ev->books);
+    free(ev->skipped);
+    free(ev->toks);
+    free(ev->lp);
+    free(ev->lq);
+    free(ev->buf);
+    free(ev->agree);
+    free(ev->tgt);
+    free(ev->top);
+    free(ev->rcs);
+    free(ev->nf_done);
+    free(ev->running);
+    free(ev->sums);
+    free(ev);
+}

@@ -1,0 +1,87 @@
+/* rs_kleval_impl.h — the evaluation handle's layout, private to eval/rs_kleval*.c:
+ *   rs_kleval.c       configuration (copy, checks), life cycle, run loop, results
+ *   rs_kleval_plan.c  prepare: inputs, books, runner, buffers
+ *   rs_kleval_log.c   the log: provenance, create / resume, summaries and finish
+ *   rs_kleval_step.c  one chunk: forward, compare with the reference, write, events
+ */
+#ifndef RS_KLEVAL_IMPL_H
+#define RS_KLEVAL_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replayssm/engine/rs_policy.h"
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_h5log.h"
+#include "replayssm/eval/rs_kleval.h"
+#include "replayssm/eval/rs_model.h"
+#include "replayssm/eval/rs_pg19.h"
+#include "replayssm/eval/rs_runner.h"
+#include "replayssm/eval/rs_tokenizer.h"
+
+#define RS_KLEVAL_POLICY_MAX 64 /* canonical policy strings */
+
+struct rs_kleval {
+    rs_kleval_config cfg;     /* every pointer refers to the copies below */
+    char *model_dir, *data_dir, *split, *out_path, *command_line, *tool_version, *git_commit;
+    char **book_ids;          /* [cfg.n_book_ids] */
+    rs_policy *pol;           /* [R] parsed policies */
+    char (*pol_str)[RS_KLEVAL_POLICY_MAX]; /* [R] canonical strings */
+    rs_kleval_run_spec *runs; /* [R] policy = pol_str[r] */
+
+    /* prepare */
+    rs_kleval_stage failed;   /* where the evaluation stopped on an error */
+    int prepared, finished, stop;
+    char start_time[32];
+    rs_tokenizer tok;
+    rs_model model;
+    int model_loaded;
+    rs_pg19_meta meta;        /* titles of the plan point into it */
+    char **ids;               /* the books asked for (ids_owned: from rs_pg19_select_first) */
+    size_t n_ids;
+    int ids_owned;
+    rs_kleval_book *books;    /* [n_ids] evaluated, then skipped from the end (see plan) */
+    rs_kleval_book *skipped;  /* [n_ids] */
+    size_t max_len;           /* longest book: the KV caches' capacity */
+    rs_backend *be;
+    rs_runner *runner;        /* run 0: the fp32 reference; run r + 1: policy run r */
+    rs_h5log *lg;
+
+    /* the position loop */
+    size_t book, pos;         /* next chunk: book index, position */
+    int book_open;            /* tokens of `book` are loaded and the runner is at `pos` */
+    int32_t *toks;            /* [max_len + 1] tokens of the current book */
+    double *lp, *lq;          /* [V] log-probabilities of the reference and of a run */
+    double *buf;              /* [(3R + 1) C] kl, nll, dp of every run; the reference NLL */
+    uint8_t *agree;           /* [R C + 1] */
+    int32_t *tgt, *top;       /* [C] next tokens, reference top-1 */
+    rs_h5log_run_chunk *rcs;  /* [R + 1] views into buf / agree */
+    uint8_t *nf_done;         /* [R + 1] run already reported non-finite in this book */
+    rs_kl_running *running;   /* [R + 1] mean KL of the positions computed here */
+    double ref_nll_sum;
+    size_t ref_nll_n;
+    size_t done, done_at_start, total;
+    double t0;
+    rs_kl_summary *sums;      /* [R + 1] */
+    rs_kleval_result res;
+};
+
+/* Record a failure of `stage` with the message "<what>: <status name>: <cause>" (what NULL:
+ * the cause alone) and return st. */
+rs_status rs_kleval_fail(rs_kleval *ev, rs_kleval_stage stage, rs_status st, const char *what);
+
+/* Monotonic seconds; the current UTC time as ISO 8601 ("2026-12-01T08:00:00Z"). */
+double rs_kleval_now(void);
+void rs_kleval_iso_now(char *buf, size_t n);
+
+/* rs_kleval_log.c */
+rs_status rs_kleval_log_open(rs_kleval *ev);   /* create or resume (stage SETUP on failure) */
+rs_status rs_kleval_log_finish(rs_kleval *ev); /* summaries, finish, close (stage FINISH) */
+
+/* rs_kleval_plan.c: the body of rs_kleval_prepare */
+rs_status rs_kleval_plan(rs_kleval *ev);
+
+/* rs_kleval_step.c: the next chunk (prepared, not finished, no earlier failure) */
+rs_status rs_kleval_next_chunk(rs_kleval *ev);
+
+#endif /* RS_KLEVAL_IMPL_H */

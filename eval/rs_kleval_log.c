@@ -1,0 +1,152 @@
+/* rs_kleval_log.c — the evaluation's HDF5 log: the root attributes (provenance and the
+ * configuration that --resume compares), creating or resuming it, and at the end the
+ * summaries computed from the stored per-position arrays (so quantiles are exact and a resumed
+ * log is summarised over all its positions, not only over those computed in this process). */
+#include "rs_kleval_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replayssm/quant/rs_format.h"
+#include "rs_check.h"
+
+#define RS_KLEVAL_FMT_MAX 48
+
+/* FNV-1a 64 of a file's bytes ("fnv1a64:<16 hex>"); 0 if unreadable */
+static int hash_file_(const char *path, char *out, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    uint64_t h = 1469598103934665603ULL;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        h ^= (uint64_t)(unsigned char)c;
+        h *= 1099511628211ULL;
+    }
+    fclose(f);
+    snprintf(out, n, "fnv1a64:%016llx", (unsigned long long)h);
+    return 1;
+}
+
+static const char *mode_name_(rs_policy_mode m)
+{
+    switch (m) {
+    case RS_POLICY_CONV: return "conv";
+    case RS_POLICY_SHARED: return "shared";
+    case RS_POLICY_SPLIT: return "split";
+    case RS_POLICY_SPLIT_NAIVE: return "split-naive";
+    }
+    return "?";
+}
+
+/* the root description of the log; the arrays are allocated here, freed by meta_free_ */
+typedef struct log_meta {
+    rs_h5log_meta hm;
+    const char **bid, **btitle;
+    uint64_t *blen;
+    rs_h5log_run_info *ri;
+    char (*fmt)[2][RS_KLEVAL_FMT_MAX]; /* [R] hp, lp format strings */
+    char cfg_hash[64];
+} log_meta;
+
+static void meta_free_(log_meta *m)
+{
+    free(m->bid);
+    free(m->btitle);
+    free(m->blen);
+    free(m->ri);
+    free(m->fmt);
+}
+
+static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
+{
+    const rs_kleval_config *c = &ev->cfg;
+    const size_t B = ev->res.n_books, R = c->n_runs;
+    memset(m, 0, sizeof *m);
+    snprintf(m->cfg_hash, sizeof m->cfg_hash, "unknown");
+    char cfgp[4096];
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", c->model_dir);
+    hash_file_(cfgp, m->cfg_hash, sizeof m->cfg_hash);
+    m->bid = (const char **)calloc(B, sizeof(char *));
+    m->btitle = (const char **)calloc(B, sizeof(char *));
+    m->blen = (uint64_t *)calloc(B, sizeof(uint64_t));
+    m->ri = (rs_h5log_run_info *)calloc(R + 1, sizeof *m->ri); /* + 1: R may be 0 */
+    m->fmt = calloc(R + 1, sizeof *m->fmt);
+    RS_CHECK(m->bid && m->btitle && m->blen && m->ri && m->fmt, RS_E_NOMEM, "out of memory");
+    for (size_t b = 0; b < B; b++) {
+        m->bid[b] = ev->books[b].id;
+        m->btitle[b] = ev->books[b].title;
+        m->blen[b] = ev->books[b].positions;
+    }
+    for (size_t r = 0; r < R; r++) {
+        if (rs_format_print(&ev->pol[r].hp, m->fmt[r][0], RS_KLEVAL_FMT_MAX) != RS_OK)
+            snprintf(m->fmt[r][0], RS_KLEVAL_FMT_MAX, "?");
+        if (rs_format_print(&ev->pol[r].lp, m->fmt[r][1], RS_KLEVAL_FMT_MAX) != RS_OK)
+            snprintf(m->fmt[r][1], RS_KLEVAL_FMT_MAX, "?");
+        m->ri[r].policy = ev->pol_str[r];
+        m->ri[r].mode = mode_name_(ev->pol[r].mode);
+        m->ri[r].hp_format = m->fmt[r][0];
+        m->ri[r].lp_format = m->fmt[r][1];
+        m->ri[r].window = ev->runs[r].window;
+        m->ri[r].seed = ev->runs[r].seed;
+    }
+    rs_h5log_meta *h = &m->hm;
+    h->tool_version = c->tool_version;
+    h->git_commit = c->git_commit;
+    h->command_line = c->command_line;
+    h->start_time = ev->start_time;
+    h->model_path = c->model_dir;
+    h->data_path = c->data_dir;
+    h->model_config_hash = m->cfg_hash;
+    h->model_type = ev->model.cfg.model_type;
+    h->tokenizer = ev->tok.name;
+    h->split = c->split;
+    h->short_books = c->short_books == RS_KLEVAL_SHORT_TRUNCATE ? "truncate" : "skip";
+    h->tokens = c->tokens;
+    h->chunk = c->chunk;
+    h->n_books = B;
+    h->book_ids = m->bid;
+    h->book_titles = m->btitle;
+    h->book_len = m->blen;
+    h->n_runs = R;
+    h->runs = m->ri;
+    return RS_OK;
+}
+
+rs_status rs_kleval_log_open(rs_kleval *ev)
+{
+    log_meta m;
+    rs_status st = meta_build_(ev, &m);
+    if (st != RS_OK) {
+        meta_free_(&m);
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, NULL);
+    }
+    const int resume = ev->cfg.output == RS_KLEVAL_OUT_RESUME;
+    st = resume ? rs_h5log_open(ev->cfg.out_path, 1, &m.hm, &ev->lg)
+                : rs_h5log_create(ev->cfg.out_path, &m.hm, ev->cfg.output == RS_KLEVAL_OUT_FORCE, &ev->lg);
+    meta_free_(&m);
+    if (st != RS_OK)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st,
+                              resume ? "cannot resume the log" : "cannot create the log");
+    return RS_OK;
+}
+
+rs_status rs_kleval_log_finish(rs_kleval *ev)
+{
+    const rs_kleval_stage F = RS_KLEVAL_STAGE_FINISH;
+    for (size_t r = 0; r < ev->cfg.n_runs; r++) {
+        const rs_status st = rs_h5log_summarize(ev->lg, r, &ev->sums[r]);
+        if (st != RS_OK) return rs_kleval_fail(ev, F, st, "cannot summarise");
+    }
+    char t_end[32];
+    rs_kleval_iso_now(t_end, sizeof t_end);
+    rs_status st = rs_h5log_finish(ev->lg, t_end, ev->sums);
+    if (st != RS_OK) return rs_kleval_fail(ev, F, st, "cannot finish the log");
+    st = rs_h5log_reference_summary(ev->lg, &ev->res.reference);
+    if (st != RS_OK) return rs_kleval_fail(ev, F, st, "cannot summarise the reference");
+    st = rs_h5log_close(ev->lg);
+    ev->lg = NULL;
+    if (st != RS_OK) return rs_kleval_fail(ev, F, st, "cannot close the log");
+    return RS_OK;
+}

@@ -1,0 +1,218 @@
+/* rs_kleval_plan.c — rs_kleval_prepare: everything that can fail before the output is touched
+ * (output path, model folder, data folder, model config and tokenizer, weights, books), then the
+ * runner and the loop buffers, then the log. The checks run in the order of rs_kleval.h, cheap
+ * ones first, so a wrong path fails in milliseconds and a wrong book before anything long. */
+#include "rs_kleval_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "replayssm/eval/rs_hf_config.h"
+#include "rs_check.h"
+
+#define RS_KLEVAL_REF_WINDOW 16 /* window of the reference's heads when there are no runs (fp32
+                                   ignores it; the runner still wants one) */
+
+/* the output path, the model folder and the data folder exist as asked */
+static rs_status check_paths_(rs_kleval *ev)
+{
+    const rs_kleval_config *c = &ev->cfg;
+    struct stat sb;
+    const int exists = stat(c->out_path, &sb) == 0;
+    if (c->output == RS_KLEVAL_OUT_RESUME && !exists)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_OUTPUT,
+                              rs_error_set(RS_E_IO, "--resume: %s does not exist", c->out_path), NULL);
+    if (c->output == RS_KLEVAL_OUT_NEW && exists)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_OUTPUT,
+                              rs_error_set(RS_E_IO, "%s exists: use --force to replace it or --resume to continue it",
+                                           c->out_path),
+                              NULL);
+    char cfgp[4096];
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", c->model_dir);
+    if (stat(cfgp, &sb) != 0)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL_DIR,
+                              rs_error_set(RS_E_IO, "no model at %s (missing %s)", c->model_dir, cfgp), NULL);
+    if (stat(c->data_dir, &sb) != 0)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_DATA_DIR, rs_error_set(RS_E_IO, "no data at %s", c->data_dir),
+                              NULL);
+    return RS_OK;
+}
+
+/* the tokenizer is decided by the config: refuse before loading any weight */
+static rs_status load_model_(rs_kleval *ev)
+{
+    char cfgp[4096];
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", ev->cfg.model_dir);
+    rs_model_config mc;
+    rs_status st = rs_hf_config_load(cfgp, &mc);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot read the model config");
+    st = rs_tokenizer_for_model(&mc, ev->cfg.model_dir, &ev->tok);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot evaluate this model");
+    st = rs_model_load(ev->cfg.model_dir, &ev->model);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot load the model");
+    ev->model_loaded = 1;
+    ev->res.model_type = ev->model.cfg.model_type;
+    return RS_OK;
+}
+
+/* event of a book left out or truncated at planning */
+static void emit_book_(rs_kleval *ev, rs_kleval_event_kind kind, const char *id, size_t avail, size_t kept)
+{
+    if (!ev->cfg.on_event) return;
+    rs_kleval_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = kind;
+    e.book_id = id;
+    e.available = avail;
+    e.truncatable = avail >= 2;
+    e.positions = kept;
+    (void)ev->cfg.on_event(&e, ev->cfg.user);
+}
+
+/* read each book once now (a missing or empty book fails before any output), decide its
+ * positions, and report the too-short ones */
+static rs_status plan_books_(rs_kleval *ev)
+{
+    const rs_kleval_config *c = &ev->cfg;
+    rs_status st = rs_pg19_meta_load(c->data_dir, &ev->meta);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, st, "cannot read the book list");
+    if (c->n_book_ids) {
+        ev->ids = ev->book_ids;
+        ev->n_ids = c->n_book_ids;
+    } else {
+        st = rs_pg19_select_first(c->data_dir, c->split, &ev->meta, c->first_books, &ev->ids);
+        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, st, "cannot choose books");
+        ev->n_ids = c->first_books;
+        ev->ids_owned = 1;
+    }
+    ev->books = (rs_kleval_book *)calloc(ev->n_ids, sizeof *ev->books);
+    ev->skipped = (rs_kleval_book *)calloc(ev->n_ids, sizeof *ev->skipped);
+    if (!ev->books || !ev->skipped)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+    size_t nb = 0, ns = 0;
+    for (size_t i = 0; i < ev->n_ids; i++) {
+        const char *id = ev->ids[i];
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(ev->ids[j], id))
+                return rs_kleval_fail(ev, RS_KLEVAL_STAGE_CONFIG,
+                                      rs_error_set(RS_E_INVAL, "book %s listed twice", id), NULL);
+        char *text = NULL;
+        size_t len = 0, avail = 0;
+        st = rs_pg19_read_book(c->data_dir, c->split, id, &text, &len);
+        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, st, "cannot read a book");
+        st = rs_tokenizer_count(&ev->tok, text, len, &avail);
+        free(text);
+        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, st, "cannot tokenize");
+        const long mi = rs_pg19_meta_find(&ev->meta, id);
+        rs_kleval_book bk = {id, mi >= 0 ? ev->meta.books[mi].title : "", avail, c->tokens, NULL};
+        if (avail < c->tokens + 1) {
+            if (c->short_books == RS_KLEVAL_SHORT_SKIP || avail < 2) {
+                bk.positions = 0;
+                bk.reason = avail < 2 ? "fewer than 2 tokens" : "fewer than tokens + 1 tokens";
+                ev->skipped[ns++] = bk;
+                emit_book_(ev, RS_KLEVAL_EVENT_BOOK_SKIPPED, id, avail, 0);
+                continue;
+            }
+            bk.positions = avail - 1;
+            emit_book_(ev, RS_KLEVAL_EVENT_BOOK_TRUNCATED, id, avail, bk.positions);
+        }
+        ev->books[nb++] = bk;
+        if (bk.positions > ev->max_len) ev->max_len = bk.positions;
+        ev->total += bk.positions;
+    }
+    ev->res.n_books = nb;
+    ev->res.books = ev->books;
+    ev->res.n_skipped = ns;
+    ev->res.skipped = ev->skipped;
+    if (nb == 0)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS,
+                              rs_error_set(RS_E_INVAL,
+                                           "no book left to evaluate (all shorter than --tokens %zu + 1; see --short)",
+                                           c->tokens),
+                              NULL);
+    return RS_OK;
+}
+
+/* ONE runner for the reference and every run, whatever their windows: run 0 is the fp32
+ * reference, run r + 1 policy run r with its own window and seed */
+static rs_status build_runner_(rs_kleval *ev)
+{
+    const size_t R = ev->cfg.n_runs;
+    rs_status st = rs_backend_cpu_create(ev->cfg.threads, &ev->be);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, "cannot start the CPU backend");
+    rs_policy *pols = (rs_policy *)calloc(R + 1, sizeof *pols);
+    size_t *wins = (size_t *)calloc(R + 1, sizeof *wins);
+    uint64_t *seeds = (uint64_t *)calloc(R + 1, sizeof *seeds);
+    if (!pols || !wins || !seeds) {
+        free(pols);
+        free(wins);
+        free(seeds);
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+    }
+    pols[0] = rs_policy_fp32();
+    wins[0] = R ? ev->runs[0].window : RS_KLEVAL_REF_WINDOW;
+    seeds[0] = R ? ev->runs[0].seed : 0;
+    for (size_t r = 0; r < R; r++) {
+        pols[r + 1] = ev->pol[r];
+        wins[r + 1] = ev->runs[r].window;
+        seeds[r + 1] = ev->runs[r].seed;
+    }
+    rs_runner_config rc = rs_runner_config_default();
+    rc.n_runs = R + 1;
+    rc.policies = pols;
+    rc.windows = wins;
+    rc.seeds = seeds;
+    rc.chunk = ev->cfg.chunk;
+    rc.max_tokens = ev->max_len;
+    st = rs_runner_create(&ev->model, ev->be, &rc, &ev->runner);
+    free(pols);
+    free(wins);
+    free(seeds);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, "cannot set up the runs");
+    ev->res.runner_runs = R + 1;
+    return RS_OK;
+}
+
+/* the buffers of the position loop: one chunk of every run */
+static rs_status alloc_loop_(rs_kleval *ev)
+{
+    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk, V = (size_t)ev->model.cfg.vocab;
+    ev->toks = (int32_t *)malloc((ev->max_len + 1) * sizeof(int32_t));
+    ev->lp = (double *)malloc(V * sizeof(double));
+    ev->lq = (double *)malloc(V * sizeof(double));
+    ev->buf = (double *)malloc((3 * R + 1) * C * sizeof(double));
+    ev->agree = (uint8_t *)malloc(R * C + 1);
+    ev->tgt = (int32_t *)malloc(C * sizeof(int32_t));
+    ev->top = (int32_t *)malloc(C * sizeof(int32_t));
+    ev->rcs = (rs_h5log_run_chunk *)calloc(R + 1, sizeof *ev->rcs);
+    ev->nf_done = (uint8_t *)calloc(R + 1, 1);
+    ev->running = (rs_kl_running *)calloc(R + 1, sizeof *ev->running);
+    ev->sums = (rs_kl_summary *)calloc(R + 1, sizeof *ev->sums);
+    if (!ev->toks || !ev->lp || !ev->lq || !ev->buf || !ev->agree || !ev->tgt || !ev->top || !ev->rcs ||
+        !ev->nf_done || !ev->running || !ev->sums)
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+    for (size_t r = 0; r < R; r++) {
+        ev->rcs[r].kl = ev->buf + (3 * r + 0) * C;
+        ev->rcs[r].nll = ev->buf + (3 * r + 1) * C;
+        ev->rcs[r].dp = ev->buf + (3 * r + 2) * C;
+        ev->rcs[r].agree = ev->agree + r * C;
+    }
+    return RS_OK;
+}
+
+rs_status rs_kleval_plan(rs_kleval *ev)
+{
+    rs_kleval_iso_now(ev->start_time, sizeof ev->start_time);
+    RS_TRY(check_paths_(ev));
+    RS_TRY(load_model_(ev));
+    RS_TRY(plan_books_(ev));
+    RS_TRY(build_runner_(ev));
+    RS_TRY(alloc_loop_(ev));
+    RS_TRY(rs_kleval_log_open(ev));
+    for (size_t b = 0; b < ev->res.n_books; b++) ev->done += (size_t)rs_h5log_completed(ev->lg, b);
+    ev->done_at_start = ev->done;
+    ev->t0 = rs_kleval_now();
+    return RS_OK;
+}

@@ -1,0 +1,179 @@
+/* rs_kleval_step.c — one chunk of positions: the runner forwards the fp32 reference and every
+ * run in lockstep (one rs_runner_step), each run's logits are compared with the reference's
+ * position by position (rs_kl), the chunk is written and committed, and a PROGRESS event
+ * follows.
+ *
+ * Resume: completed books are skipped; the book in progress is re-run from position 0 without
+ * writing up to its committed position (the SSM states and KV caches are not stored), then
+ * continues. Chunk boundaries and SR streams (counter-based, keyed by layer, head, step) are the
+ * same, so the result equals an uninterrupted run. */
+#include "rs_kleval_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rs_check.h"
+
+#define RS_KLEVAL_EVAL_FAILED "evaluation failed (completed chunks are kept; --resume continues)"
+
+/* forward n tokens from toks + pos through the runner, counted in the result */
+static rs_status forward_(rs_kleval *ev, size_t pos, size_t n)
+{
+    RS_TRY(rs_runner_step(ev->runner, ev->toks + pos, n));
+    ev->res.runner_steps++;
+    ev->res.reference_positions += n;
+    return RS_OK;
+}
+
+/* load book b's tokens, check them against what the log holds, and bring the runner to the
+ * book's committed position */
+static rs_status open_book_(rs_kleval *ev, size_t start)
+{
+    const rs_kleval_book *bk = &ev->books[ev->book];
+    const size_t len = bk->positions;
+    char *text = NULL;
+    size_t tl = 0, n_tok = 0;
+    rs_status st = rs_pg19_read_book(ev->cfg.data_dir, ev->cfg.split, bk->id, &text, &tl);
+    if (st == RS_OK) st = rs_tokenizer_encode(&ev->tok, text, tl, ev->toks, len + 1, &n_tok);
+    free(text);
+    if (st == RS_OK && n_tok != len + 1)
+        st = rs_error_set(RS_E_STATE, "book %s now encodes to %zu tokens, %zu expected (changed on disk?)", bk->id,
+                          n_tok, len + 1);
+    if (st == RS_OK && start > 0) { /* the stored tokens must be the ones we are about to continue */
+        int32_t *stored = (int32_t *)malloc(start * sizeof(int32_t));
+        if (!stored) st = rs_error_set(RS_E_NOMEM, "out of memory");
+        else st = rs_h5log_read_row(ev->lg, -1, "next_token", ev->book, start, stored);
+        for (size_t t = 0; st == RS_OK && t < start; t++)
+            if (stored[t] != ev->toks[t + 1])
+                st = rs_error_set(RS_E_STATE,
+                                  "--resume: book %s position %zu: the log has next token %d, the book gives %d",
+                                  bk->id, t, (int)stored[t], (int)ev->toks[t + 1]);
+        free(stored);
+    }
+    if (st == RS_OK) st = rs_runner_reset(ev->runner);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_EVAL, st, "cannot evaluate");
+    for (size_t r = 0; r < ev->cfg.n_runs; r++) { /* reported before the interruption: not again */
+        int64_t p;
+        int32_t L, H;
+        ev->nf_done[r] = rs_h5log_get_nonfinite(ev->lg, r, ev->book, &p, &L, &H) == RS_OK && p >= 0;
+    }
+    for (size_t pos = 0; pos < start; pos += ev->cfg.chunk) { /* replay the committed prefix */
+        const size_t n = start - pos < ev->cfg.chunk ? start - pos : ev->cfg.chunk;
+        st = forward_(ev, pos, n);
+        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_EVAL, st, RS_KLEVAL_EVAL_FAILED);
+    }
+    ev->pos = start;
+    ev->book_open = 1;
+    return RS_OK;
+}
+
+/* run r's logits went non-finite at position pos: record where, report it once per book */
+static rs_status nonfinite_(rs_kleval *ev, size_t r, size_t pos)
+{
+    const char *msg = NULL;
+    int32_t L = -1, H = -1;
+    int64_t nf_step = -1;
+    if (rs_runner_run_status(ev->runner, r + 1, &msg) != RS_OK)
+        rs_runner_run_nonfinite(ev->runner, r + 1, &L, &H, &nf_step);
+    RS_TRY(rs_h5log_set_nonfinite(ev->lg, r, ev->book, (int64_t)pos, L, H));
+    ev->nf_done[r] = 1;
+    if (ev->cfg.on_event) {
+        rs_kleval_event e;
+        memset(&e, 0, sizeof e);
+        e.kind = RS_KLEVAL_EVENT_NONFINITE;
+        e.book_id = ev->books[ev->book].id;
+        e.book = ev->book;
+        e.n_books = ev->res.n_books;
+        e.run = r;
+        e.position = pos;
+        e.message = msg ? msg : "";
+        (void)ev->cfg.on_event(&e, ev->cfg.user);
+    }
+    return RS_OK;
+}
+
+/* the measurements of the n positions of the last forward, into the chunk buffers */
+static rs_status compare_(rs_kleval *ev, size_t pos, size_t n)
+{
+    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk, V = (size_t)ev->model.cfg.vocab;
+    double *nll_ref = ev->buf + 3 * R * C;
+    const float *ref = rs_runner_logits(ev->runner, 0);
+    for (size_t t = 0; t < n; t++) {
+        const int32_t y = ev->toks[pos + t + 1];
+        ev->tgt[t] = y;
+        if (rs_kl_log_softmax(ref + t * V, V, ev->lp) != RS_OK)
+            return rs_error_set(RS_E_NONFINITE, "book %s position %zu: the fp32 reference logits are not finite",
+                                ev->books[ev->book].id, pos + t);
+        rs_kl_point pt;
+        if (R == 0) { /* the reference alone: its NLL and top-1, by the same definitions */
+            RS_TRY(rs_kl_compare_lp(ev->lp, ev->lp, V, y, &pt));
+            nll_ref[t] = pt.nll_ref;
+            ev->top[t] = pt.top1_ref;
+        }
+        for (size_t r = 0; r < R; r++) {
+            const rs_status s2 = rs_kl_log_softmax(rs_runner_logits(ev->runner, r + 1) + t * V, V, ev->lq);
+            if (s2 != RS_OK && s2 != RS_E_NONFINITE) return s2; /* non-finite: marked by compare */
+            RS_TRY(rs_kl_compare_lp(ev->lp, ev->lq, V, y, &pt));
+            if (r == 0) {
+                nll_ref[t] = pt.nll_ref;
+                ev->top[t] = pt.top1_ref;
+            }
+            ((double *)ev->rcs[r].kl)[t] = pt.kl;
+            ((double *)ev->rcs[r].nll)[t] = pt.nll_run;
+            ((double *)ev->rcs[r].dp)[t] = pt.dp;
+            ((uint8_t *)ev->rcs[r].agree)[t] = (uint8_t)pt.agree;
+            if (pt.finite) rs_kl_running_add(&ev->running[r], pt.kl);
+            else if (!ev->nf_done[r]) RS_TRY(nonfinite_(ev, r, pos + t));
+        }
+        ev->ref_nll_sum += nll_ref[t];
+        ev->ref_nll_n++;
+    }
+    return RS_OK;
+}
+
+static void progress_(rs_kleval *ev, size_t end)
+{
+    if (!ev->cfg.on_event) return;
+    rs_kleval_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = RS_KLEVAL_EVENT_PROGRESS;
+    e.book_id = ev->books[ev->book].id;
+    e.book = ev->book;
+    e.n_books = ev->res.n_books;
+    e.positions = ev->books[ev->book].positions;
+    e.position = end;
+    e.done = ev->done;
+    e.done_at_start = ev->done_at_start;
+    e.total = ev->total;
+    e.elapsed_s = rs_kleval_now() - ev->t0;
+    e.n_runs = ev->cfg.n_runs;
+    e.running = ev->running;
+    e.ref_mean_nll = ev->ref_nll_sum / (double)ev->ref_nll_n;
+    if (ev->cfg.on_event(&e, ev->cfg.user)) ev->stop = 1;
+}
+
+rs_status rs_kleval_next_chunk(rs_kleval *ev)
+{
+    while (!ev->book_open && ev->book < ev->res.n_books) { /* the next book with work left */
+        const size_t start = (size_t)rs_h5log_completed(ev->lg, ev->book);
+        if (start >= ev->books[ev->book].positions) ev->book++;
+        else RS_TRY(open_book_(ev, start));
+    }
+    if (ev->book >= ev->res.n_books) return RS_OK;
+    const size_t len = ev->books[ev->book].positions, pos = ev->pos;
+    const size_t n = len - pos < ev->cfg.chunk ? len - pos : ev->cfg.chunk;
+    rs_status st = forward_(ev, pos, n);
+    if (st == RS_OK) st = compare_(ev, pos, n);
+    if (st == RS_OK)
+        st = rs_h5log_write_chunk(ev->lg, ev->book, pos, n, ev->tgt, ev->buf + 3 * ev->cfg.n_runs * ev->cfg.chunk,
+                                  ev->top, ev->rcs);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_EVAL, st, RS_KLEVAL_EVAL_FAILED);
+    ev->done += n;
+    ev->pos = pos + n;
+    progress_(ev, pos + n);
+    if (ev->pos >= len) { /* book done */
+        ev->book++;
+        ev->book_open = 0;
+    }
+    return RS_OK;
+}

@@ -1,0 +1,166 @@
+/* test_kl_cli_resume.c — `replayssm kl` killed with kill -9 at a random moment (issue 6
+ * acceptance 3) on the random-init fixture model gdn-tiny-random and the PG-19 excerpts of
+ * tests/fixtures/pg19-mini: the interrupted log is valid, a plain rerun refuses to overwrite it,
+ * --resume completes it, and every dataset then equals an uninterrupted run bit for bit; resuming
+ * with another configuration is refused. (The library's stop / resume: test_kleval.c.)
+ * The CLI is RS_CLI_PATH (override with the environment variable RS_KL_CLI). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "replayssm/eval/rs_h5log.h"
+#include "rs_test_util.h"
+
+static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024];
+
+/* run a shell command, stderr+stdout into g_dir/out.txt; returns the exit status */
+static int sh_(const char *fmt, ...)
+{
+    char cmd[4096], full[4700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "%s > '%s/out.txt' 2>&1", cmd, g_dir);
+    const int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* the last command's output contains needle (printed when not) */
+static int out_has_(const char *needle)
+{
+    char p[600];
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/out.txt", g_dir);
+    char *z = rs_test_read_file(p, &n), *zz = z ? realloc(z, n + 1) : NULL;
+    if (!zz) return 0;
+    zz[n] = '\0';
+    const int found = strstr(zz, needle) != NULL;
+    if (!found) print_message("output was:\n%s\n", zz);
+    free(zz);
+    return found;
+}
+
+static int setup_(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/rs_klkill_XXXXXX");
+    if (!mkdtemp(g_dir)) return -1;
+    snprintf(g_data, sizeof g_data, "%s/pg19", g_dir);
+    const char *e = getenv("RS_KL_CLI");
+    snprintf(g_cli, sizeof g_cli, "%s", e && e[0] ? e : RS_CLI_PATH);
+    char fx[1024], cmd[4096];
+    rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
+    rs_test_fixture_path(g_gdn, sizeof g_gdn, "models/gdn-tiny-random");
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fx, g_data);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown_(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* every committed dataset of two logs identical, bit for bit */
+static void compare_logs_(const char *a, const char *b)
+{
+    rs_h5log *x = NULL, *y = NULL;
+    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
+    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
+    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
+    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
+    const char *names[] = {"kl", "nll", "dp", "top1_agree"}, *rnames[] = {"nll", "next_token", "top1"};
+    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
+        const size_t n = (size_t)rs_h5log_completed(x, bk);
+        assert_int_equal(rs_h5log_completed(y, bk), (int64_t)n);
+        assert_int_equal(n, rs_h5log_book_len(x, bk));
+        double *d1 = calloc(n, 8), *d2 = calloc(n, 8);
+        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++)
+            for (size_t k = 0; k < (r < 0 ? 3u : 4u); k++) {
+                assert_int_equal(rs_h5log_read_row(x, r, r < 0 ? rnames[k] : names[k], bk, n, d1), RS_OK);
+                assert_int_equal(rs_h5log_read_row(y, r, r < 0 ? rnames[k] : names[k], bk, n, d2), RS_OK);
+                assert_memory_equal(d1, d2, n * 8);
+            }
+        free(d1);
+        free(d2);
+    }
+    rs_h5log_close(x);
+    rs_h5log_close(y);
+}
+
+/* acceptance 3: kill -9 at a random moment, --resume, identical to an uninterrupted run */
+static void test_kill9_resume(void **state)
+{
+    (void)state;
+    char full[600], cut[600], args[2048];
+    snprintf(full, sizeof full, "%s/full.h5", g_dir);
+    snprintf(cut, sizeof cut, "%s/cut.h5", g_dir);
+    snprintf(args, sizeof args, "kl --model '%s' --data '%s' --books 2 --tokens 320 --chunk 16 --seed 3 "
+             "--policy shared:nvfp4-sr,split:nvfp4-rtn/fp16-sr --threads 1 --quiet", g_gdn, g_data);
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    assert_int_equal(sh_("'%s' %s --out '%s'", g_cli, args, full), 0);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    const double wall = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+    uint64_t rng = (uint64_t)time(NULL);
+    int interrupted = 0;
+    for (int attempt = 0; attempt < 3 && !interrupted; attempt++) {
+        unlink(cut);
+        /* kill somewhere in the middle 15% .. 85% of the run's wall time */
+        const double at = wall * (0.15 + 0.7 * rs_test_uniform(&rng));
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            char cmd[4096];
+            snprintf(cmd, sizeof cmd, "exec '%s' %s --out '%s' >/dev/null 2>&1", g_cli, args, cut);
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+        struct timespec ts = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9)};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int wst = 0;
+        waitpid(pid, &wst, 0);
+        interrupted = WIFSIGNALED(wst);
+        print_message("kill -9 after %.2f s of %.2f s: %s\n", at, wall, interrupted ? "interrupted" : "had finished");
+    }
+    assert_true(interrupted);
+    struct stat sb;
+    if (stat(cut, &sb) == 0) {
+        rs_h5log *lg = NULL; /* the interrupted log is valid and holds a prefix */
+        assert_int_equal(rs_h5log_open(cut, 0, NULL, &lg), RS_OK);
+        rs_h5log_close(lg);
+        /* a plain rerun refuses to overwrite it */
+        assert_int_not_equal(sh_("'%s' %s --out '%s'", g_cli, args, cut), 0);
+        assert_true(out_has_("--resume"));
+        assert_int_equal(sh_("'%s' %s --resume --out '%s'", g_cli, args, cut), 0);
+    } else {
+        /* killed before the skeleton was in place: a fresh run is the resume */
+        assert_int_equal(sh_("'%s' %s --out '%s'", g_cli, args, cut), 0);
+    }
+    compare_logs_(full, cut);
+    /* resuming with another configuration is refused */
+    assert_int_not_equal(sh_("'%s' %s --seed 4 --resume --out '%s'", g_cli, args, cut), 0);
+    assert_true(out_has_("seed"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kill9_resume),
+    };
+    return cmocka_run_group_tests(tests, setup_, teardown_);
+}
