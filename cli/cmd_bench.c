@@ -40,7 +40,7 @@ static void usage(FILE *out)
             "Timing: CUDA graphs of consecutive steps over rotating input sets larger than the L2,\n"
             "CUDA events, warm-up, median of N replays. Every row reports achieved GB/s of the\n"
             "bytes that must move and %% of the measured copy bandwidth; std rows also carry the\n"
-            "traffic model of lib/rs_theory.h (C.3).\n\n"
+            "traffic model of theory/ (replayssm/theory/rs_theory.h, C.3).\n\n"
             "options:\n"
             "  --out FILE    HDF5 output (default %s); an existing FILE is kept unless --force\n"
             "  --force       overwrite --out\n"

@@ -1,5 +1,5 @@
 /* main.c — the `replayssm` command line: dispatches to one subcommand per file in
- * eval/cli/. The CLI is kept apart from the library: it only includes public headers,
+ * cli/. The CLI is kept apart from the library: it only includes public headers,
  * prints what the library returns, and decides the exit status. */
 #include <stdio.h>
 #include <string.h>

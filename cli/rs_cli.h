@@ -8,18 +8,18 @@
 
 #include "replayssm/eval/rs_h5log.h" /* defines: rs_h5log_ref_summary */
 
-int rs_cmd_quant_error(int argc, char **argv); /* eval/cli/cmd_quant_error.c */
-int rs_cmd_theory(int argc, char **argv);      /* eval/cli/cmd_theory.c */
-int rs_cmd_bench(int argc, char **argv);       /* eval/cli/cmd_bench.c (GPU; RS_HAVE_CUDA) */
+int rs_cmd_quant_error(int argc, char **argv); /* cli/cmd_quant_error.c */
+int rs_cmd_theory(int argc, char **argv);      /* cli/cmd_theory.c */
+int rs_cmd_bench(int argc, char **argv);       /* cli/cmd_bench.c (GPU; RS_HAVE_CUDA) */
 int rs_cmd_kl(int argc, char **argv);          /* cli/cmd_kl.c: teacher-forced KL -> HDF5 (rs_kleval) */
 int rs_cmd_sweep(int argc, char **argv);       /* cli/cmd_sweep.c: formats x rounding x modes x windows */
-int rs_cmd_info(int argc, char **argv);        /* eval/cli/cmd_info.c: summary of a KL log or a model */
+int rs_cmd_info(int argc, char **argv);        /* cli/cmd_info.c: summary of a KL log or a model */
 
 /* rs_cli_fail() : print "replayssm <cmd>: <what>: <rs_last_error()>" to stderr, return 1. */
 int rs_cli_fail(const char *cmd, const char *what, int status);
 
 /* rs_cli_print_reference() : the fp32 reference's NLL, bits per token and PPL, overall and per
- * position window (eval/cli/cmd_info.c; used by `kl` and `info`). */
+ * position window (cli/cmd_info.c; used by `kl` and `info`). */
 #define RS_CLI_LN2 0.69314718055994530942 /* bits = nats / ln 2 */
 void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f);
 /* rs_cli_print_window_header() : the position-window labels "0K-1K ... 64K-128K" and a newline. */

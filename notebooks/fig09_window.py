@@ -2,7 +2,7 @@
 # # Figure 9 — window sweep: amortised ReplaySSM step vs L (H200, B = 256)
 #
 # ReplaySSM standard decode with window L (bf16 ring, fp32 checkpoint, flush amortised over the
-# window), as speed-up over the conventional step; dashed: the traffic bound of lib/'s C.3
+# window), as speed-up over the conventional step; dashed: the traffic bound of theory/'s C.3
 # model, M_conv(L) / M_replay(L) with r = 2 d_v + 2 d_k + 4 bytes per record. The paper finds
 # the best amortised latency at L = 16 for all four models (L in {8, 16, 32}).
 # Data: `replayssm bench` (sweep `window`). Run: `python3 notebooks/fig09_window.py [bench.h5]`.
@@ -22,7 +22,7 @@ SHAPES = {"nemotron-3-nano-4b": (80, 128), "nemotron-3-super": (64, 128), "qwen3
 
 
 def traffic_bound(L, dv, dk):
-    """M_conv / M_replay per window (digest section 2; lib/rs_theory.h C.3), fp32 state."""
+    """M_conv / M_replay per window (digest section 2; replayssm/theory/rs_theory.h C.3), fp32 state."""
     r = 2 * dv + 2 * dk + 4
     mconv = 8.0 * L * dv * dk
     mrep = 4.0 * (L + 1) * dv * dk + (L - 1) * (L + 2) / 2.0 * r

@@ -6,8 +6,8 @@
 # Conventional (round every step): E D -> b/(1-alpha), Var D -> s2/(1-alpha^2); shared (one
 # low-precision checkpoint, rounded at flushes every L steps): b/(1-alpha^L), s2/(1-alpha^2L);
 # split (HP checkpoint carries the recurrence, LP copy read only): one rounding, b and s2 at every
-# t. Lines: closed forms (lib/rs_theory.h); markers: Monte Carlo chains through the quantizers
-# (lib/rs_theory_mc.h), error bars = 2 standard errors. Top row: RTN, the accumulated bias
+# t. Lines: closed forms (replayssm/theory/rs_theory.h); markers: Monte Carlo chains through the quantizers
+# (replayssm/theory/rs_theory_mc.h), error bars = 2 standard errors. Top row: RTN, the accumulated bias
 # |E D_t|; bottom row: SR, Var D_t (SR is unbiased; its variance is what accumulates).
 # Data: `replayssm theory --out theory.h5` (groups /c6/<format>/alpha_<a>/<conv|shared|split>).
 # Run: `python3 notebooks/theory_error_accumulation.py theory.h5 [--out-dir figures]`.

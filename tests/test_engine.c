@@ -1,4 +1,4 @@
-/* test_engine.c — fast checks of the state engine (lib/rs_gamma, rs_ring, rs_replay,
+/* test_engine.c — fast checks of the state engine (engine/rs_gamma, rs_ring, rs_replay,
  * rs_head): acceptance item 3 (OUTPUTONLY == materialised REPLAY then S q; GDN UT solve ==
  * sequential GDN on the drafts), the gamma convention, the ring canaries, the L = 1 bit
  * identity with the conventional step, SR stream keying, non-finite reporting, API errors. */

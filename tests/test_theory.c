@@ -1,4 +1,4 @@
-/* test_theory.c — Appendix C closed forms (lib/rs_theory.h): the digest's numbers, algebraic
+/* test_theory.c — Appendix C closed forms (replayssm/theory/rs_theory.h): the digest's numbers, algebraic
  * identities, FLOP and byte counts against explicitly instrumented implementations, the
  * optimal window against GSL's minimiser, the C.6 forms against explicit summation, and the
  * `replayssm theory` CLI (numbers printed, --out never overwritten without --force).

@@ -1,5 +1,5 @@
 /* test_theory_mc_slow.c — Monte Carlo vs the C.6 closed forms, through the REAL quantizers
- * (rs_quantize_roundtrip, Philox SR streams). Design: lib/rs_theory_mc.h, docs/theory.md.
+ * (rs_quantize_roundtrip, Philox SR streams). Design: replayssm/theory/rs_theory_mc.h, docs/theory.md.
  *
  * Non-circular by construction: the per-rounding moments (b, s2) come from a calibration run
  * on independent draws (another seed); the closed form turns them into a prediction for the

@@ -112,7 +112,7 @@ static float dot8_(const float *a, const float *b, size_t n)
     return s;
 }
 
-/* rs_v4f (lib/rs_dot.h): its + and * are the lane-wise IEEE operations of the scalar code
+/* rs_v4f (engine/rs_dot.h): its + and * are the lane-wise IEEE operations of the scalar code
  * (no contraction: -ffp-contract=off), so vectorising a loop over independent elements d
  * changes no bit. */
 

@@ -3,7 +3,7 @@
  * rs_forward.c never does arithmetic on whole chunks itself: it calls these ops, so a CUDA
  * backend can replace the CPU one (rs_backend_cpu.c: CBLAS GEMMs through OpenBLAS, OpenMP
  * threads over rows / channels / heads) without touching the forward. The SSM recurrence is
- * not an op: it runs in the lib/ state engine (rs_head.h), one object per (run, layer, head).
+ * not an op: it runs in the engine/ state engine (rs_head.h), one object per (run, layer, head).
  *
  * Conventions: fp32, row-major; a matrix argument is (pointer, row stride "ld" in floats);
  * weights are torch nn.Linear layout W[N][K] (out x in). In this version every pointer is
