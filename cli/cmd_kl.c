@@ -234,8 +234,8 @@ int rs_cmd_kl(int argc, char **argv)
     }
     for (size_t i = 0; i < o.n_policies; i++) {
         char *copy = strdup(o.policies[i]), *items[RS_KL_MAX_RUNS];
-        const size_t k = copy ? rs_kl_split_list(copy, items, RS_KL_MAX_RUNS) : 0;
-        int ok = 1;
+        const size_t k = copy ? rs_kl_split_list("kl", "--policy", copy, items, RS_KL_MAX_RUNS) : 0;
+        int ok = k > 0;
         for (size_t j = 0; j < k && ok; j++) {
             if (!strcmp(items[j], "none")) o.ref_only = 1;
             else ok = rs_kl_add_run(&o, items[j], o.window);

@@ -36,11 +36,11 @@ static int split_lists_(const rs_kl_opts *o, sweep_lists *l)
                           o->windows ? o->windows : "16"};
     for (int i = 0; i < 5; i++)
         if (!(l->buf[i] = strdup(src[i]))) return 0;
-    l->nm = rs_kl_split_list(l->buf[0], l->m, 8);
-    l->nf = rs_kl_split_list(l->buf[1], l->f, 16);
-    l->nr = rs_kl_split_list(l->buf[2], l->r, 4);
-    l->nh = rs_kl_split_list(l->buf[3], l->h, 8);
-    l->nw = rs_kl_split_list(l->buf[4], l->w, 32);
+    l->nm = rs_kl_split_list("sweep", "--modes", l->buf[0], l->m, 8);
+    l->nf = rs_kl_split_list("sweep", "--formats", l->buf[1], l->f, 16);
+    l->nr = rs_kl_split_list("sweep", "--rounding", l->buf[2], l->r, 4);
+    l->nh = rs_kl_split_list("sweep", "--hp", l->buf[3], l->h, 8);
+    l->nw = rs_kl_split_list("sweep", "--windows", l->buf[4], l->w, 32);
     return 1;
 }
 
@@ -88,6 +88,8 @@ int rs_cmd_sweep(int argc, char **argv)
     } else if (rc == 0 && !split_lists_(&o, &l)) {
         fprintf(stderr, "replayssm sweep: out of memory\n");
         rc = 2;
+    } else if (rc == 0 && !(l.nm && l.nf && l.nr && l.nh && l.nw)) {
+        rc = 2; /* rs_kl_split_list said why */
     } else if (rc == 0) {
         rc = add_runs_(&o, &l) ? rs_kl_evaluate(&o, argc, argv) : 2;
     }

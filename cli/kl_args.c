@@ -42,10 +42,23 @@ int rs_kl_parse_size(const char *s, size_t *out)
     return 1;
 }
 
-size_t rs_kl_split_list(char *s, char **items, size_t max)
+size_t rs_kl_split_list(const char *cmd, const char *what, char *s, char **items, size_t max)
 {
-    size_t n = 0;
-    for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ",")) items[n++] = tok;
+    /* strtok would skip empty items: "--policy ''" or "--policy ," ran the reference alone, and
+     * items past max were dropped without a word */
+    const size_t len = strlen(s);
+    if (!len || s[0] == ',' || s[len - 1] == ',' || strstr(s, ",,")) {
+        fprintf(stderr, "replayssm %s: %s: empty item in '%s'\n", cmd, what, s);
+        return 0;
+    }
+    size_t n = 1;
+    for (const char *c = s; *c; c++) n += *c == ',';
+    if (n > max) {
+        fprintf(stderr, "replayssm %s: %s: %zu items in '%s', at most %zu\n", cmd, what, n, s, max);
+        return 0;
+    }
+    n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) items[n++] = tok;
     return n;
 }
 
@@ -77,7 +90,11 @@ static int add_book_ids_(rs_kl_opts *o, const char *val)
     char *copy = strdup(val);
     if (!copy) return 0;
     char *items[1024];
-    const size_t k = rs_kl_split_list(copy, items, 1024);
+    const size_t k = rs_kl_split_list(o->cmd, "--book-ids", copy, items, 1024);
+    if (!k) {
+        free(copy);
+        return 0;
+    }
     for (size_t j = 0; j < k; j++) {
         char **nb = (char **)realloc(o->book_ids, (o->n_book_ids + 1) * sizeof(char *));
         if (!nb) {

@@ -53,8 +53,10 @@ int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(F
  * printing the error (unknown policy, too many runs). */
 int rs_kl_add_run(rs_kl_opts *o, const char *policy, size_t window);
 
-/* rs_kl_split_list() : split a comma list in place (strtok) into at most max items; the count. */
-size_t rs_kl_split_list(char *s, char **items, size_t max);
+/* rs_kl_split_list() : split a comma list in place into at most max items; the count, or 0
+ * after printing "replayssm <cmd>: <what>: ..." for an empty list, an empty item or more than
+ * max items. */
+size_t rs_kl_split_list(const char *cmd, const char *what, char *s, char **items, size_t max);
 
 /* rs_kl_parse_size() : a non-negative decimal integer; 1 ok, 0 not one. */
 int rs_kl_parse_size(const char *s, size_t *out);

@@ -209,6 +209,11 @@ static void test_bad_inputs(void **state)
     fails_(2, "fp7", g_gdn, "--policy shared:fp7-sr", out);
     fails_(2, "book 1023 listed twice", g_gdn, "--book-ids 1023,105,1023 --policy fp32", out);
     fails_(2, "cannot be combined", g_gdn, "--policy none,fp32", out);
+    /* empty list items are refused, not skipped (issue 14: '' and ',' ran the reference alone) */
+    fails_(2, "--policy: empty item in ''", g_gdn, "--policy ''", out);
+    fails_(2, "--policy: empty item in ','", g_gdn, "--policy ,", out);
+    fails_(2, "--policy: empty item in 'fp32,,shared:nvfp4-sr'", g_gdn, "--policy fp32,,shared:nvfp4-sr", out);
+    fails_(2, "--book-ids: empty item in '1023,'", g_gdn, "--book-ids 1023, --policy fp32", out);
     fails_(2, "exclude each other", g_gdn, "--policy fp32 --resume --force", out);
     fails_(1, "does not exist", g_gdn, "--policy fp32 --resume", out);
     /* unsupported tokenizer: the fixture's weights with a config claiming a real vocabulary */
