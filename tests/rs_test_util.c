@@ -2,9 +2,11 @@
 #include "rs_test_util.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name)
 {
@@ -45,4 +47,33 @@ double rs_test_normal(uint64_t *s)
     double u1 = rs_test_uniform(s), u2 = rs_test_uniform(s);
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+int rs_test_sh(const char *dir, const char *fmt, ...)
+{
+    char cmd[4096], full[4700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "%s > '%s/out.txt' 2>&1", cmd, dir);
+    const int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int rs_test_out_has(const char *dir, const char *needle)
+{
+    char p[600];
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    char *z = rs_test_read_file(p, &n), *zz = z ? realloc(z, n + 1) : NULL;
+    if (!zz) {
+        free(z);
+        return 0;
+    }
+    zz[n] = '\0';
+    const int found = strstr(zz, needle) != NULL;
+    if (!found) fprintf(stderr, "output was:\n%s\n", zz);
+    free(zz);
+    return found;
 }

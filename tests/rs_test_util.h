@@ -12,6 +12,16 @@ char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name);
 /* Read a whole file into a malloc'd buffer; *size gets its length. NULL if unreadable. */
 void *rs_test_read_file(const char *path, size_t *size);
 
+/* Run a shell command (printf-style) with stdout + stderr into dir/out.txt; the exit status,
+ * or 128 when the command did not exit normally. */
+int rs_test_sh(const char *dir, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* The last rs_test_sh output in dir contains needle (the output is printed to stderr when not). */
+int rs_test_out_has(const char *dir, const char *needle);
+
 /* Bit pattern of a float and back. */
 uint32_t rs_test_f2u(float x);
 float rs_test_u2f(uint32_t u);

@@ -28,34 +28,6 @@
 
 static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024], g_m2[1024];
 
-/* run a shell command, stderr+stdout into g_dir/out.txt; returns the exit status */
-static int sh_(const char *fmt, ...)
-{
-    char cmd[4096], full[4700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "%s > '%s/out.txt' 2>&1", cmd, g_dir);
-    const int st = system(full);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-/* the last command's output contains needle (printed when not) */
-static int out_has_(const char *needle)
-{
-    char p[600];
-    size_t n = 0;
-    snprintf(p, sizeof p, "%s/out.txt", g_dir);
-    char *z = rs_test_read_file(p, &n), *zz = z ? realloc(z, n + 1) : NULL;
-    if (!zz) return 0;
-    zz[n] = '\0';
-    const int found = strstr(zz, needle) != NULL;
-    if (!found) print_message("output was:\n%s\n", zz);
-    free(zz);
-    return found;
-}
-
 static int setup_(void **state)
 {
     (void)state;
@@ -86,10 +58,10 @@ static void check_model_(const char *model, const char *tag)
 {
     char out[600];
     snprintf(out, sizeof out, "%s/acc2-%s.h5", g_dir, tag);
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 160 --chunk 32 --window 16 --seed 7 "
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 160 --chunk 32 --window 16 --seed 7 "
                          "--policy fp32 --policy conv:fp16-sr --policy shared:nvfp4-sr --policy split:nvfp4-rtn/fp32 "
                          "--threads 1 --quiet --out '%s'", g_cli, model, g_data, out), 0);
-    assert_true(out_has_("mean KL"));
+    assert_true(rs_test_out_has(g_dir, "mean KL"));
     rs_h5log *lg = NULL;
     assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
     assert_int_equal(rs_h5log_n_runs(lg), 4);
@@ -113,9 +85,9 @@ static void check_model_(const char *model, const char *tag)
     assert_string_equal(buf, "complete");
     assert_int_equal(rs_h5log_close(lg), RS_OK);
     if (system("command -v h5dump >/dev/null 2>&1") == 0)
-        assert_int_equal(sh_("h5dump -d /runs/run02/kl '%s'", out), 0);
-    assert_int_equal(sh_("'%s' info '%s'", g_cli, out), 0);
-    assert_true(out_has_("split:nvfp4-rtn/fp32"));
+        assert_int_equal(rs_test_sh(g_dir, "h5dump -d /runs/run02/kl '%s'", out), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, out), 0);
+    assert_true(rs_test_out_has(g_dir, "split:nvfp4-rtn/fp32"));
 }
 
 static void test_acceptance2_gdn(void **state) { (void)state; check_model_(g_gdn, "gdn"); }
@@ -130,10 +102,10 @@ static void test_sweep(void **state)
     char sw[600], one[600], cmdl[2048];
     snprintf(sw, sizeof sw, "%s/sweep.h5", g_dir);
     snprintf(one, sizeof one, "%s/one.h5", g_dir);
-    assert_int_equal(sh_("'%s' sweep --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 --threads 1 "
+    assert_int_equal(rs_test_sh(g_dir, "'%s' sweep --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 --threads 1 "
                          "--quiet --modes shared,split --formats nvfp4 --rounding sr --hp fp32 --windows 4,16 --out '%s'",
                          g_cli, g_gdn, g_data, sw), 0);
-    assert_true(out_has_("split:nvfp4-sr/fp32"));
+    assert_true(rs_test_out_has(g_dir, "split:nvfp4-sr/fp32"));
     rs_h5log *a = NULL;
     assert_int_equal(rs_h5log_open(sw, 0, NULL, &a), RS_OK);
     assert_int_equal(rs_h5log_n_runs(a), 4); /* {shared, split} x {L=4, L=16} */
@@ -146,7 +118,7 @@ static void test_sweep(void **state)
     assert_int_equal(rs_h5log_get_attr_string(a, "/", "command_line", cmdl, sizeof cmdl), RS_OK);
     assert_non_null(strstr(cmdl, "--modes shared,split"));
     assert_non_null(strstr(cmdl, "--windows 4,16"));
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 --threads 1 --quiet "
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --books 1 --tokens 96 --chunk 32 --seed 5 --threads 1 --quiet "
                          "--policy shared:nvfp4-sr --window 16 --out '%s'", g_cli, g_gdn, g_data, one), 0);
     rs_h5log *b = NULL;
     assert_int_equal(rs_h5log_open(one, 0, NULL, &b), RS_OK);
@@ -172,7 +144,7 @@ static void test_reference_only(void **state)
     char ref[600], want[64];
     snprintf(ref, sizeof ref, "%s/refonly.h5", g_dir);
     const char *common = "--book-ids 1023 --tokens 160 --chunk 32 --threads 1 --quiet --policy none";
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --out '%s'", g_cli, g_gdn, g_data, common, ref), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --out '%s'", g_cli, g_gdn, g_data, common, ref), 0);
     rs_h5log *a = NULL;
     double x[160], sum = 0;
     assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);
@@ -181,20 +153,20 @@ static void test_reference_only(void **state)
     rs_h5log_close(a);
     for (int t = 0; t < 160; t++) sum += x[t];
     snprintf(want, sizeof want, "= %.4f bits per token", sum / 160 / log(2.0));
-    assert_true(out_has_(want));
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --resume --out '%s'", g_cli, g_gdn, g_data, common, ref), 0);
-    assert_true(out_has_(want));
-    assert_int_equal(sh_("'%s' info '%s'", g_cli, ref), 0);
-    assert_true(out_has_("runs: none"));
-    assert_true(out_has_(want));
+    assert_true(rs_test_out_has(g_dir, want));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --resume --out '%s'", g_cli, g_gdn, g_data, common, ref), 0);
+    assert_true(rs_test_out_has(g_dir, want));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, ref), 0);
+    assert_true(rs_test_out_has(g_dir, "runs: none"));
+    assert_true(rs_test_out_has(g_dir, want));
 }
 
 /* a failing command: exit status `rc`, `needle` printed, and no output file left */
 static void fails_(int rc, const char *needle, const char *model, const char *args, const char *out)
 {
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' --tokens 64 --chunk 32 --quiet --threads 1 %s --out '%s'",
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --tokens 64 --chunk 32 --quiet --threads 1 %s --out '%s'",
                          g_cli, model, g_data, args, out), rc);
-    assert_true(out_has_(needle));
+    assert_true(rs_test_out_has(g_dir, needle));
     struct stat sb;
     assert_int_not_equal(stat(out, &sb), 0);
 }
@@ -218,7 +190,7 @@ static void test_bad_inputs(void **state)
     fails_(1, "does not exist", g_gdn, "--policy fp32 --resume", out);
     /* unsupported tokenizer: the fixture's weights with a config claiming a real vocabulary */
     snprintf(mdir, sizeof mdir, "%s/bpe-model", g_dir);
-    assert_int_equal(sh_("mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248320/' '%s/config.json' > "
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248320/' '%s/config.json' > "
                          "'%s/config.json' && ln -s '%s/model.safetensors' '%s/model.safetensors'", mdir, g_gdn, mdir,
                          g_gdn, mdir), 0);
     fails_(1, "tokenizer not supported yet", mdir, "--policy fp32", out);
@@ -228,14 +200,14 @@ static void test_bad_inputs(void **state)
     fputs("precious", f);
     fclose(f);
     const char *common = "--tokens 64 --chunk 32 --quiet --threads 1 --policy fp32";
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --out '%s'", g_cli, g_gdn, g_data, common, keep), 1);
-    assert_true(out_has_("exists"));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --out '%s'", g_cli, g_gdn, g_data, common, keep), 1);
+    assert_true(rs_test_out_has(g_dir, "exists"));
     /* unwritable path */
-    assert_int_equal(sh_("'%s' kl --model '%s' --data '%s' %s --out /nonexistent-dir/x.h5", g_cli, g_gdn, g_data, common), 1);
-    assert_true(out_has_("/nonexistent-dir/x.h5"));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --out /nonexistent-dir/x.h5", g_cli, g_gdn, g_data, common), 1);
+    assert_true(rs_test_out_has(g_dir, "/nonexistent-dir/x.h5"));
     /* disk full: a 64 KiB file-size limit (ulimit -f counts 1024-byte blocks); --force over the
      * precious file must leave it intact when the new log cannot even be built */
-    assert_int_not_equal(sh_("ulimit -f 16; '%s' kl --model '%s' --data '%s' %s --force --out '%s'", g_cli, g_gdn, g_data,
+    assert_int_not_equal(rs_test_sh(g_dir, "ulimit -f 16; '%s' kl --model '%s' --data '%s' %s --force --out '%s'", g_cli, g_gdn, g_data,
                              common, keep), 0);
     size_t n = 0;
     char *c = rs_test_read_file(keep, &n);
@@ -243,14 +215,14 @@ static void test_bad_inputs(void **state)
     assert_memory_equal(c, "precious", 8);
     free(c);
     /* exit status exactly 1 (a clean failure, not a crash) and the I/O error named */
-    assert_int_equal(sh_("ulimit -f 64; '%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 2000 --chunk 16 "
+    assert_int_equal(rs_test_sh(g_dir, "ulimit -f 64; '%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 2000 --chunk 16 "
                          "--policy fp32,shared:nvfp4-sr --quiet --threads 1 --out '%s/full-disk.h5'", g_cli, g_gdn, g_data, g_dir), 1);
-    assert_true(out_has_("File too large"));
+    assert_true(rs_test_out_has(g_dir, "File too large"));
     /* no option: the bundled default paths are named (run in an empty folder) */
-    assert_int_equal(sh_("cd '%s' && '%s' kl", g_dir, g_cli), 1);
-    assert_true(out_has_("the bundled default model data/models/gdn-tiny is not installed"));
-    assert_int_equal(sh_("cd '%s' && '%s' kl --model '%s'", g_dir, g_cli, g_gdn), 1);
-    assert_true(out_has_("the bundled default books data/pg19-sample are not installed"));
+    assert_int_equal(rs_test_sh(g_dir, "cd '%s' && '%s' kl", g_dir, g_cli), 1);
+    assert_true(rs_test_out_has(g_dir, "the bundled default model data/models/gdn-tiny is not installed"));
+    assert_int_equal(rs_test_sh(g_dir, "cd '%s' && '%s' kl --model '%s'", g_dir, g_cli, g_gdn), 1);
+    assert_true(rs_test_out_has(g_dir, "the bundled default books data/pg19-sample are not installed"));
 }
 
 int main(void)

@@ -23,34 +23,6 @@
 
 static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024];
 
-/* run a shell command, stderr+stdout into g_dir/out.txt; returns the exit status */
-static int sh_(const char *fmt, ...)
-{
-    char cmd[4096], full[4700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "%s > '%s/out.txt' 2>&1", cmd, g_dir);
-    const int st = system(full);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-/* the last command's output contains needle (printed when not) */
-static int out_has_(const char *needle)
-{
-    char p[600];
-    size_t n = 0;
-    snprintf(p, sizeof p, "%s/out.txt", g_dir);
-    char *z = rs_test_read_file(p, &n), *zz = z ? realloc(z, n + 1) : NULL;
-    if (!zz) return 0;
-    zz[n] = '\0';
-    const int found = strstr(zz, needle) != NULL;
-    if (!found) print_message("output was:\n%s\n", zz);
-    free(zz);
-    return found;
-}
-
 static int setup_(void **state)
 {
     (void)state;
@@ -112,7 +84,7 @@ static void test_kill9_resume(void **state)
              "--policy shared:nvfp4-sr,split:nvfp4-rtn/fp16-sr --threads 1 --quiet", g_gdn, g_data);
     struct timespec w0, w1;
     clock_gettime(CLOCK_MONOTONIC, &w0);
-    assert_int_equal(sh_("'%s' %s --out '%s'", g_cli, args, full), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, args, full), 0);
     clock_gettime(CLOCK_MONOTONIC, &w1);
     const double wall = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
     uint64_t rng = (uint64_t)time(NULL);
@@ -144,17 +116,17 @@ static void test_kill9_resume(void **state)
         assert_int_equal(rs_h5log_open(cut, 0, NULL, &lg), RS_OK);
         rs_h5log_close(lg);
         /* a plain rerun refuses to overwrite it */
-        assert_int_not_equal(sh_("'%s' %s --out '%s'", g_cli, args, cut), 0);
-        assert_true(out_has_("--resume"));
-        assert_int_equal(sh_("'%s' %s --resume --out '%s'", g_cli, args, cut), 0);
+        assert_int_not_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, args, cut), 0);
+        assert_true(rs_test_out_has(g_dir, "--resume"));
+        assert_int_equal(rs_test_sh(g_dir, "'%s' %s --resume --out '%s'", g_cli, args, cut), 0);
     } else {
         /* killed before the skeleton was in place: a fresh run is the resume */
-        assert_int_equal(sh_("'%s' %s --out '%s'", g_cli, args, cut), 0);
+        assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, args, cut), 0);
     }
     compare_logs_(full, cut);
     /* resuming with another configuration is refused */
-    assert_int_not_equal(sh_("'%s' %s --seed 4 --resume --out '%s'", g_cli, args, cut), 0);
-    assert_true(out_has_("seed"));
+    assert_int_not_equal(rs_test_sh(g_dir, "'%s' %s --seed 4 --resume --out '%s'", g_cli, args, cut), 0);
+    assert_true(rs_test_out_has(g_dir, "seed"));
 }
 
 int main(void)
