@@ -1,12 +1,14 @@
 /* rs_pg19.c — PG-19 layout: metadata.csv (RFC 4180) and book files (.txt / .txt.gz). */
 #include "replayssm/eval/rs_pg19.h"
 #include "rs_check.h"
+#include "rs_input.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 int rs_pg19_id_valid(const char *id)
@@ -161,11 +163,16 @@ rs_status rs_pg19_meta_parse(const char *text, size_t len, const char *label, rs
     return st;
 }
 
+/* A book or metadata.csv larger than this is refused (PG-19's largest book is ~11 MB), also as
+ * the uncompressed size of a .txt.gz, so a gzip bomb stops at the limit instead of exhausting
+ * memory. */
+#define RS_PG19_MAX_BYTES ((size_t)1 << 30)
+
 /* read a whole regular file */
 static rs_status slurp_(const char *path, char **data, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return rs_error_set(RS_E_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    RS_TRY(rs_input_fopen(path, RS_PG19_MAX_BYTES, &f, NULL));
     size_t cap = 1 << 16, n = 0;
     char *buf = (char *)malloc(cap + 1);
     rs_status st = buf ? RS_OK : rs_error_set(RS_E_NOMEM, "out of memory reading %s", path);
@@ -248,21 +255,33 @@ static rs_status gunzip_(const char *path, char **data, size_t *len)
 {
     /* zlib's gzread passes input without the gzip magic through unchanged ("transparent
      * mode"), so random bytes in a .txt.gz would be read as text: require the magic first. */
-    FILE *f = fopen(path, "rb");
-    if (!f) return rs_error_set(RS_E_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    RS_TRY(rs_input_fopen(path, RS_PG19_MAX_BYTES, &f, NULL));
     unsigned char magic[2] = {0, 0};
     const size_t got_magic = fread(magic, 1, 2, f);
-    fclose(f);
-    if (got_magic != 2 || magic[0] != 0x1f || magic[1] != 0x8b)
+    if (got_magic != 2 || magic[0] != 0x1f || magic[1] != 0x8b) {
+        fclose(f);
         return rs_error_set(RS_E_FORMAT, "%s: not gzip data (the file does not start with the gzip magic 1f 8b)",
                             path);
-    gzFile g = gzopen(path, "rb");
-    if (!g) return rs_error_set(RS_E_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    /* zlib reads the checked descriptor itself (from the start): no second open by name */
+    const int fd = dup(fileno(f));
+    fclose(f);
+    gzFile g = fd >= 0 && lseek(fd, 0, SEEK_SET) == 0 ? gzdopen(fd, "rb") : NULL;
+    if (!g) {
+        if (fd >= 0) close(fd);
+        return rs_error_set(RS_E_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     size_t cap = 1 << 18, n = 0;
     char *buf = (char *)malloc(cap + 1);
     rs_status st = buf ? RS_OK : rs_error_set(RS_E_NOMEM, "out of memory reading %s", path);
     while (st == RS_OK) {
         if (n == cap) {
+            if (cap >= RS_PG19_MAX_BYTES) {
+                st = rs_error_set(RS_E_FORMAT, "%s: more than %zu MiB uncompressed (the book limit)", path,
+                                  RS_PG19_MAX_BYTES >> 20);
+                break;
+            }
             char *nb = (char *)realloc(buf, 2 * cap + 1);
             if (!nb) { st = rs_error_set(RS_E_NOMEM, "out of memory reading %s", path); break; }
             buf = nb;

@@ -2,6 +2,7 @@
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_tokenizer.h"
 #include "rs_check.h"
+#include "../rs_input.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -445,8 +446,8 @@ rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs
 
 rs_status rs_hf_config_load(const char *path, rs_model_config *cfg) {
     RS_CHECK(path && cfg, RS_E_INVAL, "rs_hf_config_load: NULL argument");
-    FILE *fp = fopen(path, "rb");
-    RS_CHECK(fp != NULL, RS_E_IO, "%s: cannot open config", path);
+    FILE *fp = NULL;
+    RS_TRY(rs_input_fopen(path, (size_t)64 << 20, &fp, NULL)); /* regular, <= 64 MiB (the loop's cap) */
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "replayssm/eval/rs_safetensors.h"
 #include "rs_check.h"
+#include "../rs_input.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -286,7 +287,7 @@ static rs_status open_append(rs_st_set *set, const char *path) {
     RS_CHECK(f->path != NULL, RS_E_NOMEM, "%s: out of memory", path);
     set->n_files++;
 
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO is refused below instead of waited on */
     RS_CHECK(fd >= 0, RS_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
@@ -327,8 +328,8 @@ rs_status rs_st_open_file(const char *path, rs_st_set *set) {
 }
 
 static char *read_text(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
+    FILE *fp = NULL;
+    if (rs_input_fopen(path, (size_t)64 << 20, &fp, NULL) != RS_OK) return NULL; /* message set */
     char *buf = NULL;
     size_t cap = 0, n = 0;
     for (;;) {
@@ -354,8 +355,10 @@ static char *read_text(const char *path, size_t *len) {
 
 static rs_status open_index(rs_st_set *set, const char *dir, const char *index_path) {
     size_t len = 0;
+    rs_error_clear();
     char *txt = read_text(index_path, &len);
-    RS_CHECK(txt != NULL, RS_E_IO, "%s: cannot read", index_path);
+    /* read_text fails with rs_input_fopen's message, or out of memory without one */
+    RS_CHECK(txt != NULL, RS_E_IO, "%s", rs_last_error()[0] ? rs_last_error() : "out of memory reading the index");
     cJSON *root = cJSON_ParseWithLength(txt, len);
     free(txt);
     RS_CHECK(root != NULL, RS_E_FORMAT, "%s: not well-formed JSON", index_path);

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "rs_check.h"
+#include "../rs_input.h"
 #include "rs_tok.h"
 
 #define TK_MAX_FILE ((size_t)1 << 30)
@@ -46,18 +47,10 @@ static rs_status read_file_(const char *path, char **out, size_t *n, char *sha_s
 {
     *out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    RS_CHECK(f != NULL, RS_E_IO, "%s: cannot open", path);
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return rs_error_set(RS_E_IO, "%s: not a regular file", path);
-    }
-    if ((unsigned long long)sb.st_size > TK_MAX_FILE) {
-        fclose(f);
-        return rs_error_set(RS_E_FORMAT, "%s: larger than %zu MiB", path, TK_MAX_FILE >> 20);
-    }
-    const size_t sz = (size_t)sb.st_size;
+    /* regular (a FIFO is refused, not waited on) and at most TK_MAX_FILE */
+    FILE *f = NULL;
+    size_t sz = 0;
+    RS_TRY(rs_input_fopen(path, TK_MAX_FILE, &f, &sz));
     char *raw = (char *)malloc(sz + 1);
     if (!raw) {
         fclose(f);
