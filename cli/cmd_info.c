@@ -1,7 +1,8 @@
 /* cmd_info.c — `replayssm info FILE.h5|MODEL_DIR`: what a KL log holds (provenance, books,
  * progress, per-run summary computed from the stored per-position arrays, so an interrupted log
  * is summarised too), or what a Hugging Face model directory is (family, layer pattern, sizes,
- * state and KV-cache bytes, tokenizer support). Reads only; never modifies the file. The log reader
+ * state and KV-cache bytes, the tokenizer: byte / tokenizer.json / tiktoken, its file, SHA-256 and
+ * vocabulary size). Reads only; never modifies the file. The log reader
  * validates every count against the file (a corrupted or hostile log gives an error, not a
  * crash), and only a regular file is opened (a FIFO would block). */
 #include <math.h>
@@ -57,9 +58,20 @@ static int info_model_(const char *dir)
     printf("SSM state  %.0f bytes per sequence in fp32\n", state_bytes);
     printf("KV cache   %.0f bytes per token in fp32 (per run)\n",
            4.0 * 2 * c.n_attn * c.attn.n_kv_heads * c.attn.head_dim);
+    /* the tokenizer the evaluator would use (rs_tokenizer_open: the same checks as `kl`) */
     rs_tokenizer tok;
-    if (rs_tokenizer_for_model(&c, dir, &tok) == RS_OK) printf("tokenizer  %s (supported)\n", tok.name);
-    else printf("tokenizer  not supported yet: %s\n", rs_last_error());
+    if (rs_tokenizer_open(dir, &c, &tok) != RS_OK) {
+        printf("tokenizer  refused: %s\n", rs_last_error());
+        return 0;
+    }
+    if (tok.format == RS_TOKFMT_BYTE)
+        printf("tokenizer  byte (id = byte value)%s, vocabulary %d ids\n",
+               tok.path[0] ? "" : ", no tokenizer file", tok.vocab);
+    else
+        printf("tokenizer  %s, vocabulary %d ids (ids 0..%d; model vocab_size %d)\n", tok.name, tok.vocab, tok.vocab - 1,
+               c.vocab);
+    if (tok.path[0]) printf("tokenizer_file   %s\ntokenizer_sha256 %s\n", tok.path, tok.sha256);
+    rs_tokenizer_free(&tok);
     return 0;
 }
 
@@ -96,7 +108,7 @@ static int info_log_(const char *path)
     rs_status st = rs_h5log_open(path, 0, NULL, &lg);
     if (st != RS_OK) return rs_cli_fail("info", "cannot open the log", st);
     static const char *keys[] = {"status", "tool_version", "git_commit", "command_line", "model_path", "model_type",
-                                 "model_config_hash", "tokenizer", "data_path", "split", "short_books", "start_time",
+                                 "model_config_hash", "tokenizer", "tokenizer_file", "tokenizer_sha256", "data_path", "split", "short_books", "start_time",
                                  "end_time"};
     char buf[4096];
     printf("log        %s\n", path);

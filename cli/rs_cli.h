@@ -14,6 +14,7 @@ int rs_cmd_bench(int argc, char **argv);       /* cli/cmd_bench.c (GPU; RS_HAVE_
 int rs_cmd_kl(int argc, char **argv);          /* cli/cmd_kl.c: teacher-forced KL -> HDF5 (rs_kleval) */
 int rs_cmd_sweep(int argc, char **argv);       /* cli/cmd_sweep.c: formats x rounding x modes x windows */
 int rs_cmd_info(int argc, char **argv);        /* cli/cmd_info.c: summary of a KL log or a model */
+int rs_cmd_tokenize(int argc, char **argv);    /* cli/cmd_tokenize.c: text -> ids (and back) of a model */
 
 /* rs_cli_fail() : print "replayssm <cmd>: <what>: <rs_last_error()>" to stderr, return 1. */
 int rs_cli_fail(const char *cmd, const char *what, int status);

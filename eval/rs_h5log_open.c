@@ -39,6 +39,8 @@ static rs_status expect_root_(hid_t f, const rs_h5log_meta *e, const char *path)
     RS_TRY(expect_str_(f, "model_config_hash", e->model_config_hash, path));
     RS_TRY(expect_str_(f, "model_type", e->model_type, path));
     RS_TRY(expect_str_(f, "tokenizer", e->tokenizer, path));
+    /* the tokenizer file's digest where the log records one (logs written before it do not) */
+    if (H5Aexists(f, "tokenizer_sha256") > 0) RS_TRY(expect_str_(f, "tokenizer_sha256", e->tokenizer_sha256, path));
     RS_TRY(expect_str_(f, "split", e->split, path));
     RS_TRY(expect_str_(f, "short_books", e->short_books, path));
     RS_TRY(expect_u64_(f, "tokens", e->tokens, path));

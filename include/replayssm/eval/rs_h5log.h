@@ -76,6 +76,9 @@ typedef struct rs_h5log_run_info {
 typedef struct rs_h5log_meta {
     /* provenance (not compared on resume) */
     const char *tool_version, *git_commit, *command_line, *start_time, *model_path, *data_path;
+    const char *tokenizer_file;    /* the tokenizer file loaded ("" or NULL: byte tokenizer)      */
+    const char *tokenizer_sha256;  /* hex SHA-256 of that file ("" or NULL: byte tokenizer); also
+                                      compared on resume when the log has the attribute          */
     /* configuration (compared on resume) */
     const char *model_config_hash; /* e.g. "fnv1a64:0123456789abcdef" of config.json */
     const char *model_type, *tokenizer, *split, *short_books; /* short_books: "skip" | "truncate" */
@@ -121,7 +124,8 @@ rs_status rs_h5log_create(const char *path, const rs_h5log_meta *meta, int force
 
 /*! rs_h5log_open() : open an existing log. writable != 0 for --resume (the log is rebuilt from
  *  its committed positions and replaces the old file atomically): `expect` (not NULL) must
- *  then match the stored configuration (model config hash, tokenizer, split, short_books, tokens,
+ *  then match the stored configuration (model config hash, tokenizer and its file's SHA-256 when
+ *  the log records one, split, short_books, tokens,
  *  chunk, books and their lengths, runs: policy, window, seed) or RS_E_INVAL names the first
  *  difference. When "<path>.partial" exists (an interrupted --force run) it is the log resumed,
  *  and rs_h5log_finish moves it to `path`. writable == 0: read-only, `expect` ignored. Every count

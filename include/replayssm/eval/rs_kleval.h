@@ -14,7 +14,9 @@
  *   rs_kleval_prepare(ev)       everything that can fail before the output is touched, in this
  *                               order: the output path (exists without force / resume target
  *                               missing), the model folder, the data folder, the model config and
- *                               tokenizer (refused before any weight is read), the weights, the
+ *                               tokenizer (rs_tokenizer_open on the model folder: tokenizer.json,
+ *                               *.tiktoken or the byte tokenizer; missing files or ids >= vocab_size
+ *                               are refused before any weight is read), the weights, the
  *                               books (each read once: a missing or empty book fails here;
  *                               too-short books are skipped or truncated, reported as events),
  *                               the runner; then the log is created, or reopened with resume

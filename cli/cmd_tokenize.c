@@ -1,0 +1,184 @@
+/* cmd_tokenize.c — `replayssm tokenize --model DIR [--out ids.bin] [--decode] FILE...`: the ids the
+ * evaluator gives a text (rs_tokenizer_open on DIR, the same choice and checks as `kl`), for
+ * checking against other tools (HF tokenizers, tiktoken). Without --out: one line per FILE, its
+ * ids space-separated; with --out: the ids of every FILE, in order, as little-endian uint32.
+ * --decode: each FILE is such a uint32 file, and its ids' bytes go to stdout (or --out). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rs_cli.h"
+#include "replayssm/common/rs_status.h"
+#include "replayssm/eval/rs_hf_config.h"
+#include "replayssm/eval/rs_tokenizer.h"
+
+static void usage_(FILE *f)
+{
+    fprintf(f, "usage: replayssm tokenize --model DIR [--out FILE] [--decode] FILE...\n\n"
+               "  --model DIR  a checkpoint folder: its tokenizer.json(.gz) or *.tiktoken(.gz), or the byte\n"
+               "               tokenizer of a vocab-256 config.json (the tokenizer `kl` would use)\n"
+               "  --out FILE   write the ids of every FILE, in order, as little-endian uint32 (default: print\n"
+               "               one line per FILE, ids separated by spaces)\n"
+               "  --decode     each FILE holds little-endian uint32 ids: write their bytes (to stdout or --out)\n"
+               "Text that is not valid UTF-8 is read as Latin-1 (docs/tokenizers.md).\n");
+}
+
+/* the whole file; regular files only (a FIFO would block) */
+static char *read_all_(const char *path, size_t *len)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        rs_error_set(RS_E_IO, "%s: not a readable regular file", path);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        rs_error_set(RS_E_IO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = (char *)malloc((size_t)sb.st_size + 1);
+    size_t n = buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
+    const int nomem = !buf, bad = nomem || ferror(f) || n != (size_t)sb.st_size;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        rs_error_set(nomem ? RS_E_NOMEM : RS_E_IO, "%s: cannot read", path);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int encode_one_(const rs_tokenizer *tok, const char *path, FILE *out, int binary)
+{
+    size_t len = 0, n = 0;
+    char *text = read_all_(path, &len);
+    if (!text) return rs_cli_fail("tokenize", "cannot read the input", RS_E_IO);
+    rs_status st = rs_tokenizer_count(tok, text, len, &n);
+    int32_t *ids = st == RS_OK ? (int32_t *)malloc((n ? n : 1) * sizeof *ids) : NULL;
+    if (st == RS_OK && !ids) st = rs_error_set(RS_E_NOMEM, "out of memory for %zu ids", n);
+    size_t got = 0;
+    if (st == RS_OK) st = rs_tokenizer_encode(tok, text, len, ids, n, &got);
+    free(text);
+    if (st != RS_OK) {
+        free(ids);
+        return rs_cli_fail("tokenize", path, st);
+    }
+    int ok = 1;
+    for (size_t i = 0; i < got && ok; i++) {
+        if (binary) {
+            const uint32_t v = (uint32_t)ids[i];
+            const unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                                         (unsigned char)(v >> 24)};
+            ok = fwrite(le, 1, 4, out) == 4;
+        } else {
+            ok = fprintf(out, i ? " %d" : "%d", (int)ids[i]) > 0;
+        }
+    }
+    if (!binary && ok) ok = fputc('\n', out) != EOF;
+    free(ids);
+    if (!ok) return rs_cli_fail("tokenize", "cannot write the ids", rs_error_set(RS_E_IO, "write failed"));
+    return 0;
+}
+
+static int decode_one_(const rs_tokenizer *tok, const char *path, FILE *out)
+{
+    size_t len = 0, blen = 0;
+    char *raw = read_all_(path, &len);
+    if (!raw) return rs_cli_fail("tokenize", "cannot read the ids", RS_E_IO);
+    if (len % 4) {
+        free(raw);
+        return rs_cli_fail("tokenize", "cannot decode",
+                           rs_error_set(RS_E_FORMAT, "%s: %zu bytes is not a whole number of uint32 ids", path, len));
+    }
+    const size_t n = len / 4;
+    int32_t *ids = (int32_t *)malloc((n ? n : 1) * sizeof *ids);
+    rs_status st = ids ? RS_OK : rs_error_set(RS_E_NOMEM, "out of memory");
+    for (size_t i = 0; st == RS_OK && i < n; i++) {
+        const unsigned char *p = (const unsigned char *)raw + 4 * i;
+        const uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        if (v > INT32_MAX) st = rs_error_set(RS_E_FORMAT, "%s: id %lu at index %zu is out of range", path, (unsigned long)v, i);
+        else ids[i] = (int32_t)v;
+    }
+    free(raw);
+    char *bytes = NULL;
+    if (st == RS_OK) st = rs_tokenizer_decode(tok, ids, n, NULL, 0, &blen);
+    if (st == RS_E_SHAPE) st = RS_OK; /* sizing call */
+    if (st == RS_OK && !(bytes = (char *)malloc(blen ? blen : 1))) st = rs_error_set(RS_E_NOMEM, "out of memory");
+    if (st == RS_OK) st = rs_tokenizer_decode(tok, ids, n, bytes, blen, &blen);
+    free(ids);
+    if (st != RS_OK) {
+        free(bytes);
+        return rs_cli_fail("tokenize", path, st);
+    }
+    const int ok = fwrite(bytes, 1, blen, out) == blen;
+    free(bytes);
+    if (!ok) return rs_cli_fail("tokenize", "cannot write the bytes", rs_error_set(RS_E_IO, "write failed"));
+    return 0;
+}
+
+int rs_cmd_tokenize(int argc, char **argv)
+{
+    const char *model = NULL, *out_path = NULL;
+    int decode = 0, first = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage_(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "replayssm tokenize: %s needs a value\n", argv[i]);
+                return 2;
+            }
+            if (!strcmp(argv[i], "--model")) model = argv[++i];
+            else out_path = argv[++i];
+        } else if (!strcmp(argv[i], "--decode")) {
+            decode = 1;
+        } else if (!strcmp(argv[i], "--")) {
+            first = i + 1;
+            break;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "replayssm tokenize: unknown option %s\n", argv[i]);
+            usage_(stderr);
+            return 2;
+        } else {
+            first = i;
+            break;
+        }
+    }
+    if (!model || !first || first >= argc) {
+        fprintf(stderr, "replayssm tokenize: %s\n", !model ? "--model DIR is required" : "no input FILE");
+        usage_(stderr);
+        return 2;
+    }
+    /* the config, when there is one, gives the vocabulary check of `kl` */
+    char cfgp[4096];
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", model);
+    struct stat sb;
+    rs_model_config mc;
+    const int have_cfg = stat(cfgp, &sb) == 0;
+    if (have_cfg) {
+        const rs_status st = rs_hf_config_load(cfgp, &mc);
+        if (st != RS_OK) return rs_cli_fail("tokenize", "cannot read the model config", st);
+    }
+    rs_tokenizer tok;
+    rs_status st = rs_tokenizer_open(model, have_cfg ? &mc : NULL, &tok);
+    if (st != RS_OK) return rs_cli_fail("tokenize", "no tokenizer", st);
+    FILE *out = stdout;
+    if (out_path && !(out = fopen(out_path, "wb"))) {
+        rs_tokenizer_free(&tok);
+        return rs_cli_fail("tokenize", "cannot create the output", rs_error_set(RS_E_IO, "%s: %s", out_path, strerror(errno)));
+    }
+    int rc = 0;
+    for (int i = first; i < argc && rc == 0; i++)
+        rc = decode ? decode_one_(&tok, argv[i], out) : encode_one_(&tok, argv[i], out, out_path != NULL);
+    if (out != stdout && fclose(out) != 0 && rc == 0)
+        rc = rs_cli_fail("tokenize", "cannot write the output", rs_error_set(RS_E_IO, "%s: %s", out_path, strerror(errno)));
+    if (out == stdout && fflush(stdout) != 0 && rc == 0)
+        rc = rs_cli_fail("tokenize", "cannot write", rs_error_set(RS_E_IO, "stdout: %s", strerror(errno)));
+    rs_tokenizer_free(&tok);
+    return rc;
+}
