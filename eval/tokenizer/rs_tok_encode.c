@@ -23,22 +23,29 @@
 
 /* ---- UTF-8 ----------------------------------------------------------------------------------- */
 
+/* A multi-byte lead byte b (Unicode table 3-7): the sequence length and the range of the second
+ * byte (the others are 80..BF), or 0 when b cannot start a well-formed sequence. */
+static int utf8_lead_(uint8_t b, uint8_t *lo, uint8_t *hi)
+{
+    *lo = 0x80;
+    *hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) return 2;
+    if (b == 0xE0) return *lo = 0xA0, 3;
+    if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) return 3;
+    if (b == 0xED) return *hi = 0x9F, 3;
+    if (b == 0xF0) return *lo = 0x90, 4;
+    if (b >= 0xF1 && b <= 0xF3) return 4;
+    if (b == 0xF4) return *hi = 0x8F, 4;
+    return 0;
+}
+
 int tk_utf8_valid_at(const uint8_t *s, size_t n)
 {
     if (n == 0) return 0;
-    const uint8_t b = s[0];
-    if (b < 0x80) return 1;
-    int len;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF) len = 2;
-    else if (b == 0xE0) len = 3, lo = 0xA0;
-    else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) len = 3;
-    else if (b == 0xED) len = 3, hi = 0x9F;
-    else if (b == 0xF0) len = 4, lo = 0x90;
-    else if (b >= 0xF1 && b <= 0xF3) len = 4;
-    else if (b == 0xF4) len = 4, hi = 0x8F;
-    else return 0;
-    if ((size_t)len > n) return 0;
+    if (s[0] < 0x80) return 1;
+    uint8_t lo, hi;
+    const int len = utf8_lead_(s[0], &lo, &hi);
+    if (len == 0 || (size_t)len > n) return 0;
     if (s[1] < lo || s[1] > hi) return 0;
     for (int i = 2; i < len; i++)
         if (s[i] < 0x80 || s[i] > 0xBF) return 0;
@@ -48,17 +55,9 @@ int tk_utf8_valid_at(const uint8_t *s, size_t n)
 /* length of the maximal subpart of an ill-formed sequence at s (>= 1; Python's "replace" unit) */
 static size_t utf8_maximal_subpart_(const uint8_t *s, size_t n)
 {
-    const uint8_t b = s[0];
-    int len;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF) len = 2;
-    else if (b == 0xE0) len = 3, lo = 0xA0;
-    else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) len = 3;
-    else if (b == 0xED) len = 3, hi = 0x9F;
-    else if (b == 0xF0) len = 4, lo = 0x90;
-    else if (b >= 0xF1 && b <= 0xF3) len = 4;
-    else if (b == 0xF4) len = 4, hi = 0x8F;
-    else return 1;
+    uint8_t lo, hi;
+    const int len = utf8_lead_(s[0], &lo, &hi);
+    if (len == 0) return 1;
     size_t k = 1;
     if (k < n && k < (size_t)len && s[1] >= lo && s[1] <= hi) {
         k++;
