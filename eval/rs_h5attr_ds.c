@@ -78,6 +78,20 @@ static herr_t select_(hid_t fs, int rank, size_t row, uint64_t pos, size_t n)
     return H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
 }
 
+/* write (or read) n values at [row, pos) of d ([pos] for rank 1) from (into) buf; < 0 on failure */
+static herr_t xfer_(hid_t d, hid_t mem_type, int rank, size_t row, uint64_t pos, size_t n, void *buf, int write)
+{
+    hid_t fs = H5Dget_space(d);
+    hsize_t mn = n;
+    hid_t ms = H5Screate_simple(1, &mn, NULL);
+    herr_t e = fs >= 0 && ms >= 0 ? select_(fs, rank, row, pos, n) : -1;
+    if (e >= 0)
+        e = write ? H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf) : H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return e;
+}
+
 rs_status rs_h5_ds_write_at(hid_t loc, const char *path, hid_t mem_type, int rank, size_t row, uint64_t pos,
                             size_t n, const void *buf)
 {
@@ -92,18 +106,9 @@ rs_status rs_h5_ds_write_at(hid_t loc, const char *path, hid_t mem_type, int ran
         if (H5Dset_extent(d, dims) < 0)
             st = rs_h5_fail(RS_E_IO, "cannot extend %s to %llu positions", path, (unsigned long long)(pos + n));
     }
-    if (st == RS_OK) {
-        hid_t fs = H5Dget_space(d);
-        hsize_t mn = n;
-        hid_t ms = H5Screate_simple(1, &mn, NULL);
-        herr_t e = fs >= 0 && ms >= 0 ? select_(fs, rank, row, pos, n) : -1;
-        if (e >= 0) e = H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf);
-        if (e < 0)
-            st = rs_h5_fail(RS_E_IO, "cannot write %s (row %zu, position %llu, %zu values)", path, row,
-                            (unsigned long long)pos, n);
-        if (ms >= 0) H5Sclose(ms);
-        if (fs >= 0) H5Sclose(fs);
-    }
+    if (st == RS_OK && xfer_(d, mem_type, rank, row, pos, n, (void *)buf, 1) < 0)
+        st = rs_h5_fail(RS_E_IO, "cannot write %s (row %zu, position %llu, %zu values)", path, row,
+                        (unsigned long long)pos, n);
     H5Dclose(d);
     return st;
 }
@@ -120,18 +125,9 @@ rs_status rs_h5_ds_read_at(hid_t loc, const char *path, hid_t mem_type, int rank
     if (st == RS_OK && ((rank == 2 && row >= dims[0]) || pos > extent || n > extent - pos))
         st = rs_error_set(RS_E_FORMAT, "dataset %s: [row %zu, %llu + %zu) is outside its extent", path, row,
                           (unsigned long long)pos, n);
-    if (st == RS_OK) {
-        hid_t fs = H5Dget_space(d);
-        hsize_t mn = n;
-        hid_t ms = H5Screate_simple(1, &mn, NULL);
-        herr_t e = fs >= 0 && ms >= 0 ? select_(fs, rank, row, pos, n) : -1;
-        if (e >= 0) e = H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf);
-        if (e < 0)
-            st = rs_h5_fail(RS_E_FORMAT, "cannot read %s (row %zu, position %llu, %zu values)", path, row,
-                            (unsigned long long)pos, n);
-        if (ms >= 0) H5Sclose(ms);
-        if (fs >= 0) H5Sclose(fs);
-    }
+    if (st == RS_OK && xfer_(d, mem_type, rank, row, pos, n, buf, 0) < 0)
+        st = rs_h5_fail(RS_E_FORMAT, "cannot read %s (row %zu, position %llu, %zu values)", path, row,
+                        (unsigned long long)pos, n);
     H5Dclose(d);
     return st;
 }

@@ -342,24 +342,43 @@ static rs_status split_flush_(enc *e, split_state *st, const char *s, int step)
 }
 
 /* iterate the regex over s[0..n) (HF find_matches over SysRegex::find_iter) */
+/* Successive matches of re in s[n] as HF's find_iter gives them: an empty match right where
+ * the previous match ended is skipped by one character. */
+typedef struct match_iter {
+    size_t at;       /* where the next search starts */
+    size_t last_end; /* end of the previous match (valid when have_last) */
+    int have_last;
+} match_iter;
+
+/* 1: the next match [*ms, *me); 0: none left; < 0: regex failure */
+static int match_next_(enc *e, const tk_regex *re, const char *s, size_t n, match_iter *it, size_t *ms, size_t *me)
+{
+    while (it->at <= n) {
+        const int r = tk_regex_next(e->m, re, s, n, it->at, ms, me);
+        if (r <= 0) return r;
+        if (*me == *ms && it->have_last && it->last_end == *me) {
+            const int l = it->at < n ? tk_utf8_valid_at((const uint8_t *)s + it->at, n - it->at) : 1;
+            it->at += (size_t)(l > 0 ? l : 1);
+            continue;
+        }
+        it->at = *me;
+        it->last_end = *me;
+        it->have_last = 1;
+        return 1;
+    }
+    return 0;
+}
+
 static rs_status split_run_(enc *e, const tk_regex *re, const char *s, size_t n, int behavior, int invert, int step)
 {
     split_state st = {behavior, 0, 0, 0, 0, 0};
-    size_t last_end = 0, prev = 0, last_match_end = 0;
-    int have_last = 0;
-    while (last_end <= n && !e->k->full) {
+    match_iter it = {0, 0, 0};
+    size_t prev = 0;
+    while (!e->k->full) {
         size_t ms, me;
-        int r = tk_regex_next(e->m, re, s, n, last_end, &ms, &me);
+        const int r = match_next_(e, re, s, n, &it, &ms, &me);
         if (r < 0) return RS_E_UNSUPPORTED;
         if (r == 0) break;
-        if (me == ms && have_last && last_match_end == me) {
-            int l = last_end < n ? tk_utf8_valid_at((const uint8_t *)s + last_end, n - last_end) : 1;
-            last_end += (size_t)(l > 0 ? l : 1);
-            continue;
-        }
-        last_end = me;
-        last_match_end = me;
-        have_last = 1;
         if (prev != ms) RS_TRY(split_elem_(e, &st, s, prev, ms, invert ? 1 : 0, step));
         RS_TRY(split_elem_(e, &st, s, ms, me, invert ? 0 : 1, step));
         prev = me;
@@ -392,21 +411,12 @@ static rs_status pretok_(enc *e, const char *s, size_t n, int step)
 /* tiktoken: only the regex's matches are encoded */
 static rs_status tiktoken_text_(enc *e, const char *s, size_t n)
 {
-    size_t last_end = 0, last_match_end = 0;
-    int have_last = 0;
-    while (last_end <= n && !e->k->full) {
+    match_iter it = {0, 0, 0};
+    while (!e->k->full) {
         size_t ms, me;
-        int r = tk_regex_next(e->m, &e->m->tiktoken_re, s, n, last_end, &ms, &me);
+        const int r = match_next_(e, &e->m->tiktoken_re, s, n, &it, &ms, &me);
         if (r < 0) return RS_E_UNSUPPORTED;
         if (r == 0) break;
-        if (me == ms && have_last && last_match_end == me) {
-            int l = last_end < n ? tk_utf8_valid_at((const uint8_t *)s + last_end, n - last_end) : 1;
-            last_end += (size_t)(l > 0 ? l : 1);
-            continue;
-        }
-        last_end = me;
-        last_match_end = me;
-        have_last = 1;
         RS_TRY(model_piece_(e, (const uint8_t *)s + ms, me - ms));
     }
     return RS_OK;
