@@ -46,6 +46,9 @@ static rs_status expect_root_(hid_t f, const rs_h5log_meta *e, const char *path)
     RS_TRY(expect_u64_(f, "tokens", e->tokens, path));
     RS_TRY(expect_u64_(f, "chunk", e->chunk, path));
     RS_TRY(expect_u64_(f, "n_books", e->n_books, path));
+    for (size_t i = 0; i < e->n_extra; i++) /* where the log has them (older logs may not) */
+        if (e->extra[i].compare && H5Aexists(f, e->extra[i].key) > 0)
+            RS_TRY(expect_str_(f, e->extra[i].key, e->extra[i].value ? e->extra[i].value : "", path));
     return expect_u64_(f, "n_runs", e->n_runs, path);
 }
 

@@ -90,6 +90,14 @@ static rs_status root_attrs_(hid_t f, const rs_h5log_meta *m)
     TRY_(rs_h5_attr_set_str(f, "start_time", m->start_time));
     TRY_(rs_h5_attr_set_str(f, "end_time", ""));
     TRY_(rs_h5_attr_set_str(f, "status", "running"));
+    for (size_t i = 0; st == RS_OK && i < m->n_extra; i++) {
+        if (H5Aexists(f, m->extra[i].key) > 0) {
+            st = rs_error_set(RS_E_INVAL, "log attribute '%s' given twice (an extra attribute may not reuse a standard name)",
+                              m->extra[i].key);
+            break;
+        }
+        TRY_(rs_h5_attr_set_str(f, m->extra[i].key, m->extra[i].value ? m->extra[i].value : ""));
+    }
     TRY_(rs_h5_attr_set_str(f, "kl_definition", "KL(p_ref || p_run) = sum_i p_ref,i (log p_ref,i - log p_run,i), nats, double precision"));
     if (st != RS_OK) return st;
     /* book_ids as one comma-separated string too, for quick reading */

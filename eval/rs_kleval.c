@@ -18,6 +18,8 @@ rs_kleval_config rs_kleval_config_default(void)
     c.chunk = 64;
     c.short_books = RS_KLEVAL_SHORT_SKIP;
     c.output = RS_KLEVAL_OUT_NEW;
+    c.device_kind = "cpu";
+    c.compute = RS_COMPUTE_FP32;
     return c;
 }
 
@@ -121,13 +123,14 @@ static rs_status copy_config_(rs_kleval *ev, const rs_kleval_config *c)
     ev->command_line = dup_(c->command_line, "");
     ev->tool_version = dup_(c->tool_version, RS_VERSION_STRING);
     ev->git_commit = dup_(c->git_commit, "unknown");
+    ev->device_kind = dup_(c->device_kind, "cpu");
     ev->book_ids = (char **)calloc(c->n_book_ids + 1, sizeof(char *));
     /* + 1: R may be 0 (the reference alone) and calloc(0) may return NULL */
     ev->pol = (rs_policy *)calloc(R + 1, sizeof(rs_policy));
     ev->pol_str = calloc(R + 1, sizeof *ev->pol_str);
     ev->runs = (rs_kleval_run_spec *)calloc(R + 1, sizeof(rs_kleval_run_spec));
     RS_CHECK(ev->model_dir && ev->data_dir && ev->split && ev->out_path && ev->command_line &&
-                 ev->tool_version && ev->git_commit && ev->book_ids && ev->pol && ev->pol_str && ev->runs,
+                 ev->tool_version && ev->git_commit && ev->device_kind && ev->book_ids && ev->pol && ev->pol_str && ev->runs,
              RS_E_NOMEM, "out of memory");
     for (size_t i = 0; i < c->n_book_ids; i++)
         RS_CHECK((ev->book_ids[i] = dup_(c->book_ids[i], "")) != NULL, RS_E_NOMEM, "out of memory");
@@ -138,6 +141,7 @@ static rs_status copy_config_(rs_kleval *ev, const rs_kleval_config *c)
     ev->cfg.command_line = ev->command_line;
     ev->cfg.tool_version = ev->tool_version;
     ev->cfg.git_commit = ev->git_commit;
+    ev->cfg.device_kind = ev->device_kind;
     ev->cfg.book_ids = (const char *const *)ev->book_ids;
     ev->cfg.runs = ev->runs;
     return parse_runs_(ev, c);
@@ -214,8 +218,7 @@ void rs_kleval_free(rs_kleval *ev)
 {
     if (!ev) return;
     rs_h5log_close(ev->lg); /* an unfinished log keeps its committed positions */
-    rs_runner_free(ev->runner);
-    rs_backend_destroy(ev->be);
+    rs_scorer_free(ev->sc);
     if (ev->model_loaded) rs_model_free(&ev->model);
     if (ev->ids_owned) rs_pg19_ids_free(ev->ids, ev->n_ids);
     rs_pg19_meta_free(&ev->meta);
@@ -229,6 +232,7 @@ void rs_kleval_free(rs_kleval *ev)
     free(ev->command_line);
     free(ev->tool_version);
     free(ev->git_commit);
+    free(ev->device_kind);
     free(ev->pol);
     free(ev->pol_str);
     free(ev->runs);
@@ -236,8 +240,10 @@ void rs_kleval_free(rs_kleval *ev)
     free(ev->skipped);
     free(ev->toks);
     rs_tokenizer_free(&ev->tok);
-    free(ev->lp);
-    free(ev->lq);
+    free(ev->kl_v);
+    free(ev->nll_v);
+    free(ev->dp_v);
+    free(ev->agree_v);
     free(ev->buf);
     free(ev->agree);
     free(ev->tgt);

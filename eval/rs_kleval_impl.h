@@ -16,14 +16,14 @@
 #include "replayssm/eval/rs_kleval.h"
 #include "replayssm/eval/rs_model.h"
 #include "replayssm/eval/rs_pg19.h"
-#include "replayssm/eval/rs_runner.h"
+#include "replayssm/eval/rs_scorer.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
 #define RS_KLEVAL_POLICY_MAX 64 /* canonical policy strings */
 
 struct rs_kleval {
     rs_kleval_config cfg;     /* every pointer refers to the copies below */
-    char *model_dir, *data_dir, *split, *out_path, *command_line, *tool_version, *git_commit;
+    char *model_dir, *data_dir, *split, *out_path, *command_line, *tool_version, *git_commit, *device_kind;
     char **book_ids;          /* [cfg.n_book_ids] */
     rs_policy *pol;           /* [R] parsed policies */
     char (*pol_str)[RS_KLEVAL_POLICY_MAX]; /* [R] canonical strings */
@@ -43,19 +43,20 @@ struct rs_kleval {
     rs_kleval_book *books;    /* [n_ids] evaluated, then skipped from the end (see plan) */
     rs_kleval_book *skipped;  /* [n_ids] */
     size_t max_len;           /* longest book: the KV caches' capacity */
-    rs_backend *be;
-    rs_runner *runner;        /* run 0: the fp32 reference; run r + 1: policy run r */
+    rs_scorer *sc;            /* the reference and every run (rs_scorer.h; CPU or GPU) */
+    char describe[256];       /* the scorer's description, for the log */
     rs_h5log *lg;
 
     /* the position loop */
     size_t book, pos;         /* next chunk: book index, position */
     int book_open;            /* tokens of `book` are loaded and the runner is at `pos` */
     int32_t *toks;            /* [max_len + 1] tokens of the current book */
-    double *lp, *lq;          /* [V] log-probabilities of the reference and of a run */
     double *buf;              /* [(3R + 1) C] kl, nll, dp of every run; the reference NLL */
     uint8_t *agree;           /* [R C + 1] */
     int32_t *tgt, *top;       /* [C] next tokens, reference top-1 */
     rs_h5log_run_chunk *rcs;  /* [R + 1] views into buf / agree */
+    double **kl_v, **nll_v, **dp_v; /* [R + 1] the same views as the scorer's output arrays */
+    uint8_t **agree_v;
     uint8_t *nf_done;         /* [R + 1] run already reported non-finite in this book */
     rs_kl_running *running;   /* [R + 1] mean KL of the positions computed here */
     double ref_nll_sum;

@@ -12,6 +12,7 @@
 #include "rs_check.h"
 
 #define RS_KLEVAL_FMT_MAX 48
+#define RS_KLEVAL_LOG_EXTRA 3
 
 /* FNV-1a 64 of a file's bytes ("fnv1a64:<16 hex>"); 0 if unreadable */
 static int hash_file_(const char *path, char *out, size_t n)
@@ -48,6 +49,7 @@ typedef struct log_meta {
     rs_h5log_run_info *ri;
     char (*fmt)[2][RS_KLEVAL_FMT_MAX]; /* [R] hp, lp format strings */
     char cfg_hash[64];
+    rs_h5log_extra extra[RS_KLEVAL_LOG_EXTRA]; /* device_kind, compute, device */
 } log_meta;
 
 static void meta_free_(log_meta *m)
@@ -113,6 +115,13 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     h->book_len = m->blen;
     h->n_runs = R;
     h->runs = m->ri;
+    /* where it ran: the kind and GEMM precision change the numbers (compared on resume), the
+     * description (device name, driver, library versions, threads) is provenance */
+    m->extra[0] = (rs_h5log_extra){"device_kind", c->device_kind, 1};
+    m->extra[1] = (rs_h5log_extra){"compute", rs_compute_mode_name(c->compute), 1};
+    m->extra[2] = (rs_h5log_extra){"device", ev->describe, 0};
+    h->n_extra = RS_KLEVAL_LOG_EXTRA;
+    h->extra = m->extra;
     return RS_OK;
 }
 

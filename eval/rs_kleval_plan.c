@@ -12,9 +12,6 @@
 #include "replayssm/eval/rs_hf_config.h"
 #include "rs_check.h"
 
-#define RS_KLEVAL_REF_WINDOW 16 /* window of the reference's heads when there are no runs (fp32
-                                   ignores it; the runner still wants one) */
-
 /* the output path, the model folder and the data folder exist as asked */
 static rs_status check_paths_(rs_kleval *ev)
 {
@@ -142,42 +139,42 @@ static rs_status plan_books_(rs_kleval *ev)
     return RS_OK;
 }
 
-/* ONE runner for the reference and every run, whatever their windows: run 0 is the fp32
- * reference, run r + 1 policy run r with its own window and seed */
-static rs_status build_runner_(rs_kleval *ev)
+/* ONE scorer for the reference and every run, whatever their windows (rs_scorer.h): the CPU
+ * one unless the config names another (the GPU scorer) */
+static rs_status build_scorer_(rs_kleval *ev)
 {
     const size_t R = ev->cfg.n_runs;
-    rs_status st = rs_backend_cpu_create(ev->cfg.threads, &ev->be);
-    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, "cannot start the CPU backend");
     rs_policy *pols = (rs_policy *)calloc(R + 1, sizeof *pols);
     size_t *wins = (size_t *)calloc(R + 1, sizeof *wins);
     uint64_t *seeds = (uint64_t *)calloc(R + 1, sizeof *seeds);
-    if (!pols || !wins || !seeds) {
-        free(pols);
-        free(wins);
-        free(seeds);
-        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+    rs_status st = RS_OK;
+    if (!pols || !wins || !seeds) st = rs_error_set(RS_E_NOMEM, "out of memory");
+    for (size_t r = 0; st == RS_OK && r < R; r++) {
+        pols[r] = ev->pol[r];
+        wins[r] = ev->runs[r].window;
+        seeds[r] = ev->runs[r].seed;
     }
-    pols[0] = rs_policy_fp32();
-    wins[0] = R ? ev->runs[0].window : RS_KLEVAL_REF_WINDOW;
-    seeds[0] = R ? ev->runs[0].seed : 0;
-    for (size_t r = 0; r < R; r++) {
-        pols[r + 1] = ev->pol[r];
-        wins[r + 1] = ev->runs[r].window;
-        seeds[r + 1] = ev->runs[r].seed;
+    if (st == RS_OK) {
+        rs_scorer_config sc;
+        memset(&sc, 0, sizeof sc);
+        sc.n_runs = R;
+        sc.policies = pols;
+        sc.windows = wins;
+        sc.seeds = seeds;
+        sc.chunk = ev->cfg.chunk;
+        sc.max_tokens = ev->max_len;
+        sc.dt_mode = RS_DT_KERNEL;
+        sc.threads = ev->cfg.threads;
+        sc.compute = ev->cfg.compute;
+        sc.device = ev->cfg.device;
+        const rs_scorer_factory make = ev->cfg.scorer ? ev->cfg.scorer : rs_scorer_cpu_create;
+        st = make(&ev->model, &sc, &ev->sc);
     }
-    rs_runner_config rc = rs_runner_config_default();
-    rc.n_runs = R + 1;
-    rc.policies = pols;
-    rc.windows = wins;
-    rc.seeds = seeds;
-    rc.chunk = ev->cfg.chunk;
-    rc.max_tokens = ev->max_len;
-    st = rs_runner_create(&ev->model, ev->be, &rc, &ev->runner);
     free(pols);
     free(wins);
     free(seeds);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, "cannot set up the runs");
+    snprintf(ev->describe, sizeof ev->describe, "%s", ev->sc->ops->describe(ev->sc));
     ev->res.runner_runs = R + 1;
     return RS_OK;
 }
@@ -185,10 +182,8 @@ static rs_status build_runner_(rs_kleval *ev)
 /* the buffers of the position loop: one chunk of every run */
 static rs_status alloc_loop_(rs_kleval *ev)
 {
-    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk, V = (size_t)ev->model.cfg.vocab;
+    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk;
     ev->toks = (int32_t *)malloc((ev->max_len + 1) * sizeof(int32_t));
-    ev->lp = (double *)malloc(V * sizeof(double));
-    ev->lq = (double *)malloc(V * sizeof(double));
     ev->buf = (double *)malloc((3 * R + 1) * C * sizeof(double));
     ev->agree = (uint8_t *)malloc(R * C + 1);
     ev->tgt = (int32_t *)malloc(C * sizeof(int32_t));
@@ -197,7 +192,11 @@ static rs_status alloc_loop_(rs_kleval *ev)
     ev->nf_done = (uint8_t *)calloc(R + 1, 1);
     ev->running = (rs_kl_running *)calloc(R + 1, sizeof *ev->running);
     ev->sums = (rs_kl_summary *)calloc(R + 1, sizeof *ev->sums);
-    if (!ev->toks || !ev->lp || !ev->lq || !ev->buf || !ev->agree || !ev->tgt || !ev->top || !ev->rcs ||
+    ev->kl_v = (double **)calloc(R + 1, sizeof(double *));
+    ev->nll_v = (double **)calloc(R + 1, sizeof(double *));
+    ev->dp_v = (double **)calloc(R + 1, sizeof(double *));
+    ev->agree_v = (uint8_t **)calloc(R + 1, sizeof(uint8_t *));
+    if (!ev->kl_v || !ev->nll_v || !ev->dp_v || !ev->agree_v || !ev->toks || !ev->buf || !ev->agree || !ev->tgt || !ev->top || !ev->rcs ||
         !ev->nf_done || !ev->running || !ev->sums)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
     for (size_t r = 0; r < R; r++) {
@@ -205,6 +204,10 @@ static rs_status alloc_loop_(rs_kleval *ev)
         ev->rcs[r].nll = ev->buf + (3 * r + 1) * C;
         ev->rcs[r].dp = ev->buf + (3 * r + 2) * C;
         ev->rcs[r].agree = ev->agree + r * C;
+        ev->kl_v[r] = ev->buf + (3 * r + 0) * C;
+        ev->nll_v[r] = ev->buf + (3 * r + 1) * C;
+        ev->dp_v[r] = ev->buf + (3 * r + 2) * C;
+        ev->agree_v[r] = ev->agree + r * C;
     }
     return RS_OK;
 }
@@ -215,7 +218,7 @@ rs_status rs_kleval_plan(rs_kleval *ev)
     RS_TRY(check_paths_(ev));
     RS_TRY(load_model_(ev));
     RS_TRY(plan_books_(ev));
-    RS_TRY(build_runner_(ev));
+    RS_TRY(build_scorer_(ev));
     RS_TRY(alloc_loop_(ev));
     RS_TRY(rs_kleval_log_open(ev));
     for (size_t b = 0; b < ev->res.n_books; b++) ev->done += (size_t)rs_h5log_completed(ev->lg, b);

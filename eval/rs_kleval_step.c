@@ -1,6 +1,6 @@
-/* rs_kleval_step.c — one chunk of positions: the runner forwards the fp32 reference and every
- * run in lockstep (one rs_runner_step), each run's logits are compared with the reference's
- * position by position (rs_kl), the chunk is written and committed, and a PROGRESS event
+/* rs_kleval_step.c — one chunk of positions: the scorer (rs_scorer.h, CPU or GPU) forwards the
+ * fp32 reference and every run in lockstep and scores each run against the reference position
+ * by position (rs_kl's definitions), the chunk is written and committed, and a PROGRESS event
  * follows.
  *
  * Resume: completed books are skipped; the book in progress is re-run from position 0 without
@@ -9,6 +9,7 @@
  * same, so the result equals an uninterrupted run. */
 #include "rs_kleval_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,10 +17,24 @@
 
 #define RS_KLEVAL_EVAL_FAILED "evaluation failed (completed chunks are kept; --resume continues)"
 
-/* forward n tokens from toks + pos through the runner, counted in the result */
+/* forward n tokens from toks + pos through the scorer (the reference and every run), scored
+ * against the next tokens into the chunk buffers (out NULL: a replay of committed positions,
+ * scored into the same buffers and dropped) */
 static rs_status forward_(rs_kleval *ev, size_t pos, size_t n)
 {
-    RS_TRY(rs_runner_step(ev->runner, ev->toks + pos, n));
+    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk;
+    rs_scorer_out o;
+    o.nll_ref = ev->buf + 3 * R * C;
+    o.top1_ref = ev->top;
+    o.kl = ev->kl_v;
+    o.nll = ev->nll_v;
+    o.dp = ev->dp_v;
+    o.agree = ev->agree_v;
+    rs_status st = ev->sc->ops->step(ev->sc, ev->toks + pos, ev->toks + pos + 1, n, &o);
+    if (st == RS_E_NONFINITE)
+        st = rs_error_set(st, "book %s positions %zu..%zu: %s", ev->books[ev->book].id, pos, pos + n - 1,
+                          rs_last_error());
+    RS_TRY(st);
     ev->res.runner_steps++;
     ev->res.reference_positions += n;
     return RS_OK;
@@ -50,7 +65,7 @@ static rs_status open_book_(rs_kleval *ev, size_t start)
                                   bk->id, t, (int)stored[t], (int)ev->toks[t + 1]);
         free(stored);
     }
-    if (st == RS_OK) st = rs_runner_reset(ev->runner);
+    if (st == RS_OK) st = ev->sc->ops->reset(ev->sc);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_EVAL, st, "cannot evaluate");
     for (size_t r = 0; r < ev->cfg.n_runs; r++) { /* reported before the interruption: not again */
         int64_t p;
@@ -71,11 +86,9 @@ static rs_status open_book_(rs_kleval *ev, size_t start)
 static rs_status nonfinite_(rs_kleval *ev, size_t r, size_t pos)
 {
     const char *msg = NULL;
-    int32_t L = -1, H = -1;
-    int64_t nf_step = -1;
-    if (rs_runner_run_status(ev->runner, r + 1, &msg) != RS_OK)
-        rs_runner_run_nonfinite(ev->runner, r + 1, &L, &H, &nf_step);
-    RS_TRY(rs_h5log_set_nonfinite(ev->lg, r, ev->book, (int64_t)pos, L, H));
+    rs_scorer_nonfinite nf = {-1, -1, -1};
+    RS_TRY(ev->sc->ops->run_nonfinite(ev->sc, r, &nf, &msg));
+    RS_TRY(rs_h5log_set_nonfinite(ev->lg, r, ev->book, (int64_t)pos, nf.layer, nf.head));
     ev->nf_done[r] = 1;
     if (ev->cfg.on_event) {
         rs_kleval_event e;
@@ -92,37 +105,16 @@ static rs_status nonfinite_(rs_kleval *ev, size_t r, size_t pos)
     return RS_OK;
 }
 
-/* the measurements of the n positions of the last forward, into the chunk buffers */
-static rs_status compare_(rs_kleval *ev, size_t pos, size_t n)
+/* after a scored chunk: targets for the log, running means, non-finite reports */
+static rs_status account_(rs_kleval *ev, size_t pos, size_t n)
 {
-    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk, V = (size_t)ev->model.cfg.vocab;
-    double *nll_ref = ev->buf + 3 * R * C;
-    const float *ref = rs_runner_logits(ev->runner, 0);
+    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk;
+    const double *nll_ref = ev->buf + 3 * R * C;
     for (size_t t = 0; t < n; t++) {
-        const int32_t y = ev->toks[pos + t + 1];
-        ev->tgt[t] = y;
-        if (rs_kl_log_softmax(ref + t * V, V, ev->lp) != RS_OK)
-            return rs_error_set(RS_E_NONFINITE, "book %s position %zu: the fp32 reference logits are not finite",
-                                ev->books[ev->book].id, pos + t);
-        rs_kl_point pt;
-        if (R == 0) { /* the reference alone: its NLL and top-1, by the same definitions */
-            RS_TRY(rs_kl_compare_lp(ev->lp, ev->lp, V, y, &pt));
-            nll_ref[t] = pt.nll_ref;
-            ev->top[t] = pt.top1_ref;
-        }
+        ev->tgt[t] = ev->toks[pos + t + 1];
         for (size_t r = 0; r < R; r++) {
-            const rs_status s2 = rs_kl_log_softmax(rs_runner_logits(ev->runner, r + 1) + t * V, V, ev->lq);
-            if (s2 != RS_OK && s2 != RS_E_NONFINITE) return s2; /* non-finite: marked by compare */
-            RS_TRY(rs_kl_compare_lp(ev->lp, ev->lq, V, y, &pt));
-            if (r == 0) {
-                nll_ref[t] = pt.nll_ref;
-                ev->top[t] = pt.top1_ref;
-            }
-            ((double *)ev->rcs[r].kl)[t] = pt.kl;
-            ((double *)ev->rcs[r].nll)[t] = pt.nll_run;
-            ((double *)ev->rcs[r].dp)[t] = pt.dp;
-            ((uint8_t *)ev->rcs[r].agree)[t] = (uint8_t)pt.agree;
-            if (pt.finite) rs_kl_running_add(&ev->running[r], pt.kl);
+            const double kl = ev->kl_v[r][t];
+            if (!isnan(kl)) rs_kl_running_add(&ev->running[r], kl);
             else if (!ev->nf_done[r]) RS_TRY(nonfinite_(ev, r, pos + t));
         }
         ev->ref_nll_sum += nll_ref[t];
@@ -163,7 +155,7 @@ rs_status rs_kleval_next_chunk(rs_kleval *ev)
     const size_t len = ev->books[ev->book].positions, pos = ev->pos;
     const size_t n = len - pos < ev->cfg.chunk ? len - pos : ev->cfg.chunk;
     rs_status st = forward_(ev, pos, n);
-    if (st == RS_OK) st = compare_(ev, pos, n);
+    if (st == RS_OK) st = account_(ev, pos, n);
     if (st == RS_OK)
         st = rs_h5log_write_chunk(ev->lg, ev->book, pos, n, ev->tgt, ev->buf + 3 * ev->cfg.n_runs * ev->cfg.chunk,
                                   ev->top, ev->rcs);

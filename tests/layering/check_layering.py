@@ -23,6 +23,7 @@ include/replayssm/cuda/ belongs to kernels). Rules — a file of module M may in
   theory   common, quant, engine, theory         (not eval, kernels, cli)
   eval     common, quant, engine, eval           (not theory, kernels, cli)
   kernels  common, quant, engine, theory, kernels (not eval, cli)
+  evalcuda common, quant, engine, eval, kernels, evalcuda (eval/cuda/: the GPU evaluator)
   cli      every module
 and moreover:
   - a public header (include/replayssm/**) obeys its module's rule and includes public
@@ -45,10 +46,12 @@ import tempfile
 
 SCANNED = ["common", "quant", "engine", "theory", "eval", "kernels", "cli", "include/replayssm", "examples"]
 MODULE_ROOTS = ["common", "quant", "engine", "theory", "eval", "kernels", "cli"]
+# sub-modules: a folder inside a module root that is a module of its own (checked first)
+SUB_MODULES = {"eval/cuda": "evalcuda"}
 PRIVATE_PATH = ["common", "engine"]  # RS_PRIVATE_INCLUDE in CMakeLists.txt
 EXTENSIONS = (".c", ".h", ".cu", ".cuh")
 PUBLIC_DIRS = {"common": "common", "quant": "quant", "engine": "engine", "theory": "theory",
-               "eval": "eval", "cuda": "kernels"}
+               "eval": "eval", "cuda": "kernels", "evalcuda": "evalcuda"}
 ALLOWED = {
     "common": {"common"},
     "quant": {"common", "quant"},
@@ -56,7 +59,8 @@ ALLOWED = {
     "theory": {"common", "quant", "engine", "theory"},
     "eval": {"common", "quant", "engine", "eval"},
     "kernels": {"common", "quant", "engine", "theory", "kernels"},
-    "cli": set(MODULE_ROOTS),
+    "evalcuda": {"common", "quant", "engine", "eval", "kernels", "evalcuda"},
+    "cli": set(MODULE_ROOTS) | {"evalcuda"},
 }
 UMBRELLA = "include/replayssm/replayssm.h"
 UMBRELLA_MODULES = {"common", "quant", "engine"}
@@ -111,6 +115,9 @@ def classify(rel):
         return None, "public"
     if parts[0] == "examples":
         return "examples", "example"
+    for prefix, mod in SUB_MODULES.items():
+        if rel.startswith(prefix + "/"):
+            return mod, "private"
     if parts[0] in MODULE_ROOTS:
         return parts[0], "private"
     return None, "private"

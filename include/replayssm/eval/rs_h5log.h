@@ -73,6 +73,14 @@ typedef struct rs_h5log_run_info {
 } rs_h5log_run_info;
 
 /* Everything the root describes. The "config" part must match for --resume. */
+/* A further root string attribute of the log (device, compute mode, input files and hashes, ...):
+ * written at create; with compare = 1 also compared on resume where the log has it (a log
+ * written before the attribute existed resumes as before). Keys must not be standard names. */
+typedef struct rs_h5log_extra {
+    const char *key, *value;
+    int compare;
+} rs_h5log_extra;
+
 typedef struct rs_h5log_meta {
     /* provenance (not compared on resume) */
     const char *tool_version, *git_commit, *command_line, *start_time, *model_path, *data_path;
@@ -90,6 +98,8 @@ typedef struct rs_h5log_meta {
     const uint64_t *book_len;       /* [n_books] positions evaluated per book (<= tokens) */
     size_t n_runs;
     const rs_h5log_run_info *runs;  /* [n_runs] */
+    size_t n_extra;                 /* further root attributes (rs_h5log_extra) */
+    const rs_h5log_extra *extra;    /* [n_extra] */
 } rs_h5log_meta;
 
 /* Per-position values of one run for one chunk write, each [n]. */

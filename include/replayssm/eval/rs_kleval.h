@@ -47,6 +47,7 @@
 #include "replayssm/common/rs_status.h"
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_kl.h"
+#include "replayssm/eval/rs_scorer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +120,13 @@ typedef struct rs_kleval_config {
     size_t tokens;          /* positions per book (needs tokens + 1 tokens), 1..RS_KLEVAL_MAX_TOKENS */
     size_t chunk;           /* positions per forward chunk = per HDF5 chunk = per flush */
     int threads;            /* CPU threads; 0: the OpenMP default */
+    /* where the forward and scoring run (rs_scorer.h): NULL = rs_scorer_cpu_create; a GPU
+     * scorer (rs_scorer_cuda_create) with `device_kind` "cuda". The log records device_kind,
+     * compute and the scorer's description; --resume requires the same kind and compute. */
+    rs_scorer_factory scorer;
+    const char *device_kind; /* name recorded for the scorer ["cpu"] */
+    int device;             /* GPU ordinal [0] */
+    rs_compute_mode compute; /* GEMM precision [RS_COMPUTE_FP32] */
     rs_kleval_short short_books;
     const char *out_path;   /* the HDF5 log */
     rs_kleval_output output;

@@ -1,0 +1,142 @@
+/* rs_gpu_ops.h — the dense ops of the GPU evaluator's forward (private to eval/cuda/): the CUDA
+ * twins of the CPU backend's ops (eval/model/rs_backend_cpu.c, rs_layers.c) and of the
+ * per-row tasks of eval/model/rs_forward.c, plus the on-device scoring (rs_kl.h's definitions).
+ * GEMMs are not here: the forward calls cuBLAS itself (rs_gpu_forward.cu).
+ *
+ * Conventions: fp32, row-major, every pointer device memory, a matrix is (pointer, row stride
+ * "ld" in floats). Rows of a stacked buffer: run r, chunk position t -> row r * T + t (as the
+ * CPU forward). Every launcher is asynchronous on stream s, never allocates, never syncs, and
+ * returns RS_OK, RS_E_INVAL (bad sizes / NULL, checked on the host before any launch) or
+ * RS_E_CUDA (the launch failed), with the message in rs_last_error().
+ *
+ * Numerics (each op's tolerance against the CPU op is stated in eval/cuda/tests/): the row
+ * reductions of the norms and the L2 norm accumulate in double as the CPU does; activations use
+ * the same formulas (rs_silu, rs_sigmoid, rs_softplus with torch's threshold 20) in fp32 with
+ * IEEE expf/log1pf (the file is built with --fmad=false --ftz=false --prec-div=true
+ * --prec-sqrt=true, like kernels/).
+ */
+#ifndef RS_GPU_OPS_H
+#define RS_GPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replayssm/common/rs_status.h"
+#include "replayssm/eval/rs_layers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef RS_CUDA_STREAM_DEFINED
+#define RS_CUDA_STREAM_DEFINED
+typedef struct CUstream_st *rs_cuda_stream;
+#endif
+
+/* Y[r*T + t] = E[tokens[t]] for r < R, t < T (the same tokens for every run); E [V][d].
+ * A token outside [0, V) writes NaN rows (the host checks tokens before upload). */
+rs_status rsg_embed(const int32_t *tokens, int T, int R, const float *E, int V, int d, float *Y,
+                    size_t ldy, rs_cuda_stream s);
+
+/* Row-wise RMSNorm of M rows of n (rs_rmsnorm); Y may equal X (same ld). */
+rs_status rsg_rmsnorm(int M, int n, const float *X, size_t ldx, const float *w, float eps,
+                      rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
+
+/* Row-wise gated RMSNorm of M rows of n, groups of gs, gates Z (rs_rmsnorm_gated). Y may
+ * equal X. */
+rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
+                            size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                            float *Y, size_t ldy, rs_cuda_stream s);
+
+/* Causal depthwise conv1d (rs_conv1d_causal) for R runs of T steps x C channels: run r reads
+ * rows X + r*T*ldx, writes Y + r*T*ldy, and carries state + r*C*(K-1) ([C][K-1] oldest first,
+ * updated). bias may be NULL; silu: apply SiLU. Y must not alias X. K <= 8. */
+rs_status rsg_conv1d(int R, int T, int C, int K, const float *X, size_t ldx, float *state,
+                     const float *w, const float *bias, int silu, float *Y, size_t ldy,
+                     rs_cuda_stream s);
+
+/* GDN prep of M rows (eval/model/rs_forward.c gdn_prep_row_): in each row of QKV [M][ldq]
+ * (q [Hk][dk] | k [Hk][dk] | v ...), q and k are L2-normalised per key head (eps 1e-6 on the
+ * sum, rs_l2norm) and q is scaled by dk^-0.5, in place; per value head h:
+ * alpha[row*Hv + h] = exp(-exp(A_log[h]) * softplus(a[row*Hv + h] + dt_bias[h])),
+ * beta[row*Hv + h] = sigmoid(b[row*Hv + h]). */
+rs_status rsg_gdn_prep(int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
+                       const float *b, const float *A_log, const float *dt_bias, float *alpha,
+                       float *beta, rs_cuda_stream s);
+
+/* Mamba-2 prep of M rows (mamba_prep_row_): dt = softplus(dt_raw[row*ld_dt + h] + dt_bias[h])
+ * (clamp_min: dt = max(dt, dt_min)), alpha[row*H + h] = exp(dt * -exp(A_log[h])),
+ * V[row*ldv + h*P + p] = dt * X[row*ldx + h*P + p]. */
+rs_status rsg_mamba_prep(int M, int H, int P, const float *dt_raw, size_t ld_dt,
+                         const float *dt_bias, const float *A_log, int clamp_min, float dt_min,
+                         const float *X, size_t ldx, float *alpha, float *V, size_t ldv,
+                         rs_cuda_stream s);
+
+/* Mamba-2 D skip: O[row*ldo + h*P + p] += X[row*ldx + h*P + p] * D[h] for M rows (as the CPU:
+ * o = o + x * D). Rows whose O is NaN stay NaN. */
+rs_status rsg_mamba_dskip(int M, int H, int P, float *O, size_t ldo, const float *X, size_t ldx,
+                          const float *D, rs_cuda_stream s);
+
+/* Partial RoPE (rs_rope_apply, rotate_half on dims [0, rot) of each head) of M = R*T rows at
+ * positions pos0 + (row % T): query heads h < Hq at Q + row*ldq + h*q_hstride, key heads
+ * g < Hk at K + row*ldk + g*hd. cos/sin of position p, pair i: from inv_freq[rot/2] as
+ * rs_rope_cos_sin does (fp32 angle inv_freq[i] * (float)p, then cosf/sinf). */
+rs_status rsg_rope(int M, int T, int64_t pos0, float *Q, size_t ldq, int q_hstride, int Hq,
+                   float *K, size_t ldk, int Hk, int hd, int rot, const float *inv_freq,
+                   rs_cuda_stream s);
+
+/* Append the chunk's keys and values to the KV caches: for run r < R, t < T, KV head g < Hkv:
+ * Kc[((r*Hkv + g)*cap + pos0 + t)*hd ..] = K[(r*T + t)*ldk + g*hd ..], same for V. */
+rs_status rsg_kv_append(int R, int T, int Hkv, int hd, int64_t pos0, size_t cap, const float *K,
+                        size_t ldk, const float *V, size_t ldv, float *Kc, float *Vc,
+                        rs_cuda_stream s);
+
+/* Causal GQA attention, flash-style (online softmax, never an N x N matrix), fp32 with fp32
+ * accumulation, for R runs at once: query (r, t, h) at Q + (r*T + t)*ldq + h*q_hstride sees the
+ * cache positions 0 .. pos0 + t of run r (Kc, Vc [R][Hkv][cap][hd], KV head h / (H/Hkv)),
+ * scores scaled by `scale`; output at O + (r*T + t)*ldo + h*hd. hd <= 256. */
+typedef struct rsg_attn_args {
+    int R, T, H, Hkv, hd;
+    int64_t pos0;
+    size_t cap;
+    const float *Q;
+    size_t ldq;
+    int q_hstride;
+    const float *Kc, *Vc;
+    float scale;
+    float *O;
+    size_t ldo;
+} rsg_attn_args;
+rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s);
+
+/* Qwen3.5 output gate: O[row*ldo + h*hd + i] *= sigmoid(Q[row*ldq + h*q_hstride + hd + i]). */
+rs_status rsg_attn_gate(int M, int H, int hd, float *O, size_t ldo, const float *Q, size_t ldq,
+                        int q_hstride, rs_cuda_stream s);
+
+/* SwiGLU G <- silu(G) * U; relu^2 X <- max(X, 0)^2 (M rows of n). */
+rs_status rsg_swiglu(int M, int n, float *G, size_t ldg, const float *U, size_t ldu, rs_cuda_stream s);
+rs_status rsg_relu2(int M, int n, float *X, size_t ldx, rs_cuda_stream s);
+
+/* x[i] += y[i] for i < n (residual adds where a GEMM cannot accumulate). */
+rs_status rsg_add(size_t n, float *x, const float *y, rs_cuda_stream s);
+
+/* ---- scoring: rs_kl.h's definitions, in double, on the device -------------------------------
+ * logits of run r (r = 0 the fp32 reference, 1..R-1 the policy runs), position t at
+ * L + (r*T + t)*ldl, [V]. For each position t with true next token y = targets[t]:
+ *   nll_ref[t] = -log p_y, top1_ref[t] = argmax p (lowest index on ties);
+ *   for each run r >= 1, out index (r-1)*T + t: kl, nll (= -log q_y), dp (= q_y - p_y),
+ *   agree (argmax q == argmax p) exactly as rs_kl_compare_lp: log-softmax max-subtracted with the
+ *   log-sum-exp in double, the Bregman form of the KL terms, double sums; a run row with a
+ *   NaN/Inf logit gives kl = nll = dp = NaN and agree = 0.
+ * ref_bad[t] = 1 if the reference row has a NaN/Inf (the caller fails the chunk), else 0.
+ * work: rsg_score_work_bytes(R, T) bytes of scratch. Results stay on the device (the caller
+ * copies the [R-1][T] arrays back once per chunk). */
+size_t rsg_score_work_bytes(int R, int T);
+rs_status rsg_score(int R, int T, int V, const float *L, size_t ldl, const int32_t *targets,
+                    double *nll_ref, int32_t *top1_ref, uint8_t *ref_bad, double *kl, double *nll,
+                    double *dp, uint8_t *agree, void *work, rs_cuda_stream s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RS_GPU_OPS_H */

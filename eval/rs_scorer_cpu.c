@@ -1,0 +1,189 @@
+/* rs_scorer_cpu.c — the CPU scorer (rs_scorer.h): ONE rs_runner for the fp32 reference (runner
+ * run 0) and every policy run (runner run r + 1), whatever their windows, so the reference is
+ * computed once per position and every GEMM of a chunk is shared; each run's logits are
+ * compared with the reference's position by position on the host (rs_kl). */
+#include "replayssm/eval/rs_scorer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "replayssm/eval/rs_backend.h"
+#include "replayssm/eval/rs_kl.h"
+#include "replayssm/eval/rs_runner.h"
+#include "rs_check.h"
+
+typedef struct cpu_impl {
+    rs_backend *be;
+    rs_runner *runner;
+    double *lp, *lq;    /* [V] log-probabilities of the reference and of a run */
+    void *cfg_mem;
+    char describe[96];
+    rs_scorer_stats st;
+} cpu_impl;
+
+static double now_(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static rs_status cpu_reset_(rs_scorer *sc)
+{
+    return rs_runner_reset(((cpu_impl *)sc->impl)->runner);
+}
+
+static rs_status cpu_step_(rs_scorer *sc, const int32_t *tokens, const int32_t *targets, size_t n,
+                           const rs_scorer_out *out)
+{
+    cpu_impl *im = (cpu_impl *)sc->impl;
+    RS_CHECK(tokens && targets && out && n >= 1 && n <= sc->cfg.chunk, RS_E_INVAL,
+             "scorer step: %zu positions (1..%zu) or NULL arguments", n, sc->cfg.chunk);
+    const size_t R = sc->cfg.n_runs, V = (size_t)sc->m->cfg.vocab;
+    const double t0 = now_();
+    RS_TRY(rs_runner_step(im->runner, tokens, n));
+    const double t1 = now_();
+    const float *ref = rs_runner_logits(im->runner, 0);
+    for (size_t t = 0; t < n; t++) {
+        const int32_t y = targets[t];
+        if (rs_kl_log_softmax(ref + t * V, V, im->lp) != RS_OK)
+            return rs_error_set(RS_E_NONFINITE, "chunk offset %zu: the fp32 reference logits are not finite", t);
+        rs_kl_point pt;
+        if (R == 0) { /* the reference alone: its NLL and top-1, by the same definitions */
+            RS_TRY(rs_kl_compare_lp(im->lp, im->lp, V, y, &pt));
+            out->nll_ref[t] = pt.nll_ref;
+            out->top1_ref[t] = pt.top1_ref;
+        }
+        for (size_t r = 0; r < R; r++) {
+            const rs_status s2 = rs_kl_log_softmax(rs_runner_logits(im->runner, r + 1) + t * V, V, im->lq);
+            if (s2 != RS_OK && s2 != RS_E_NONFINITE) return s2; /* non-finite: NaN entries below */
+            RS_TRY(rs_kl_compare_lp(im->lp, im->lq, V, y, &pt));
+            if (r == 0) {
+                out->nll_ref[t] = pt.nll_ref;
+                out->top1_ref[t] = pt.top1_ref;
+            }
+            out->kl[r][t] = pt.kl;
+            out->nll[r][t] = pt.nll_run;
+            out->dp[r][t] = pt.dp;
+            out->agree[r][t] = (uint8_t)pt.agree;
+        }
+    }
+    rs_error_clear(); /* a run's non-finite log_softmax left its message; it is not an error */
+    const double t2 = now_();
+    im->st.other_s += t1 - t0; /* the CPU forward is not split into stages here */
+    im->st.score_s += t2 - t1;
+    im->st.total_s += t2 - t0;
+    im->st.steps++;
+    im->st.positions += n;
+    return RS_OK;
+}
+
+static rs_status cpu_run_nonfinite_(const rs_scorer *sc, size_t r, rs_scorer_nonfinite *nf, const char **msg)
+{
+    const cpu_impl *im = (const cpu_impl *)sc->impl;
+    RS_CHECK(r < sc->cfg.n_runs && nf, RS_E_INVAL, "scorer: run %zu of %zu", r, sc->cfg.n_runs);
+    nf->layer = nf->head = -1;
+    nf->step = -1;
+    const char *m = NULL;
+    if (rs_runner_run_status(im->runner, r + 1, &m) != RS_OK)
+        rs_runner_run_nonfinite(im->runner, r + 1, &nf->layer, &nf->head, &nf->step);
+    if (msg) *msg = m ? m : "";
+    return RS_OK;
+}
+
+static const char *cpu_describe_(const rs_scorer *sc) { return ((const cpu_impl *)sc->impl)->describe; }
+
+static void cpu_stats_(const rs_scorer *sc, rs_scorer_stats *out) { *out = ((const cpu_impl *)sc->impl)->st; }
+
+static void cpu_destroy_(rs_scorer *sc)
+{
+    cpu_impl *im = (cpu_impl *)sc->impl;
+    if (im) {
+        rs_runner_free(im->runner);
+        rs_backend_destroy(im->be);
+        free(im->lp);
+        free(im->lq);
+        free(im->cfg_mem);
+        free(im);
+    }
+    free(sc);
+}
+
+static const rs_scorer_ops cpu_ops_ = {"cpu", cpu_reset_, cpu_step_, cpu_run_nonfinite_, cpu_describe_, cpu_stats_,
+                                       cpu_destroy_};
+
+/* runner run 0 = the fp32 reference (window and seed of run 0: unused by fp32), run r + 1 =
+ * policy run r */
+static rs_status build_runner_(rs_scorer *sc, cpu_impl *im)
+{
+    const size_t R = sc->cfg.n_runs;
+    rs_policy *pols = (rs_policy *)calloc(R + 1, sizeof *pols);
+    size_t *wins = (size_t *)calloc(R + 1, sizeof *wins);
+    uint64_t *seeds = (uint64_t *)calloc(R + 1, sizeof *seeds);
+    rs_status st = RS_OK;
+    if (!pols || !wins || !seeds) st = rs_error_set(RS_E_NOMEM, "out of memory");
+    if (st == RS_OK) {
+        pols[0] = rs_policy_fp32();
+        wins[0] = R ? sc->cfg.windows[0] : 16;
+        seeds[0] = R ? sc->cfg.seeds[0] : 0;
+        for (size_t r = 0; r < R; r++) {
+            pols[r + 1] = sc->cfg.policies[r];
+            wins[r + 1] = sc->cfg.windows[r];
+            seeds[r + 1] = sc->cfg.seeds[r];
+        }
+        rs_runner_config rc = rs_runner_config_default();
+        rc.n_runs = R + 1;
+        rc.policies = pols;
+        rc.windows = wins;
+        rc.seeds = seeds;
+        rc.chunk = sc->cfg.chunk;
+        rc.max_tokens = sc->cfg.max_tokens;
+        rc.dt_mode = sc->cfg.dt_mode;
+        st = rs_runner_create(sc->m, im->be, &rc, &im->runner);
+    }
+    free(pols);
+    free(wins);
+    free(seeds);
+    return st;
+}
+
+rs_status rs_scorer_cpu_create(const rs_model *m, const rs_scorer_config *cfg, rs_scorer **out)
+{
+    RS_CHECK(m && cfg && out, RS_E_INVAL, "rs_scorer_cpu_create: NULL argument");
+    *out = NULL;
+    RS_CHECK(cfg->compute == RS_COMPUTE_FP32, RS_E_UNSUPPORTED,
+             "the CPU scorer computes in fp32 only (compute mode %s is for --device cuda)",
+             rs_compute_mode_name(cfg->compute));
+    rs_scorer *sc = (rs_scorer *)calloc(1, sizeof *sc);
+    cpu_impl *im = (cpu_impl *)calloc(1, sizeof *im);
+    if (!sc || !im) {
+        free(sc);
+        free(im);
+        return rs_error_set(RS_E_NOMEM, "out of memory");
+    }
+    sc->ops = &cpu_ops_;
+    sc->m = m;
+    sc->impl = im;
+    rs_status st = rs_scorer_config_copy(sc, cfg, &im->cfg_mem);
+    if (st == RS_OK) {
+        st = rs_backend_cpu_create(cfg->threads, &im->be);
+        if (st != RS_OK) st = rs_error_set(st, "cannot start the CPU backend: %s", rs_last_error());
+    }
+    if (st == RS_OK) st = build_runner_(sc, im);
+    if (st == RS_OK) {
+        const size_t V = (size_t)m->cfg.vocab;
+        im->lp = (double *)malloc(V * sizeof(double));
+        im->lq = (double *)malloc(V * sizeof(double));
+        if (!im->lp || !im->lq) st = rs_error_set(RS_E_NOMEM, "out of memory");
+    }
+    if (st != RS_OK) {
+        cpu_destroy_(sc);
+        return st;
+    }
+    snprintf(im->describe, sizeof im->describe, "cpu: %d threads", im->be->n_threads);
+    *out = sc;
+    return RS_OK;
+}
