@@ -34,7 +34,9 @@ static int info_model_(const char *dir)
     rs_model_config c;
     rs_status st = rs_hf_config_load(p, &c);
     if (st != RS_OK) return rs_cli_fail("info", "cannot read the model config", st);
-    printf("model      %s\nmodel_type %s (family %s)\n", dir, c.model_type, rs_model_family_name(c.family));
+    char esc[4 * 4096 + 1];
+    printf("model      %s\n", rs_cli_esc(dir, esc, sizeof esc));
+    printf("model_type %s (family %s)\n", rs_cli_esc(c.model_type, esc, sizeof esc), rs_model_family_name(c.family));
     printf("layers     %d:", c.n_layers);
     for (int i = 0; i < c.n_layers; i++) printf(" %s", rs_layer_kind_name(c.layer_kind[i]));
     printf("\n           gdn %d, mamba2 %d, attention %d, mlp %d%s\n", c.n_gdn, c.n_mamba, c.n_attn, c.n_mlp,
@@ -61,16 +63,19 @@ static int info_model_(const char *dir)
     /* the tokenizer the evaluator would use (rs_tokenizer_open: the same checks as `kl`) */
     rs_tokenizer tok;
     if (rs_tokenizer_open(dir, &c, &tok) != RS_OK) {
-        printf("tokenizer  refused: %s\n", rs_last_error());
+        printf("tokenizer  refused: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
         return 0;
     }
     if (tok.format == RS_TOKFMT_BYTE)
         printf("tokenizer  byte (id = byte value)%s, vocabulary %d ids\n",
                tok.path[0] ? "" : ", no tokenizer file", tok.vocab);
     else
-        printf("tokenizer  %s, vocabulary %d ids (ids 0..%d; model vocab_size %d)\n", tok.name, tok.vocab, tok.vocab - 1,
-               c.vocab);
-    if (tok.path[0]) printf("tokenizer_file   %s\ntokenizer_sha256 %s\n", tok.path, tok.sha256);
+        printf("tokenizer  %s, vocabulary %d ids (ids 0..%d; model vocab_size %d)\n", rs_cli_esc(tok.name, esc, sizeof esc),
+               tok.vocab, tok.vocab - 1, c.vocab);
+    if (tok.path[0]) {
+        printf("tokenizer_file   %s\n", rs_cli_esc(tok.path, esc, sizeof esc));
+        printf("tokenizer_sha256 %s\n", rs_cli_esc(tok.sha256, esc, sizeof esc));
+    }
     rs_tokenizer_free(&tok);
     return 0;
 }
@@ -110,16 +115,19 @@ static int info_log_(const char *path)
     static const char *keys[] = {"status", "tool_version", "git_commit", "command_line", "model_path", "model_type",
                                  "model_config_hash", "tokenizer", "tokenizer_file", "tokenizer_sha256", "data_path", "split", "short_books", "start_time",
                                  "end_time"};
-    char buf[4096];
-    printf("log        %s\n", path);
+    /* every string of the log goes through rs_cli_esc: a hostile log cannot send terminal controls */
+    char buf[4096], esc[4 * sizeof buf + 1], esc2[4 * 1024 + 1];
+    printf("log        %s\n", rs_cli_esc(path, esc, sizeof esc));
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) == RS_OK) printf("%-18s %s\n", keys[i], buf);
+        if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) == RS_OK)
+            printf("%-18s %s\n", keys[i], rs_cli_esc(buf, esc, sizeof esc));
     printf("%-18s %llu per book, chunk %llu\n", "tokens", (unsigned long long)rs_h5log_tokens(lg),
            (unsigned long long)rs_h5log_chunk(lg));
     size_t done = 0, total = 0;
     printf("books (%zu):\n", rs_h5log_n_books(lg));
     for (size_t b = 0; b < rs_h5log_n_books(lg); b++) {
-        printf("  %-8s %lld / %llu positions\n", rs_h5log_book_id(lg, b), (long long)rs_h5log_completed(lg, b),
+        printf("  %-8s %lld / %llu positions\n", rs_cli_esc(rs_h5log_book_id(lg, b), esc, sizeof esc),
+               (long long)rs_h5log_completed(lg, b),
                (unsigned long long)rs_h5log_book_len(lg, b));
         done += (size_t)rs_h5log_completed(lg, b);
         total += rs_h5log_book_len(lg, b);
@@ -129,7 +137,7 @@ static int info_log_(const char *path)
     struct stat sb;
     if (rs_h5log_partial_path(path, partial, sizeof partial) == RS_OK && lstat(partial, &sb) == 0)
         printf("note       %s holds an interrupted --force run: --resume continues it, and it replaces this log "
-               "once complete\n", partial);
+               "once complete\n", rs_cli_esc(partial, esc, sizeof esc));
     int rc = 0;
     rs_h5log_ref_summary rsum;
     st = rs_h5log_reference_summary(lg, &rsum);
@@ -139,28 +147,48 @@ static int info_log_(const char *path)
         return rc;
     }
     rs_cli_print_reference(&rsum, stdout);
-    if (rs_h5log_n_runs(lg) == 0) printf("\nruns: none (a reference-only log: kl --policy none)\n");
-    else
+    const size_t R = rs_h5log_n_runs(lg);
+    if (R == 0) {
+        printf("\nruns: none (a reference-only log: kl --policy none)\n");
+        rs_h5log_close(lg);
+        return 0;
+    }
+    rs_kl_summary *sums = (rs_kl_summary *)calloc(R, sizeof *sums);
+    if (!sums) {
+        fprintf(stderr, "replayssm info: out of memory\n");
+        rs_h5log_close(lg);
+        return 1;
+    }
+    for (size_t r = 0; r < R && rc == 0; r++) {
+        st = rs_h5log_summarize(lg, r, &sums[r]);
+        if (st != RS_OK) rc = rs_cli_fail("info", "cannot summarise", st);
+    }
+    /* a run that went non-finite says so first (the same lines as `kl`), then the table */
+    int blank = 0;
+    for (size_t r = 0; r < R && rc == 0; r++) {
+        if (!sums[r].n_nonfinite) {
+            int64_t p = -1;
+            int32_t L, H;
+            int any = 0;
+            for (size_t b = 0; b < rs_h5log_n_books(lg) && !any; b++)
+                any = rs_h5log_get_nonfinite(lg, r, b, &p, &L, &H) == RS_OK && p >= 0;
+            if (!any) continue;
+        }
+        if (!blank) printf("\n");
+        blank = 1;
+        rs_cli_print_nonfinite(stdout, lg, r, rs_h5log_policy(lg, r), (size_t)rs_h5log_window(lg, r), &sums[r]);
+    }
+    if (rc == 0)
         printf("\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL", "±se",
                "median", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
-    for (size_t r = 0; r < rs_h5log_n_runs(lg); r++) {
-        rs_kl_summary s;
-        st = rs_h5log_summarize(lg, r, &s);
-        if (st != RS_OK) {
-            rc = rs_cli_fail("info", "cannot summarise", st);
-            break;
-        }
-        printf("%-3zu %-26s %4llu %10.3e %9.2e %10.3e %10.3e %10.3e %10.3e %7.3f%% %8.3f %6zu\n", r, rs_h5log_policy(lg, r),
-               (unsigned long long)rs_h5log_window(lg, r), s.mean_kl, s.mean_kl_se, s.median_kl, s.p99_kl, s.p999_kl,
-               s.max_kl, 100.0 * s.rms_dp, s.same_top1_pct, s.n_nonfinite);
-        for (size_t b = 0; b < rs_h5log_n_books(lg); b++) {
-            int64_t p;
-            int32_t L, H;
-            if (rs_h5log_get_nonfinite(lg, r, b, &p, &L, &H) == RS_OK && p >= 0)
-                printf("    book %s: non-finite from position %lld (layer %d, head %d)\n", rs_h5log_book_id(lg, b),
-                       (long long)p, (int)L, (int)H);
-        }
+    for (size_t r = 0; r < R && rc == 0; r++) {
+        const rs_kl_summary s = sums[r];
+        printf("%-3zu %-26s %4llu %10.3e %9.2e %10.3e %10.3e %10.3e %10.3e %7.3f%% %8.3f %6zu\n", r,
+               rs_cli_esc(rs_h5log_policy(lg, r), esc2, sizeof esc2), (unsigned long long)rs_h5log_window(lg, r),
+               s.mean_kl, s.mean_kl_se, s.median_kl, s.p99_kl, s.p999_kl, s.max_kl, 100.0 * s.rms_dp, s.same_top1_pct,
+               s.n_nonfinite);
     }
+    free(sums);
     rs_h5log_close(lg);
     return rc;
 }

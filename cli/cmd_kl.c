@@ -13,6 +13,9 @@
 #include "rs_cli.h"
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_kleval.h"
+#ifdef RS_HAVE_CUDA
+#include "replayssm/evalcuda/rs_scorer_cuda.h"
+#endif
 
 #ifndef RS_GIT_COMMIT
 #define RS_GIT_COMMIT "unknown"
@@ -27,8 +30,9 @@ static void usage_kl_(FILE *f)
 {
     fprintf(f,
             "usage: replayssm kl [--model DIR] [--data DIR] [--split test] [--books N | --book-ids ID[,ID...]]\n"
+            "                    [--text FILE... | --token-ids FILE...]\n"
             "                    [--tokens N] [--policy P ...] [--window L] [--seed S]\n"
-            "                    [--threads N] [--chunk C] [--out F.h5] [--resume] [--force] [--quiet]\n"
+            "                    [--threads N] [--device cpu|cuda[:N]] [--compute fp32|tf32|bf16] [--chunk C] [--out F.h5] [--resume] [--force] [--quiet]\n"
             "                    [--short skip|truncate]\n\n"
             "Teacher-forced KL(p_fp32 || p_policy) per position of PG-19 books, logged to HDF5.\n"
             "The fp32 reference runs in lockstep with every policy on the same tokens.\n\n"
@@ -37,21 +41,31 @@ static void usage_kl_(FILE *f)
             "  --split NAME    split folder  [test]\n"
             "  --books N       first N books of metadata.csv found in the split  [1]\n"
             "  --book-ids L    comma-separated book ids (repeatable)\n"
-            "  --tokens N      positions per book (needs N+1 tokens), at most %d  [%d]\n"
+            "  --text FILE...  text files (UTF-8 or Latin-1) instead of PG-19 books: each file one stream,\n"
+            "                  tokenized by the model's tokenizer as a book is; stream id = its base name\n"
+            "  --token-ids FILE...  token ids instead of text (no tokenizer): raw little-endian uint32\n"
+            "                  (one stream) or .npy [tokens] / [streams, tokens] of <u4 <i4 <u2 <i8 <u8;\n"
+            "                  every id < the model's vocab_size. --text / --token-ids exclude --data,\n"
+            "                  --split, --books, --book-ids; the log records the files' SHA-256\n"
+            "  --tokens N      positions per book or stream (needs N+1 tokens), at most %d  [%d]\n"
             "  --policy P      state policy, repeatable or comma-separated:\n%s\n"
             "                  or 'none': the fp32 reference alone (NLL, bits/token; a third of the\n"
             "                  cost of one policy run), e.g. for a model's quality at long context\n"
             "  --window L      replay window L  [%d]\n"
             "  --seed S        stochastic-rounding seed  [0]\n"
             "  --threads N     CPU threads  [OpenMP default]\n"
+            "  --device D      where the model runs: cpu, cuda or cuda:N (one GPU)  [cpu]\n"
+            "  --compute M     GEMM precision: fp32, tf32 or bf16 (cuda only; fp32 accumulation)  [fp32]\n"
             "  --chunk C       positions per forward chunk and per HDF5 flush  [%d]\n"
             "  --out F.h5      output log  [%s]\n"
             "  --resume        continue an interrupted log (same configuration)\n"
             "  --force         replace an existing output\n"
             "  --quiet         no progress on stderr (also off when stderr is not a terminal)\n"
-            "  --short MODE    books shorter than N+1 tokens: skip (report) or truncate  [skip]\n\n"
+            "  --short MODE    books / streams shorter than N+1 tokens: skip (report) or truncate  [skip]\n\n"
             "Without --policy: %s, %s, %s, %s (each with the fp32 reference). With no options at all\n"
-            "this is the bundled default run (run it from the repository root).\n",
+            "this is the bundled default run (run it from the repository root).\n"
+            "Exit status: 0 ok, 1 failure (I/O, a missing book or file), 2 usage error or refused input\n"
+            "(the model's tokenizer: missing or malformed files, ids >= vocab_size; a malformed token-id file).\n",
             RS_KL_DEFAULT_MODEL, RS_KL_DEFAULT_DATA, RS_KLEVAL_MAX_TOKENS, RS_KL_DEFAULT_TOKENS, rs_policy_forms(),
             RS_KL_DEFAULT_WINDOW, RS_KL_DEFAULT_CHUNK, RS_KL_DEFAULT_OUT, k_default_policies[0],
             k_default_policies[1], k_default_policies[2], k_default_policies[3]);
@@ -95,11 +109,13 @@ static int on_event_(const rs_kleval_event *e, void *user)
         fprintf(stderr, "replayssm %s: book %s has %zu tokens: truncated to %zu positions\n", o->cmd, e->book_id,
                 e->available, e->positions);
         break;
-    case RS_KLEVAL_EVENT_NONFINITE:
-        fprintf(stderr, "replayssm %s: run %zu (%s, L=%zu) book %s: non-finite from position %zu%s%s\n", o->cmd,
-                e->run, o->pol_str[e->run], o->win[e->run], e->book_id, e->position, e->message[0] ? ": " : "",
-                e->message);
+    case RS_KLEVAL_EVENT_NONFINITE: { /* the log's run index, as in the summary; the message names no run */
+        char id[1024], msg[1024];
+        fprintf(stderr, "replayssm %s: run %zu (%s, L=%zu) book %s: non-finite at position %zu%s%s\n", o->cmd,
+                e->run, o->pol_str[e->run], o->win[e->run], rs_cli_esc(e->book_id, id, sizeof id), e->position,
+                e->message[0] ? ": " : "", rs_cli_esc(e->message, msg, sizeof msg));
         break;
+    }
     case RS_KLEVAL_EVENT_PROGRESS:
         if (!p->progress || (e->elapsed_s - p->last_print <= 0.5 && e->position < e->positions)) break;
         p->last_print = e->elapsed_s;
@@ -123,6 +139,18 @@ static void print_summary_(const rs_kl_opts *o, const rs_kleval_result *res, FIL
             o->model, res->model_type, res->n_books, res->n_books == 1 ? "" : "s", o->tokens, o->chunk,
             (unsigned long long)o->seed, o->out);
     const rs_kl_summary *s = res->summaries;
+    /* a run that went non-finite says so first, from the finished log's non-finite record: the
+     * lines `info` prints for the same log (run index, position, layer, head) */
+    rs_h5log *lg = NULL;
+    int blank = 0;
+    for (size_t r = 0; r < o->n_runs; r++) {
+        if (!s[r].n_nonfinite) continue;
+        if (!blank && rs_h5log_open(o->out, 0, NULL, &lg) != RS_OK) lg = NULL; /* then the totals alone */
+        if (!blank) fprintf(f, "\n");
+        blank = 1;
+        rs_cli_print_nonfinite(f, lg, r, o->pol_str[r], o->win[r], &s[r]);
+    }
+    if (lg) rs_h5log_close(lg);
     if (o->n_runs > 0) { /* --policy none: the reference's table alone */
         fprintf(f, "\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L",
                 "mean KL", "±se", "median", "p90", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
@@ -147,7 +175,9 @@ static void print_summary_(const rs_kl_opts *o, const rs_kleval_result *res, FIL
 }
 
 /* the failure of a prepared evaluation: the library's message, with a hint when a bundled
- * default is missing; a book listed twice is a usage error (2), the rest failures (1) */
+ * default is missing; a book listed twice, a refused tokenizer (missing or malformed files, ids >=
+ * vocab_size, a BPE beside a byte model) or token-id file (malformed, ids outside the
+ * vocabulary) are usage errors (2), the rest failures (1) */
 static int report_failure_(const rs_kl_opts *o, rs_kleval_stage stage)
 {
     const char *hint = "";
@@ -155,8 +185,9 @@ static int report_failure_(const rs_kl_opts *o, rs_kleval_stage stage)
         hint = "; the bundled default model " RS_KL_DEFAULT_MODEL " is not installed: pass --model DIR";
     if (stage == RS_KLEVAL_STAGE_DATA_DIR && !strcmp(o->data, RS_KL_DEFAULT_DATA))
         hint = "; the bundled default books " RS_KL_DEFAULT_DATA " are not installed: pass --data DIR";
-    fprintf(stderr, "replayssm %s: %s%s\n", o->cmd, rs_last_error(), hint);
-    return stage == RS_KLEVAL_STAGE_CONFIG ? 2 : 1;
+    char esc[4 * 1024 + 1]; /* the message may quote a log or model file */
+    fprintf(stderr, "replayssm %s: %s%s\n", o->cmd, rs_cli_esc(rs_last_error(), esc, sizeof esc), hint);
+    return stage == RS_KLEVAL_STAGE_CONFIG || stage == RS_KLEVAL_STAGE_TOKENIZER || stage == RS_KLEVAL_STAGE_INPUT ? 2 : 1;
 }
 
 int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
@@ -181,6 +212,9 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     printer pr = {o, !o->quiet && isatty(2), 0, -1.0};
     rs_kleval_config c = rs_kleval_config_default();
     c.model_dir = o->model;
+    c.input = o->input_kind == 1 ? RS_KLEVAL_INPUT_TEXT : o->input_kind == 2 ? RS_KLEVAL_INPUT_TOKEN_IDS : RS_KLEVAL_INPUT_PG19;
+    c.input_files = o->inputs;
+    c.n_input_files = o->n_inputs;
     c.data_dir = o->data;
     c.split = o->split;
     c.first_books = o->books;
@@ -189,6 +223,19 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     c.tokens = o->tokens;
     c.chunk = o->chunk;
     c.threads = o->threads;
+    if (!strcmp(o->device, "cuda")) {
+#ifdef RS_HAVE_CUDA
+        c.scorer = rs_scorer_cuda_create;
+        c.device_kind = "cuda";
+        c.device = o->device_ordinal;
+#else
+        fprintf(stderr, "replayssm %s: --device cuda: this build has no CUDA (configure with nvcc present and "
+                        "-DRS_CUDA=ON)\n", o->cmd);
+        free(cmdline);
+        return 2;
+#endif
+    }
+    (void)rs_compute_mode_parse(o->compute, &c.compute); /* checked while parsing */
     c.short_books = strcmp(o->short_mode, "truncate") ? RS_KLEVAL_SHORT_SKIP : RS_KLEVAL_SHORT_TRUNCATE;
     c.out_path = o->out;
     c.output = o->resume ? RS_KLEVAL_OUT_RESUME : o->force ? RS_KLEVAL_OUT_FORCE : RS_KLEVAL_OUT_NEW;

@@ -2,7 +2,8 @@
  * evaluator gives a text (rs_tokenizer_open on DIR, the same choice and checks as `kl`), for
  * checking against other tools (HF tokenizers, tiktoken). Without --out: one line per FILE, its
  * ids space-separated; with --out: the ids of every FILE, in order, as little-endian uint32.
- * --decode: each FILE is such a uint32 file, and its ids' bytes go to stdout (or --out). */
+ * --decode: each FILE is such a uint32 file, and its ids' bytes go to stdout (or --out). Every FILE
+ * is read by rs_tokenizer_read_input: a regular file of at most 1 GiB, or a one-line error. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,41 +24,17 @@ static void usage_(FILE *f)
                "  --out FILE   write the ids of every FILE, in order, as little-endian uint32 (default: print\n"
                "               one line per FILE, ids separated by spaces)\n"
                "  --decode     each FILE holds little-endian uint32 ids: write their bytes (to stdout or --out)\n"
-               "Text that is not valid UTF-8 is read as Latin-1 (docs/tokenizers.md).\n");
-}
-
-/* the whole file; regular files only (a FIFO would block) */
-static char *read_all_(const char *path, size_t *len)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        rs_error_set(RS_E_IO, "%s: not a readable regular file", path);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        rs_error_set(RS_E_IO, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = (char *)malloc((size_t)sb.st_size + 1);
-    size_t n = buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
-    const int nomem = !buf, bad = nomem || ferror(f) || n != (size_t)sb.st_size;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        rs_error_set(nomem ? RS_E_NOMEM : RS_E_IO, "%s: cannot read", path);
-        return NULL;
-    }
-    *len = n;
-    return buf;
+               "Text that is not valid UTF-8 is read as Latin-1 (docs/tokenizers.md). Each FILE must be a regular\n"
+               "file of at most %zu MiB.\n", RS_TOKENIZER_INPUT_MAX_BYTES >> 20);
 }
 
 static int encode_one_(const rs_tokenizer *tok, const char *path, FILE *out, int binary)
 {
     size_t len = 0, n = 0;
-    char *text = read_all_(path, &len);
-    if (!text) return rs_cli_fail("tokenize", "cannot read the input", RS_E_IO);
-    rs_status st = rs_tokenizer_count(tok, text, len, &n);
+    char *text = NULL; /* a regular file of at most RS_TOKENIZER_INPUT_MAX_BYTES (the message names path) */
+    rs_status st = rs_tokenizer_read_input(path, &text, &len);
+    if (st != RS_OK) return rs_cli_fail("tokenize", "cannot read the input", st);
+    st = rs_tokenizer_count(tok, text, len, &n);
     int32_t *ids = st == RS_OK ? (int32_t *)malloc((n ? n : 1) * sizeof *ids) : NULL;
     if (st == RS_OK && !ids) st = rs_error_set(RS_E_NOMEM, "out of memory for %zu ids", n);
     size_t got = 0;
@@ -87,8 +64,9 @@ static int encode_one_(const rs_tokenizer *tok, const char *path, FILE *out, int
 static int decode_one_(const rs_tokenizer *tok, const char *path, FILE *out)
 {
     size_t len = 0, blen = 0;
-    char *raw = read_all_(path, &len);
-    if (!raw) return rs_cli_fail("tokenize", "cannot read the ids", RS_E_IO);
+    char *raw = NULL;
+    const rs_status rst = rs_tokenizer_read_input(path, &raw, &len);
+    if (rst != RS_OK) return rs_cli_fail("tokenize", "cannot read the ids", rst);
     if (len % 4) {
         free(raw);
         return rs_cli_fail("tokenize", "cannot decode",

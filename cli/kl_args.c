@@ -21,6 +21,8 @@ void rs_kl_opts_init(rs_kl_opts *o, const char *cmd)
     o->tokens = RS_KL_DEFAULT_TOKENS;
     o->chunk = RS_KL_DEFAULT_CHUNK;
     o->window = RS_KL_DEFAULT_WINDOW;
+    o->device = "cpu";
+    o->compute = "fp32";
 }
 
 void rs_kl_opts_free(rs_kl_opts *o)
@@ -29,6 +31,9 @@ void rs_kl_opts_free(rs_kl_opts *o)
     free(o->book_ids);
     o->book_ids = NULL;
     o->n_book_ids = 0;
+    free(o->inputs);
+    o->inputs = NULL;
+    o->n_inputs = 0;
 }
 
 int rs_kl_parse_size(const char *s, size_t *out)
@@ -112,6 +117,53 @@ static int add_book_ids_(rs_kl_opts *o, const char *val)
     return 1;
 }
 
+/* --text / --token-ids (kind 1 / 2): the value and every following argument that is not an
+ * option (--text a.txt b.txt); repeatable; the two exclude each other */
+static int add_inputs_(rs_kl_opts *o, int kind, const char *name, const char *val, int *i, int argc, char **argv)
+{
+    if (o->input_kind && o->input_kind != kind) {
+        fprintf(stderr, "replayssm %s: --text and --token-ids exclude each other\n", o->cmd);
+        return 0;
+    }
+    o->input_kind = kind;
+    for (;;) {
+        if (!val[0]) {
+            fprintf(stderr, "replayssm %s: %s: empty file name\n", o->cmd, name);
+            return 0;
+        }
+        const char **ni = (const char **)realloc(o->inputs, (o->n_inputs + 1) * sizeof *ni);
+        if (!ni) {
+            fprintf(stderr, "replayssm %s: out of memory\n", o->cmd);
+            return 0;
+        }
+        o->inputs = ni;
+        o->inputs[o->n_inputs++] = val;
+        if (*i + 1 >= argc || argv[*i + 1][0] == '-') return 1;
+        val = argv[++*i];
+    }
+}
+
+/* --device cpu | cuda | cuda:N */
+static int device_opt_(rs_kl_opts *o, const char *val)
+{
+    if (!strcmp(val, "cpu") || !strcmp(val, "cuda")) {
+        o->device = val;
+        o->device_ordinal = 0;
+        return 1;
+    }
+    if (!strncmp(val, "cuda:", 5) && val[5] >= '0' && val[5] <= '9') {
+        char *end = NULL;
+        const long n = strtol(val + 5, &end, 10);
+        if (*end == '\0' && n >= 0 && n < 64) {
+            o->device = "cuda";
+            o->device_ordinal = (int)n;
+            return 1;
+        }
+    }
+    fprintf(stderr, "replayssm %s: --device must be cpu, cuda or cuda:N, not '%s'\n", o->cmd, val);
+    return 0;
+}
+
 /* a numeric option in [lo, hi]; prints "--name <what>, not 'val'" otherwise */
 static int size_opt_(const rs_kl_opts *o, const char *name, const char *val, size_t lo, size_t hi, const char *what,
                      size_t *out)
@@ -156,8 +208,13 @@ int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(F
             usage(stdout);
             return 1;
         } else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
-        else if (FLAG("--data")) { NEEDVAL(); o->data = val; }
-        else if (FLAG("--split")) { NEEDVAL(); o->split = val; }
+        else if (FLAG("--data")) { NEEDVAL(); o->data = val; o->pg19_given = 1; }
+        else if (FLAG("--split")) { NEEDVAL(); o->split = val; o->pg19_given = 1; }
+        else if (FLAG("--text") || FLAG("--token-ids")) {
+            const int eq_form = val != NULL; /* --text=a.txt: that one file */
+            NEEDVAL();
+            if (!add_inputs_(o, FLAG("--text") ? 1 : 2, name, val, &i, eq_form ? i + 1 : argc, argv)) return 2;
+        }
         else if (FLAG("--out")) { NEEDVAL(); o->out = val; }
         else if (FLAG("--short")) {
             NEEDVAL();
@@ -169,8 +226,10 @@ int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(F
         } else if (FLAG("--books")) {
             NEEDVAL();
             if (!size_opt_(o, name, val, 1, SIZE_MAX, "needs a positive integer", &o->books)) return 2;
+            o->pg19_given = 1;
         } else if (FLAG("--book-ids")) {
             NEEDVAL();
+            o->pg19_given = 1;
             if (!add_book_ids_(o, val)) return 2;
         } else if (FLAG("--tokens")) {
             NEEDVAL();
@@ -188,6 +247,17 @@ int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(F
             NEEDVAL();
             if (!size_opt_(o, name, val, 1, 4096, "needs a positive integer", &v)) return 2;
             o->threads = (int)v;
+        } else if (FLAG("--device")) {
+            NEEDVAL();
+            if (!device_opt_(o, val)) return 2;
+        } else if (FLAG("--compute")) {
+            NEEDVAL();
+            rs_compute_mode cm;
+            if (rs_compute_mode_parse(val, &cm) != RS_OK) {
+                fprintf(stderr, "replayssm %s: --compute: %s\n", o->cmd, rs_last_error());
+                return 2;
+            }
+            o->compute = val;
         } else if (FLAG("--resume")) o->resume = 1;
         else if (FLAG("--force")) o->force = 1;
         else if (FLAG("--quiet") || FLAG("-q")) o->quiet = 1;
@@ -213,6 +283,11 @@ int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(F
         }
 #undef FLAG
 #undef NEEDVAL
+    }
+    if (o->input_kind && o->pg19_given) {
+        fprintf(stderr, "replayssm %s: %s replaces the PG-19 books: it excludes --data, --split, --books and --book-ids\n",
+                o->cmd, o->input_kind == 1 ? "--text" : "--token-ids");
+        return 2;
     }
     return 0;
 }

@@ -25,9 +25,18 @@ typedef struct rs_kl_opts {
     size_t books;
     char **book_ids; /* owned copies */
     size_t n_book_ids;
+    int pg19_given;  /* --data, --split, --books or --book-ids was given */
+    /* --text FILE... / --token-ids FILE...: the input kind (0 PG-19, 1 text, 2 token ids, as
+     * rs_kleval_input) and the files (pointers into argv) */
+    int input_kind;
+    const char **inputs;
+    size_t n_inputs;
     size_t tokens, chunk;
     uint64_t seed;
     int threads, resume, force, quiet;
+    const char *device;      /* --device cpu|cuda[:N]  ["cpu"] */
+    int device_ordinal;      /* N of cuda:N [0] */
+    const char *compute;     /* --compute fp32|tf32|bf16  ["fp32"] */
     int ref_only; /* kl --policy none: the fp32 reference alone (its NLL / bits per token), no runs */
     /* kl: the --policy values as given (comma lists split later) and --window */
     const char *policies[RS_KL_MAX_RUNS];

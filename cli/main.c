@@ -42,9 +42,10 @@ static void usage(FILE *out)
 
 int rs_cli_fail(const char *cmd, const char *what, int status)
 {
-    const char *msg = rs_last_error();
+    const char *msg = rs_last_error(); /* may quote a hostile file: escaped for the terminal */
+    char esc[4 * 1024 + 1];
     fprintf(stderr, "replayssm %s: %s: %s%s%s\n", cmd, what, rs_strerror((rs_status)status),
-            msg[0] ? ": " : "", msg);
+            msg[0] ? ": " : "", rs_cli_esc(msg, esc, sizeof esc));
     return 1;
 }
 

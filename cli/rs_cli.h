@@ -26,4 +26,18 @@ void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f);
 /* rs_cli_print_window_header() : the position-window labels "0K-1K ... 64K-128K" and a newline. */
 void rs_cli_print_window_header(FILE *f);
 
+/* rs_cli_esc() : s made safe for a terminal into buf[n] (cli/cli_print.c): control bytes, DEL,
+ * C1 controls and invalid UTF-8 escaped as \xHH / \u00HH, "..." when buf is too small
+ * (4 * strlen(s) + 1 always suffices). Returns buf. Every string read from a log or a model
+ * folder, or quoted by a library message, is printed through it. */
+const char *rs_cli_esc(const char *s, char *buf, size_t n);
+
+/* rs_cli_print_nonfinite() : for run `run` of log lg (NULL: the summary alone), one line per book
+ * that went non-finite, "run R (POLICY, L=W) book B: non-finite at position P (layer l, head h);
+ * summary over P finite positions", and with several books (or no per-book record) the run's
+ * total "summary over N finite positions ... (M non-finite positions left out)". `kl` and `info`
+ * print it before their tables. Returns the lines printed (0: the run stayed finite). */
+size_t rs_cli_print_nonfinite(FILE *f, const rs_h5log *lg, size_t run, const char *policy, size_t window,
+                              const rs_kl_summary *s);
+
 #endif

@@ -63,9 +63,54 @@ static rs_status count_(hid_t f, const char *name, uint64_t lo, uint64_t hi, uin
     return RS_OK;
 }
 
+/* Deflate compresses at most 1032:1 (a 258-byte match in 2 bits), so every committed byte of a
+ * log costs at least 1/1032 byte of the file; the storage check below keeps every other way of
+ * reading more than the file holds out (issue 14: a tiny log could declare 2^44 committed
+ * positions, read as fill values from unallocated chunks, and keep info / --resume busy for hours). */
+#define RS_H5LOG_MAX_RATIO 1032u
+
+/* what a per-position dataset may be stored as: compact, contiguous or chunked in this file, with
+ * no filters but shuffle, deflate and fletcher32 (what rs_h5log_create writes, h5py's gzip): no
+ * external raw-data files (they name arbitrary paths, a FIFO among them), no virtual layout
+ * (one source mapped many times), no scale-offset / n-bit / szip / plugin filters (a constant
+ * chunk in a few bytes); *elem gets the element size in bytes */
+static rs_status storage_(hid_t d, const char *ds, size_t *elem)
+{
+    const hid_t dcpl = H5Dget_create_plist(d), t = H5Dget_type(d);
+    rs_status st = dcpl < 0 || t < 0 ? rs_h5_fail(RS_E_FORMAT, "dataset %s: cannot read its storage", ds) : RS_OK;
+    if (st == RS_OK) {
+        const H5D_layout_t lay = H5Pget_layout(dcpl);
+        if (lay != H5D_COMPACT && lay != H5D_CONTIGUOUS && lay != H5D_CHUNKED)
+            st = rs_error_set(RS_E_FORMAT, "dataset %s: storage layout %d (virtual or unknown) is not allowed in a log", ds,
+                              (int)lay);
+    }
+    if (st == RS_OK && H5Pget_external_count(dcpl) != 0)
+        st = rs_error_set(RS_E_FORMAT, "dataset %s: raw data in external files is not allowed in a log", ds);
+    const int nf = st == RS_OK ? H5Pget_nfilters(dcpl) : 0;
+    if (nf < 0) st = rs_h5_fail(RS_E_FORMAT, "dataset %s: cannot read its filters", ds);
+    for (int i = 0; st == RS_OK && i < nf; i++) {
+        unsigned flags = 0, cd[8], conf = 0;
+        size_t ncd = sizeof cd / sizeof cd[0];
+        char name[64] = "";
+        const H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof name, name, &conf);
+        if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32)
+            st = rs_error_set(RS_E_FORMAT, "dataset %s: filter %d (%s) is not allowed in a log (shuffle, deflate and "
+                              "fletcher32 only)", ds, (int)id, name[0] ? name : "?");
+    }
+    if (st == RS_OK) {
+        *elem = H5Tget_size(t);
+        if (*elem == 0) st = rs_h5_fail(RS_E_FORMAT, "dataset %s: cannot read its element size", ds);
+    }
+    if (t >= 0) H5Tclose(t);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return st;
+}
+
 /* a numeric dataset's extent: rank `rank`, first dimension n_books, and (rank 2) at least
- * min_width positions; returns the width */
-static rs_status extent_(hid_t f, const char *ds, int rank, size_t n_books, uint64_t min_width, hsize_t *width)
+ * min_width positions; returns the width; *elem (not NULL) gets its element size, its storage
+ * checked by storage_ */
+static rs_status extent_(hid_t f, const char *ds, int rank, size_t n_books, uint64_t min_width, hsize_t *width,
+                         size_t *elem)
 {
     hid_t d = rs_h5_ds_open(f, ds);
     if (d < 0) return RS_E_FORMAT;
@@ -73,8 +118,11 @@ static rs_status extent_(hid_t f, const char *ds, int rank, size_t n_books, uint
     rs_status st = rs_h5_ds_shape(d, ds, rank, dims, NULL);
     /* numbers: a string dataset here would make every later read fail (found by fuzzing) */
     if (st == RS_OK && rs_h5_ds_class(d, ds, H5T_FLOAT) != RS_OK) st = rs_h5_ds_class(d, ds, H5T_INTEGER);
+    size_t es = 0;
+    if (st == RS_OK) st = storage_(d, ds, &es);
     H5Dclose(d);
     RS_TRY(st);
+    if (elem) *elem = es;
     RS_CHECK(dims[0] == n_books, RS_E_FORMAT, "dataset %s has %llu rows, n_books is %zu", ds, (unsigned long long)dims[0],
              n_books);
     if (rank == 2) {
@@ -97,14 +145,15 @@ static rs_status books_int_(hid_t f, const char *ds, hid_t type, size_t n, void 
     return rs_h5_ds_read_all(f, ds, type, 1, dims, buf);
 }
 
-/* the counts, then the books against them, then every dataset's shape against both */
-static rs_status read_layout_(hid_t f, const char *path, rs_h5log *lg)
+/* the counts, then the books against them, then every dataset's shape against both, then the
+ * committed data against the file's size */
+static rs_status read_layout_(hid_t f, const char *path, long long file_size, rs_h5log *lg)
 {
     const size_t nb = lg->n_books, nr = lg->n_runs;
     RS_TRY(rs_h5_ds_read_vlen_strings(f, "/books/id", nb, lg->book_ids));
     RS_TRY(books_int_(f, "/books/length", H5T_NATIVE_UINT64, nb, lg->book_len));
     RS_TRY(books_int_(f, "/books/completed_positions", H5T_NATIVE_INT64, nb, lg->completed));
-    uint64_t maxc = 0;
+    uint64_t maxc = 0, total = 0;
     for (size_t b = 0; b < nb; b++) {
         RS_CHECK(lg->book_len[b] <= lg->tokens, RS_E_FORMAT, "%s: book %zu: length %llu > tokens %llu", path, b,
                  (unsigned long long)lg->book_len[b], (unsigned long long)lg->tokens);
@@ -112,12 +161,18 @@ static rs_status read_layout_(hid_t f, const char *path, rs_h5log *lg)
                  "%s: book %zu: completed_positions %lld outside [0, length %llu]", path, b, (long long)lg->completed[b],
                  (unsigned long long)lg->book_len[b]);
         if ((uint64_t)lg->completed[b] > maxc) maxc = (uint64_t)lg->completed[b];
+        total += (uint64_t)lg->completed[b]; /* <= 2^20 books x 2^24 */
     }
     hsize_t width = 0;
-    RS_TRY(extent_(f, "/reference/nll", 2, nb, maxc, &width));
+    size_t es = 0;
+    uint64_t per_pos = 0; /* bytes one committed position holds over every per-position dataset */
+    RS_TRY(extent_(f, "/reference/nll", 2, nb, maxc, &width, &es));
+    per_pos += es;
     lg->width = width;
-    RS_TRY(extent_(f, rs_h5log_ref_ds_[0], 2, nb, maxc, NULL));
-    RS_TRY(extent_(f, rs_h5log_ref_ds_[2], 2, nb, maxc, NULL));
+    RS_TRY(extent_(f, rs_h5log_ref_ds_[0], 2, nb, maxc, NULL, &es));
+    per_pos += es;
+    RS_TRY(extent_(f, rs_h5log_ref_ds_[2], 2, nb, maxc, NULL, &es));
+    per_pos += es;
     /* /runs holds exactly the n_runs groups run00 .. */
     hid_t rg = H5Gopen2(f, "/runs", H5P_DEFAULT);
     if (rg < 0) return rs_h5_fail(RS_E_FORMAT, "%s: group /runs missing", path);
@@ -131,12 +186,13 @@ static rs_status read_layout_(hid_t f, const char *path, rs_h5log *lg)
         char p[96], pol[256];
         for (int i = 0; i < 4; i++) {
             snprintf(p, sizeof p, "/runs/run%02zu/%s", r, rs_h5log_run_ds_[i]);
-            RS_TRY(extent_(f, p, 2, nb, maxc, NULL));
+            RS_TRY(extent_(f, p, 2, nb, maxc, NULL, &es));
+            per_pos += es;
         }
         static const char *nf[3] = {"position", "layer", "head"};
         for (int i = 0; i < 3; i++) {
             snprintf(p, sizeof p, "/runs/run%02zu/first_nonfinite_%s", r, nf[i]);
-            RS_TRY(extent_(f, p, 1, nb, 0, NULL));
+            RS_TRY(extent_(f, p, 1, nb, 0, NULL, NULL));
         }
         snprintf(p, sizeof p, "/runs/run%02zu", r);
         hid_t g = H5Gopen2(f, p, H5P_DEFAULT);
@@ -148,6 +204,14 @@ static rs_status read_layout_(hid_t f, const char *path, rs_h5log *lg)
         lg->policies[r] = strdup(pol);
         RS_CHECK(lg->policies[r], RS_E_NOMEM, "h5log: out of memory");
     }
+    /* the work info / --resume will do is reading the committed positions: they must fit the file
+     * (compared in long double: no product can wrap) */
+    const long double need = (long double)total * (long double)per_pos;
+    const long double have = (long double)(file_size > 0 ? file_size : 0) * RS_H5LOG_MAX_RATIO;
+    RS_CHECK(need <= have, RS_E_FORMAT,
+             "%s: %llu committed positions of %llu bytes each cannot be stored in a file of %lld bytes (deflate "
+             "compresses at most %u:1): a corrupted or forged commit record", path, (unsigned long long)total,
+             (unsigned long long)per_pos, file_size, RS_H5LOG_MAX_RATIO);
     return RS_OK;
 }
 
@@ -176,7 +240,8 @@ static rs_status expect_runs_books_(hid_t f, const rs_h5log *lg, const rs_h5log_
     return RS_OK;
 }
 
-static rs_status open_checked_(hid_t f, const char *path, const rs_h5log_meta *expect, rs_h5log **out)
+static rs_status open_checked_(hid_t f, const char *path, long long file_size, const rs_h5log_meta *expect,
+                                rs_h5log **out)
 {
     char fmt[64] = "";
     if (rs_h5_attr_get_str(f, "format", fmt, sizeof fmt) != RS_OK || strcmp(fmt, RS_H5LOG_FORMAT) != 0)
@@ -195,7 +260,7 @@ static rs_status open_checked_(hid_t f, const char *path, const rs_h5log_meta *e
     RS_TRY(rs_h5log_alloc_((size_t)nb, (size_t)nr, &lg));
     lg->tokens = tokens;
     lg->chunk = chunk;
-    rs_status st = read_layout_(f, path, lg);
+    rs_status st = read_layout_(f, path, file_size, lg);
     if (st == RS_OK && expect) st = expect_runs_books_(f, lg, expect, path);
     if (st == RS_OK) st = rs_h5log_set_path_(lg, 0, path);
     if (st != RS_OK) {
@@ -216,7 +281,7 @@ rs_status rs_h5log_open_valid_(const char *path, const rs_h5log_meta *expect, rs
     if (H5Fis_hdf5(path) <= 0) return rs_h5_fail(RS_E_FORMAT, "%s is not an HDF5 file", path);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return rs_h5_fail(RS_E_IO, "cannot open %s", path);
-    rs_status st = open_checked_(f, path, expect, out);
+    rs_status st = open_checked_(f, path, (long long)sb.st_size, expect, out);
     if (st != RS_OK) {
         H5Fclose(f);
         H5Eclear2(H5E_DEFAULT);

@@ -2,6 +2,7 @@
 #include "rs_input.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,5 +37,35 @@ rs_status rs_input_fopen(const char *path, size_t max_bytes, FILE **out, size_t 
     }
     *out = f;
     if (size) *size = (size_t)sb.st_size;
+    return RS_OK;
+}
+
+rs_status rs_input_read_all(const char *path, size_t max_bytes, char **data, size_t *len)
+{
+    FILE *f = NULL;
+    rs_status st = rs_input_fopen(path, max_bytes, &f, NULL);
+    if (st != RS_OK) return st;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = (char *)malloc(cap + 1);
+    st = buf ? RS_OK : rs_error_set(RS_E_NOMEM, "out of memory reading %s", path);
+    while (st == RS_OK) {
+        if (n == cap) {
+            char *nb = (char *)realloc(buf, 2 * cap + 1);
+            if (!nb) { st = rs_error_set(RS_E_NOMEM, "out of memory reading %s", path); break; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) st = rs_error_set(RS_E_IO, "read error on %s", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (st != RS_OK) { free(buf); return st; }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
     return RS_OK;
 }

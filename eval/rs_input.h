@@ -19,4 +19,9 @@
  * RS_E_FORMAT ("P: N bytes, more than the limit of M MiB"). */
 rs_status rs_input_fopen(const char *path, size_t max_bytes, FILE **out, size_t *size);
 
+/* rs_input_read_all() : the whole file (rs_input_fopen's checks, at most max_bytes) into a
+ * malloc'd buffer with one NUL byte after the data (*data, *len). @return RS_OK, the errors of
+ * rs_input_fopen, RS_E_IO ("read error on P"), RS_E_NOMEM ("out of memory reading P"). */
+rs_status rs_input_read_all(const char *path, size_t max_bytes, char **data, size_t *len);
+
 #endif /* RS_INPUT_H */

@@ -12,6 +12,7 @@ rs_kleval_config rs_kleval_config_default(void)
 {
     rs_kleval_config c;
     memset(&c, 0, sizeof c);
+    c.input = RS_KLEVAL_INPUT_PG19;
     c.split = "test";
     c.first_books = 1;
     c.tokens = 8192;
@@ -60,15 +61,27 @@ static char *dup_(const char *s, const char *dflt)
 /* the values of cfg that need no file: ranges, enums, policies, distinct runs */
 static rs_status check_config_(const rs_kleval_config *c)
 {
-    RS_CHECK(c->model_dir && c->data_dir && c->out_path, RS_E_INVAL,
-             "rs_kleval_create: model_dir, data_dir and out_path are required");
+    RS_CHECK(c->input == RS_KLEVAL_INPUT_PG19 || c->input == RS_KLEVAL_INPUT_TEXT ||
+                 c->input == RS_KLEVAL_INPUT_TOKEN_IDS,
+             RS_E_INVAL, "input: unknown kind %d", (int)c->input);
+    const int pg19 = c->input == RS_KLEVAL_INPUT_PG19;
+    RS_CHECK(c->model_dir && (c->data_dir || !pg19) && c->out_path, RS_E_INVAL,
+             "rs_kleval_create: model_dir, data_dir (PG-19 input) and out_path are required");
+    RS_CHECK(pg19 || (c->n_input_files > 0 && c->input_files), RS_E_INVAL,
+             "rs_kleval_create: the %s input needs at least one input file",
+             c->input == RS_KLEVAL_INPUT_TEXT ? "text" : "token-id");
+    RS_CHECK(pg19 || c->n_input_files <= RS_H5LOG_MAX_BOOKS, RS_E_INVAL, "%zu input files: at most %u",
+             c->n_input_files, RS_H5LOG_MAX_BOOKS);
+    for (size_t i = 0; !pg19 && i < c->n_input_files; i++)
+        RS_CHECK(c->input_files[i] != NULL && c->input_files[i][0], RS_E_INVAL, "input file %zu is %s", i,
+                 c->input_files[i] ? "an empty path" : "NULL");
     RS_CHECK(c->tokens >= 1 && c->tokens <= RS_KLEVAL_MAX_TOKENS, RS_E_INVAL,
              "tokens must be in [1, %d], not %zu", RS_KLEVAL_MAX_TOKENS, c->tokens);
     RS_CHECK(c->chunk >= 1 && c->chunk <= RS_KLEVAL_MAX_CHUNK, RS_E_INVAL,
              "chunk must be in [1, %d], not %zu", RS_KLEVAL_MAX_CHUNK, c->chunk);
     RS_CHECK(c->threads >= 0, RS_E_INVAL, "threads must be >= 0 (0: the OpenMP default), not %d",
              c->threads);
-    RS_CHECK(c->n_book_ids > 0 || c->first_books > 0, RS_E_INVAL,
+    RS_CHECK(!pg19 || c->n_book_ids > 0 || c->first_books > 0, RS_E_INVAL,
              "no books: give book ids or first_books >= 1");
     RS_CHECK(c->n_book_ids == 0 || c->book_ids, RS_E_INVAL, "%zu book ids but book_ids is NULL",
              c->n_book_ids);
@@ -125,15 +138,20 @@ static rs_status copy_config_(rs_kleval *ev, const rs_kleval_config *c)
     ev->git_commit = dup_(c->git_commit, "unknown");
     ev->device_kind = dup_(c->device_kind, "cpu");
     ev->book_ids = (char **)calloc(c->n_book_ids + 1, sizeof(char *));
+    const size_t nf = c->input == RS_KLEVAL_INPUT_PG19 ? 0 : c->n_input_files;
+    ev->cfg.n_input_files = nf;
+    ev->input_files = (char **)calloc(nf + 1, sizeof(char *));
     /* + 1: R may be 0 (the reference alone) and calloc(0) may return NULL */
     ev->pol = (rs_policy *)calloc(R + 1, sizeof(rs_policy));
     ev->pol_str = calloc(R + 1, sizeof *ev->pol_str);
     ev->runs = (rs_kleval_run_spec *)calloc(R + 1, sizeof(rs_kleval_run_spec));
     RS_CHECK(ev->model_dir && ev->data_dir && ev->split && ev->out_path && ev->command_line &&
-                 ev->tool_version && ev->git_commit && ev->device_kind && ev->book_ids && ev->pol && ev->pol_str && ev->runs,
+                 ev->tool_version && ev->git_commit && ev->device_kind && ev->book_ids && ev->input_files && ev->pol && ev->pol_str && ev->runs,
              RS_E_NOMEM, "out of memory");
     for (size_t i = 0; i < c->n_book_ids; i++)
         RS_CHECK((ev->book_ids[i] = dup_(c->book_ids[i], "")) != NULL, RS_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < nf; i++)
+        RS_CHECK((ev->input_files[i] = dup_(c->input_files[i], "")) != NULL, RS_E_NOMEM, "out of memory");
     ev->cfg.model_dir = ev->model_dir;
     ev->cfg.data_dir = ev->data_dir;
     ev->cfg.split = ev->split;
@@ -143,6 +161,7 @@ static rs_status copy_config_(rs_kleval *ev, const rs_kleval_config *c)
     ev->cfg.git_commit = ev->git_commit;
     ev->cfg.device_kind = ev->device_kind;
     ev->cfg.book_ids = (const char *const *)ev->book_ids;
+    ev->cfg.input_files = (const char *const *)ev->input_files;
     ev->cfg.runs = ev->runs;
     return parse_runs_(ev, c);
 }
@@ -225,6 +244,11 @@ void rs_kleval_free(rs_kleval *ev)
     if (ev->book_ids)
         for (size_t i = 0; i < ev->cfg.n_book_ids; i++) free(ev->book_ids[i]);
     free(ev->book_ids);
+    rs_kleval_input_free(ev);
+    if (ev->input_files)
+        for (size_t i = 0; i < ev->cfg.n_input_files; i++) free(ev->input_files[i]);
+    free(ev->input_files);
+    free(ev->book_stream);
     free(ev->model_dir);
     free(ev->data_dir);
     free(ev->split);

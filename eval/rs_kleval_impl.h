@@ -1,6 +1,7 @@
 /* rs_kleval_impl.h — the evaluation handle's layout, private to eval/rs_kleval*.c:
  *   rs_kleval.c       configuration (copy, checks), life cycle, run loop, results
  *   rs_kleval_plan.c  prepare: inputs, books, runner, buffers
+ *   rs_kleval_input.c the token streams of each input kind (PG-19 books, text files, token ids)
  *   rs_kleval_log.c   the log: provenance, create / resume, summaries and finish
  *   rs_kleval_step.c  one chunk: forward, compare with the reference, write, events
  */
@@ -9,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "replayssm/engine/rs_policy.h"
 #include "replayssm/eval/rs_backend.h"
@@ -21,10 +23,29 @@
 
 #define RS_KLEVAL_POLICY_MAX 64 /* canonical policy strings */
 
+/* An input file of a text or token-id evaluation (rs_kleval_input.c). */
+typedef struct rs_kleval_file {
+    const char *path;      /* ev's copy of cfg.input_files[i] */
+    char sha256[65];       /* hex SHA-256 of the file as read at planning */
+    /* token ids: the file stays open from planning to the end */
+    FILE *f;
+    int npy;               /* 1: .npy, 0: raw little-endian uint32 */
+    int dtype;             /* rs_npy_dtype (raw: RS_NPY_U4) */
+    size_t itemsize;
+    uint64_t size, data_off, rows, cols; /* the file and its [rows, cols] id array */
+} rs_kleval_file;
+
+/* A stream of the plan: a PG-19 book (ids[i] is the book id), a text file, or a row of ids. */
+typedef struct rs_kleval_stream {
+    size_t file;           /* index into files */
+    uint64_t row;          /* token ids: row of the array */
+} rs_kleval_stream;
+
 struct rs_kleval {
     rs_kleval_config cfg;     /* every pointer refers to the copies below */
     char *model_dir, *data_dir, *split, *out_path, *command_line, *tool_version, *git_commit, *device_kind;
     char **book_ids;          /* [cfg.n_book_ids] */
+    char **input_files;       /* [cfg.n_input_files] */
     rs_policy *pol;           /* [R] parsed policies */
     char (*pol_str)[RS_KLEVAL_POLICY_MAX]; /* [R] canonical strings */
     rs_kleval_run_spec *runs; /* [R] policy = pol_str[r] */
@@ -40,11 +61,14 @@ struct rs_kleval {
     char **ids;               /* the books asked for (ids_owned: from rs_pg19_select_first) */
     size_t n_ids;
     int ids_owned;
+    rs_kleval_file *files;    /* [cfg.n_input_files] text / token-id inputs */
+    rs_kleval_stream *streams; /* [n_ids] text / token-id streams; ids[] are their ids (owned) */
+    size_t *book_stream;      /* [n_ids] stream (index into ids) of each evaluated book */
     rs_kleval_book *books;    /* [n_ids] evaluated, then skipped from the end (see plan) */
     rs_kleval_book *skipped;  /* [n_ids] */
     size_t max_len;           /* longest book: the KV caches' capacity */
     rs_scorer *sc;            /* the reference and every run (rs_scorer.h; CPU or GPU) */
-    char describe[256];       /* the scorer's description, for the log */
+    char describe[512];       /* the scorer's description, for the log */
     rs_h5log *lg;
 
     /* the position loop */
@@ -81,6 +105,18 @@ rs_status rs_kleval_log_finish(rs_kleval *ev); /* summaries, finish, close (stag
 
 /* rs_kleval_plan.c: the body of rs_kleval_prepare */
 rs_status rs_kleval_plan(rs_kleval *ev);
+
+/* rs_kleval_input.c: the streams of every input kind. Stream i is ev->ids[i]: a PG-19 book id,
+ * or (text / token ids) the id list_inputs made. */
+rs_status rs_kleval_input_check(rs_kleval *ev);  /* the input files open (stage BOOKS) */
+rs_status rs_kleval_input_list(rs_kleval *ev);   /* text / token ids: files, streams, ev->ids */
+/* tokens stream i encodes to (read once here: a book or text file, its SHA-256), and its title;
+ * the failure's stage is set */
+rs_status rs_kleval_input_count(rs_kleval *ev, size_t i, size_t *avail, const char **title);
+/* the first max tokens of stream i into toks (*n: how many); no stage set */
+rs_status rs_kleval_input_tokens(rs_kleval *ev, size_t i, int32_t *toks, size_t max, size_t *n);
+const char *rs_kleval_input_name(rs_kleval_input k); /* "pg19", "text", "token-ids" */
+void rs_kleval_input_free(rs_kleval *ev);
 
 /* rs_kleval_step.c: the next chunk (prepared, not finished, no earlier failure) */
 rs_status rs_kleval_next_chunk(rs_kleval *ev);

@@ -12,7 +12,8 @@
 #include "rs_check.h"
 
 #define RS_KLEVAL_FMT_MAX 48
-#define RS_KLEVAL_LOG_EXTRA 3
+#define RS_KLEVAL_LOG_EXTRA 5 /* device_kind, compute, device, input, input_files; + 2 per input file */
+#define RS_KLEVAL_KEY_MAX 40
 
 /* FNV-1a 64 of a file's bytes ("fnv1a64:<16 hex>"); 0 if unreadable */
 static int hash_file_(const char *path, char *out, size_t n)
@@ -49,7 +50,9 @@ typedef struct log_meta {
     rs_h5log_run_info *ri;
     char (*fmt)[2][RS_KLEVAL_FMT_MAX]; /* [R] hp, lp format strings */
     char cfg_hash[64];
-    rs_h5log_extra extra[RS_KLEVAL_LOG_EXTRA]; /* device_kind, compute, device */
+    rs_h5log_extra *extra;             /* [RS_KLEVAL_LOG_EXTRA + 2 n_input_files] */
+    char (*keys)[RS_KLEVAL_KEY_MAX];   /* [2 n_input_files] input_file_<i>, input_sha256_<i> */
+    char n_files[24];
 } log_meta;
 
 static void meta_free_(log_meta *m)
@@ -59,6 +62,8 @@ static void meta_free_(log_meta *m)
     free(m->blen);
     free(m->ri);
     free(m->fmt);
+    free(m->extra);
+    free(m->keys);
 }
 
 static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
@@ -75,7 +80,10 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     m->blen = (uint64_t *)calloc(B, sizeof(uint64_t));
     m->ri = (rs_h5log_run_info *)calloc(R + 1, sizeof *m->ri); /* + 1: R may be 0 */
     m->fmt = calloc(R + 1, sizeof *m->fmt);
-    RS_CHECK(m->bid && m->btitle && m->blen && m->ri && m->fmt, RS_E_NOMEM, "out of memory");
+    const size_t nf = c->input == RS_KLEVAL_INPUT_PG19 ? 0 : c->n_input_files;
+    m->extra = (rs_h5log_extra *)calloc(RS_KLEVAL_LOG_EXTRA + 2 * nf, sizeof *m->extra);
+    m->keys = calloc(2 * nf + 1, sizeof *m->keys);
+    RS_CHECK(m->bid && m->btitle && m->blen && m->ri && m->fmt && m->extra && m->keys, RS_E_NOMEM, "out of memory");
     for (size_t b = 0; b < B; b++) {
         m->bid[b] = ev->books[b].id;
         m->btitle[b] = ev->books[b].title;
@@ -99,13 +107,14 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     h->command_line = c->command_line;
     h->start_time = ev->start_time;
     h->model_path = c->model_dir;
-    h->data_path = c->data_dir;
+    const int pg19 = c->input == RS_KLEVAL_INPUT_PG19; /* other inputs have no data folder or split */
+    h->data_path = pg19 ? c->data_dir : "";
     h->model_config_hash = m->cfg_hash;
     h->model_type = ev->model.cfg.model_type;
-    h->tokenizer = ev->tok.name;
+    h->tokenizer = ev->tok.name ? ev->tok.name : "none"; /* token-id inputs: no tokenizer */
     h->tokenizer_file = ev->tok.path;
     h->tokenizer_sha256 = ev->tok.sha256;
-    h->split = c->split;
+    h->split = pg19 ? c->split : "";
     h->short_books = c->short_books == RS_KLEVAL_SHORT_TRUNCATE ? "truncate" : "skip";
     h->tokens = c->tokens;
     h->chunk = c->chunk;
@@ -120,7 +129,21 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     m->extra[0] = (rs_h5log_extra){"device_kind", c->device_kind, 1};
     m->extra[1] = (rs_h5log_extra){"compute", rs_compute_mode_name(c->compute), 1};
     m->extra[2] = (rs_h5log_extra){"device", ev->describe, 0};
-    h->n_extra = RS_KLEVAL_LOG_EXTRA;
+    /* the input (docs/hdf5-layout.md): its kind, and per file its path (provenance) and SHA-256
+     * (compared on resume, with the number of files) */
+    size_t ne = 3;
+    m->extra[ne++] = (rs_h5log_extra){"input", rs_kleval_input_name(c->input), 1};
+    if (!pg19) {
+        snprintf(m->n_files, sizeof m->n_files, "%zu", nf);
+        m->extra[ne++] = (rs_h5log_extra){"input_files", m->n_files, 1};
+        for (size_t i = 0; i < nf; i++) {
+            snprintf(m->keys[2 * i], RS_KLEVAL_KEY_MAX, "input_file_%zu", i);
+            snprintf(m->keys[2 * i + 1], RS_KLEVAL_KEY_MAX, "input_sha256_%zu", i);
+            m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i], ev->files[i].path, 0};
+            m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i + 1], ev->files[i].sha256, 1};
+        }
+    }
+    h->n_extra = ne;
     h->extra = m->extra;
     return RS_OK;
 }

@@ -31,6 +31,7 @@ static rs_status check_paths_(rs_kleval *ev)
     if (stat(cfgp, &sb) != 0)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL_DIR,
                               rs_error_set(RS_E_IO, "no model at %s (missing %s)", c->model_dir, cfgp), NULL);
+    if (c->input != RS_KLEVAL_INPUT_PG19) return rs_kleval_input_check(ev); /* the files, not a folder */
     if (stat(c->data_dir, &sb) != 0)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_DATA_DIR, rs_error_set(RS_E_IO, "no data at %s", c->data_dir),
                               NULL);
@@ -39,7 +40,7 @@ static rs_status check_paths_(rs_kleval *ev)
 
 /* the tokenizer comes from the checkpoint directory (tokenizer.json / *.tiktoken, or the byte
  * tokenizer of a vocab-256 model); one whose ids reach vocab_size is refused, all before loading
- * any weight */
+ * any weight (stage TOKENIZER). Token-id inputs need no tokenizer: none is opened. */
 static rs_status load_model_(rs_kleval *ev)
 {
     char cfgp[4096];
@@ -47,10 +48,12 @@ static rs_status load_model_(rs_kleval *ev)
     rs_model_config mc;
     rs_status st = rs_hf_config_load(cfgp, &mc);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot read the model config");
-    st = rs_tokenizer_open(ev->cfg.model_dir, &mc, &ev->tok);
-    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot evaluate this model");
-    if (ev->tok.vocab > mc.vocab) /* rs_tokenizer_open checks this; the evaluator relies on it */
-        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL,
+    if (ev->cfg.input != RS_KLEVAL_INPUT_TOKEN_IDS) {
+        st = rs_tokenizer_open(ev->cfg.model_dir, &mc, &ev->tok);
+        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_TOKENIZER, st, "cannot evaluate this model");
+    }
+    if (ev->cfg.input != RS_KLEVAL_INPUT_TOKEN_IDS && ev->tok.vocab > mc.vocab) /* rs_tokenizer_open checks it too */
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_TOKENIZER,
                               rs_error_set(RS_E_FORMAT, "%s: tokenizer ids reach %d, the model's vocab_size is %d: refusing",
                                            ev->cfg.model_dir, ev->tok.vocab - 1, mc.vocab),
                               NULL);
@@ -75,9 +78,8 @@ static void emit_book_(rs_kleval *ev, rs_kleval_event_kind kind, const char *id,
     (void)ev->cfg.on_event(&e, ev->cfg.user);
 }
 
-/* read each book once now (a missing or empty book fails before any output), decide its
- * positions, and report the too-short ones */
-static rs_status plan_books_(rs_kleval *ev)
+/* the PG-19 books asked for: metadata.csv, then the ids given or the first N of the split */
+static rs_status list_books_(rs_kleval *ev)
 {
     const rs_kleval_config *c = &ev->cfg;
     rs_status st = rs_pg19_meta_load(c->data_dir, &ev->meta);
@@ -91,26 +93,32 @@ static rs_status plan_books_(rs_kleval *ev)
         ev->n_ids = c->first_books;
         ev->ids_owned = 1;
     }
+    return RS_OK;
+}
+
+/* read each stream (book, text file, token-id row) once now (a missing or empty book or file
+ * fails before any output), decide its positions, and report the too-short ones */
+static rs_status plan_books_(rs_kleval *ev)
+{
+    const rs_kleval_config *c = &ev->cfg;
+    rs_status st = c->input == RS_KLEVAL_INPUT_PG19 ? list_books_(ev) : rs_kleval_input_list(ev);
+    if (st != RS_OK) return st;
     ev->books = (rs_kleval_book *)calloc(ev->n_ids, sizeof *ev->books);
     ev->skipped = (rs_kleval_book *)calloc(ev->n_ids, sizeof *ev->skipped);
-    if (!ev->books || !ev->skipped)
+    ev->book_stream = (size_t *)calloc(ev->n_ids, sizeof *ev->book_stream);
+    if (!ev->books || !ev->skipped || !ev->book_stream)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
     size_t nb = 0, ns = 0;
     for (size_t i = 0; i < ev->n_ids; i++) {
         const char *id = ev->ids[i];
-        for (size_t j = 0; j < i; j++)
+        for (size_t j = 0; c->input == RS_KLEVAL_INPUT_PG19 && j < i; j++) /* stream ids are unique as made */
             if (!strcmp(ev->ids[j], id))
                 return rs_kleval_fail(ev, RS_KLEVAL_STAGE_CONFIG,
                                       rs_error_set(RS_E_INVAL, "book %s listed twice", id), NULL);
-        char *text = NULL;
-        size_t len = 0, avail = 0;
-        st = rs_pg19_read_book(c->data_dir, c->split, id, &text, &len);
-        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, st, "cannot read a book");
-        st = rs_tokenizer_count(&ev->tok, text, len, &avail);
-        free(text);
-        if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_BOOKS, st, "cannot tokenize");
-        const long mi = rs_pg19_meta_find(&ev->meta, id);
-        rs_kleval_book bk = {id, mi >= 0 ? ev->meta.books[mi].title : "", avail, c->tokens, NULL};
+        size_t avail = 0;
+        const char *title = "";
+        RS_TRY(rs_kleval_input_count(ev, i, &avail, &title));
+        rs_kleval_book bk = {id, title, avail, c->tokens, NULL};
         if (avail < c->tokens + 1) {
             if (c->short_books == RS_KLEVAL_SHORT_SKIP || avail < 2) {
                 bk.positions = 0;
@@ -122,6 +130,7 @@ static rs_status plan_books_(rs_kleval *ev)
             bk.positions = avail - 1;
             emit_book_(ev, RS_KLEVAL_EVENT_BOOK_TRUNCATED, id, avail, bk.positions);
         }
+        ev->book_stream[nb] = i;
         ev->books[nb++] = bk;
         if (bk.positions > ev->max_len) ev->max_len = bk.positions;
         ev->total += bk.positions;

@@ -40,17 +40,14 @@ static rs_status forward_(rs_kleval *ev, size_t pos, size_t n)
     return RS_OK;
 }
 
-/* load book b's tokens, check them against what the log holds, and bring the runner to the
- * book's committed position */
+/* load book b's tokens (rs_kleval_input.c: any input kind), check them against what the log
+ * holds, and bring the runner to the book's committed position */
 static rs_status open_book_(rs_kleval *ev, size_t start)
 {
     const rs_kleval_book *bk = &ev->books[ev->book];
     const size_t len = bk->positions;
-    char *text = NULL;
-    size_t tl = 0, n_tok = 0;
-    rs_status st = rs_pg19_read_book(ev->cfg.data_dir, ev->cfg.split, bk->id, &text, &tl);
-    if (st == RS_OK) st = rs_tokenizer_encode(&ev->tok, text, tl, ev->toks, len + 1, &n_tok);
-    free(text);
+    size_t n_tok = 0; /* the book's text tokenized, or a text file's, or a row of token ids */
+    rs_status st = rs_kleval_input_tokens(ev, ev->book_stream[ev->book], ev->toks, len + 1, &n_tok);
     if (st == RS_OK && n_tok != len + 1)
         st = rs_error_set(RS_E_STATE, "book %s now encodes to %zu tokens, %zu expected (changed on disk?)", bk->id,
                           n_tok, len + 1);

@@ -171,31 +171,7 @@ rs_status rs_pg19_meta_parse(const char *text, size_t len, const char *label, rs
 /* read a whole regular file */
 static rs_status slurp_(const char *path, char **data, size_t *len)
 {
-    FILE *f = NULL;
-    RS_TRY(rs_input_fopen(path, RS_PG19_MAX_BYTES, &f, NULL));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = (char *)malloc(cap + 1);
-    rs_status st = buf ? RS_OK : rs_error_set(RS_E_NOMEM, "out of memory reading %s", path);
-    while (st == RS_OK) {
-        if (n == cap) {
-            char *nb = (char *)realloc(buf, 2 * cap + 1);
-            if (!nb) { st = rs_error_set(RS_E_NOMEM, "out of memory reading %s", path); break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) st = rs_error_set(RS_E_IO, "read error on %s", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (st != RS_OK) { free(buf); return st; }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return RS_OK;
+    return rs_input_read_all(path, RS_PG19_MAX_BYTES, data, len);
 }
 
 rs_status rs_pg19_meta_load(const char *root, rs_pg19_meta *out)

@@ -10,8 +10,10 @@
  *
  * Typed wrappers: for a finite x (and a valid k) they call the codec with a constant element
  * type, which the compiler specialises (the same function, the same decisions, without the
- * checks, the type switch and the call of rs_elem_encode); non-finite inputs and bad k take
- * rs_elem_encode (its codes and errors). tests/test_minifloat_fast.c compares them with it.
+ * checks, the type switch and the call of rs_elem_encode); non-finite inputs take
+ * rs_elem_encode (its codes and errors) or the codec's own special-value branch. The SR wrappers
+ * return an rs_status (RS_E_INVAL for k outside 1..32, the code untouched).
+ * tests/test_minifloat_fast.c compares them with rs_elem_encode.
  */
 #include "replayssm/quant/rs_minifloat.h"
 
@@ -65,14 +67,12 @@ uint8_t rs_e4m3_encode_rtn(float x)
     return (uint8_t)c;
 }
 
-uint8_t rs_e4m3_encode_sr(float x, uint32_t r, int k)
+rs_status rs_e4m3_encode_sr(float x, uint32_t r, int k, uint8_t *code)
 {
-    const uint32_t u = rs_codec_f2u(x), ax = u & 0x7FFFFFFFu;
-    if (RS_FINITE_(ax) && RS_K_OK_(k))
-        return (uint8_t)rs_codec_encode_finite(rs_codec_desc_of(RS_ELEM_E4M3), u >> 31, ax, 1, r, k);
-    uint32_t c = 0x7F;
-    rs_elem_encode(RS_ELEM_E4M3, x, RS_ROUND_SR, r, k, &c);
-    return (uint8_t)c;
+    if (!RS_K_OK_(k)) return rs_error_set(RS_E_INVAL, "rs_e4m3_encode_sr: SR random bits k=%d outside 1..32", k);
+    const uint32_t c = rs_codec_encode(RS_ELEM_E4M3, x, 1, r, k); /* finite or not: E4M3 has a code */
+    if (code) *code = (uint8_t)c;
+    return RS_OK;
 }
 
 float rs_e4m3_decode(uint8_t code) { return rs_codec_e4m3_value(code); }
@@ -108,28 +108,27 @@ rs_status rs_e2m1_encode_sr(float x, uint32_t r, int k, uint8_t *code)
 float rs_e2m1_decode(uint8_t code) { return rs_codec_e2m1_value(code); }
 
 /* FP16 and BF16: the state engine stores states in these formats every step, so the codec's
- * bit paths (rs_codec.h) serve every valid k; a bad k keeps rs_elem_encode's error (and the
- * quiet-NaN code the wrappers always returned for it). */
+ * bit paths (rs_codec.h) serve every valid k; a bad k is RS_E_INVAL with the code untouched. */
 uint16_t rs_fp16_encode_rtn(float x) { return (uint16_t)rs_codec_fp16_rtn(x); }
 
-uint16_t rs_fp16_encode_sr(float x, uint32_t r, int k)
+rs_status rs_fp16_encode_sr(float x, uint32_t r, int k, uint16_t *code)
 {
-    if (RS_K_OK_(k)) return (uint16_t)rs_codec_fp16_sr(x, r, k);
-    uint32_t c = 0x7E00;
-    rs_elem_encode(RS_ELEM_FP16, x, RS_ROUND_SR, r, k, &c);
-    return (uint16_t)c;
+    if (!RS_K_OK_(k)) return rs_error_set(RS_E_INVAL, "rs_fp16_encode_sr: SR random bits k=%d outside 1..32", k);
+    const uint32_t c = rs_codec_fp16_sr(x, r, k);
+    if (code) *code = (uint16_t)c;
+    return RS_OK;
 }
 
 float rs_fp16_decode(uint16_t code) { return rs_codec_fp16_value(code); }
 
 uint16_t rs_bf16_encode_rtn(float x) { return (uint16_t)rs_codec_bf16_rtn(x); }
 
-uint16_t rs_bf16_encode_sr(float x, uint32_t r, int k)
+rs_status rs_bf16_encode_sr(float x, uint32_t r, int k, uint16_t *code)
 {
-    if (RS_K_OK_(k)) return (uint16_t)rs_codec_bf16_sr(x, r, k);
-    uint32_t c = 0x7FC0;
-    rs_elem_encode(RS_ELEM_BF16, x, RS_ROUND_SR, r, k, &c);
-    return (uint16_t)c;
+    if (!RS_K_OK_(k)) return rs_error_set(RS_E_INVAL, "rs_bf16_encode_sr: SR random bits k=%d outside 1..32", k);
+    const uint32_t c = rs_codec_bf16_sr(x, r, k);
+    if (code) *code = (uint16_t)c;
+    return RS_OK;
 }
 
 float rs_bf16_decode(uint16_t code) { return rs_codec_bf16_value(code); }

@@ -126,7 +126,9 @@ static void fp8_encode_block(const rs_format *f, const float *x, uint64_t i0, ui
     } else {
         uint32_t r[RS_FP8_BLOCK];
         rs_rand_fill(seed, stream, i0, RS_FP8_BLOCK, r);
-        for (size_t j = 0; j < RS_FP8_BLOCK; ++j) codes[j] = rs_e4m3_encode_sr(x[j] * scale, r[j], f->sr_bits);
+        /* f was validated (k in 1..32): the codec directly, as rs_e4m3_encode_sr does */
+        for (size_t j = 0; j < RS_FP8_BLOCK; ++j)
+            codes[j] = (uint8_t)rs_codec_encode(RS_ELEM_E4M3, x[j] * scale, 1, r[j], f->sr_bits);
     }
     *scale_inv = 1.0f / scale;
 }
@@ -186,7 +188,8 @@ static void half_encode_chunk(const rs_format *f, const float *x, size_t m, uint
         uint32_t r[RS_ELEMWISE_CHUNK];
         rs_rand_fill(seed, stream, i0, m, r);
         for (size_t j = 0; j < m; ++j)
-            codes[j] = bf ? rs_bf16_encode_sr(x[j], r[j], f->sr_bits) : rs_fp16_encode_sr(x[j], r[j], f->sr_bits);
+            codes[j] = (uint16_t)(bf ? rs_codec_bf16_sr(x[j], r[j], f->sr_bits) /* f validated: k in 1..32 */
+                                     : rs_codec_fp16_sr(x[j], r[j], f->sr_bits));
     }
 }
 

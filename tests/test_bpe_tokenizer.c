@@ -902,6 +902,68 @@ static void test_refusals(void **state)
     }
 }
 
+/* ---- split-regex limits (issue 14, docs/threat-model.md) ------------------------------------ */
+
+/* a tokenizer.json whose Split pattern backtracks catastrophically ((a+)+$ on "a...a!": 2^40
+ * paths) stops the encode quickly with RS_E_UNSUPPORTED naming the limit replayssm sets (it used
+ * to run into PCRE2's build default only); a published pattern on a 200 000-byte whitespace run
+ * (the longest legitimate work per match: about one step per byte) stays inside it. */
+static void test_regex_limits(void **state)
+{
+    (void)state;
+    NEED_PCRE2();
+    char d[400], p[500];
+    snprintf(d, sizeof d, "%s/relimit", g_tmp);
+    snprintf(p, sizeof p, "%s/tokenizer.json", d);
+    mkdir_(d);
+    rs_model_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.vocab = 300;
+    write_(p, JSON_HEAD "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a+)+$\"},"
+              "\"behavior\":\"Isolated\",\"invert\":false},\"model\":{\"type\":\"BPE\",\"vocab\":"
+              "{\"a\":0,\"!\":1,\"b\":2},\"merges\":[]}}");
+    rs_tokenizer t;
+    assert_int_equal(rs_tokenizer_open(d, &cfg, &t), RS_OK);
+    int32_t ids[64];
+    size_t got = 0;
+    assert_int_equal(rs_tokenizer_encode(&t, "aab", 3, ids, 64, &got), RS_OK); /* harmless input: fine */
+    char text[64];
+    memset(text, 'a', 40);
+    text[40] = '!';
+    const double t0 = now_();
+    const rs_status st = rs_tokenizer_encode(&t, text, 41, ids, 64, &got);
+    const double dt = now_() - t0;
+    print_message("  (a+)+$ on 40 a's and '!': %s after %.3f s\n", rs_last_error(), dt);
+    assert_int_equal(st, RS_E_UNSUPPORTED);
+    if (!strstr(rs_last_error(), "split regex exceeded its") || !strstr(rs_last_error(), "backtracks catastrophically"))
+        fail_msg("message lacks the limit: %s", rs_last_error());
+    assert_null(strchr(rs_last_error(), '\n'));
+    assert_true(dt < 10.0);
+    rs_tokenizer_free(&t);
+    /* the margin: the whitespace alternatives of the GPT-4 / Llama 3 / Qwen patterns on a long run */
+    write_(p, JSON_HEAD "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+              "\"\\\\p{L}+|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"},"
+              "\"behavior\":\"Isolated\",\"invert\":false},\"model\":{\"type\":\"BPE\",\"vocab\":"
+              "{\"a\":0,\" \":1,\"b\":2},\"merges\":[]}}");
+    assert_int_equal(rs_tokenizer_open(d, &cfg, &t), RS_OK);
+    const size_t n = 200002;
+    char *ws = (char *)malloc(n);
+    assert_non_null(ws);
+    memset(ws, ' ', n);
+    ws[0] = 'a';
+    ws[n - 1] = 'b';
+    int32_t *many = (int32_t *)malloc(n * sizeof *many);
+    assert_non_null(many);
+    if (rs_tokenizer_encode(&t, ws, n, many, n, &got) != RS_OK) fail_msg("long whitespace run: %s", rs_last_error());
+    assert_int_equal(got, n);
+    assert_int_equal(many[0], 0);
+    assert_int_equal(many[1], 1);
+    assert_int_equal(many[n - 1], 2);
+    free(many);
+    free(ws);
+    rs_tokenizer_free(&t);
+}
+
 /* ---- decode ---------------------------------------------------------------------------------- */
 
 static void test_decode(void **state)
@@ -934,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_cases),  cmocka_unit_test(test_bundled_books), cmocka_unit_test(test_pg19_sample),
         cmocka_unit_test(test_codepoints), cmocka_unit_test(test_nfc), cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_regex_limits),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

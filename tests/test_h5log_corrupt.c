@@ -61,12 +61,12 @@ static rs_h5log_meta meta_(void)
     return m;
 }
 
-/* the valid log every case starts from: complete, one non-finite record */
-static void make_base_(void)
+/* a complete log of m at path, with one non-finite record (run 1, book 0, position 9) */
+static void make_log_(const char *path, const rs_h5log_meta *mp)
 {
-    rs_h5log_meta m = meta_();
+    rs_h5log_meta m = *mp;
     rs_h5log *lg = NULL;
-    assert_int_equal(rs_h5log_create(g_base, &m, 0, &lg), RS_OK);
+    assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_OK);
     for (size_t b = 0; b < NB; b++)
         for (uint64_t pos = 0; pos < g_len[b]; pos += CH) {
             const size_t n = g_len[b] - pos < CH ? (size_t)(g_len[b] - pos) : CH;
@@ -82,6 +82,13 @@ static void make_base_(void)
     for (size_t r = 0; r < NR; r++) assert_int_equal(rs_h5log_summarize(lg, r, &s[r]), RS_OK);
     assert_int_equal(rs_h5log_finish(lg, "e", s), RS_OK);
     assert_int_equal(rs_h5log_close(lg), RS_OK);
+}
+
+/* the valid log every case starts from: complete, one non-finite record */
+static void make_base_(void)
+{
+    rs_h5log_meta m = meta_();
+    make_log_(g_base, &m);
 }
 
 static unsigned char *slurp_(const char *p, size_t *n)
@@ -441,12 +448,148 @@ static int teardown_(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* replace the copy's /runs/run00/kl ([NB, 40] doubles) by one stored through dcpl, zeros written */
+static void redo_kl_with_(hid_t dcpl)
+{
+    hid_t f = open_copy_();
+    del_(f, "/runs/run00/kl", NULL);
+    hsize_t dims[2] = {NB, 40};
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    hid_t d = H5Dcreate2(f, "/runs/run00/kl", H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(d >= 0);
+    static double zero[NB * 40];
+    assert_true(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zero) >= 0);
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+static void expect_refused_(const char *path, const char *says)
+{
+    rs_h5log *lg = NULL;
+    const rs_status st = rs_h5log_open(path, 0, NULL, &lg);
+    if (st != RS_E_FORMAT || !strstr(rs_last_error(), says))
+        fail_msg("%s: status %d, message '%s' (want RS_E_FORMAT with '%s')", path, (int)st, rs_last_error(), says);
+    assert_int_equal(info_status_(path), 1);
+}
+
+/* issue 14 / threat model, work for info and --resume: the committed positions must fit the file.
+ * A log of a few KiB that extends its datasets to 2 x 2^24 positions without writing a chunk (read
+ * as fill values) and commits all of them used to open, and info / --resume then read 2^25
+ * positions per dataset; it is refused at open now. Storage that reads more than the file holds
+ * (external raw-data files, which name any path; the scale-offset filter, a constant chunk in a few
+ * bytes) is refused too; shuffle + deflate (what the writer uses) and plain storage are fine. */
+static void test_work_bound(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/forged.h5", g_dir);
+    static uint64_t len[NB] = {1u << 24, 1u << 24};
+    rs_h5log_meta m = meta_();
+    m.tokens = 1u << 24;
+    m.chunk = 4096;
+    m.book_len = len;
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_create(path, &m, 0, &lg), RS_OK);
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    static const char *ds[] = {"/reference/next_token", "/reference/nll", "/reference/top1", "/runs/run00/kl",
+                               "/runs/run00/nll", "/runs/run00/dp", "/runs/run00/top1_agree", "/runs/run01/kl",
+                               "/runs/run01/nll", "/runs/run01/dp", "/runs/run01/top1_agree"};
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+        hid_t d = H5Dopen2(f, ds[i], H5P_DEFAULT);
+        assert_true(d >= 0);
+        const hsize_t dims[2] = {NB, 1u << 24};
+        assert_true(H5Dset_extent(d, dims) >= 0);
+        H5Dclose(d);
+    }
+    write_i64_(f, "/books/completed_positions", 1 << 24, 1 << 24);
+    H5Fclose(f);
+    size_t n = 0;
+    free(slurp_(path, &n));
+    print_message("forged log: %zu bytes claiming 2 x 2^24 committed positions\n", n);
+    assert_true(n < 1u << 20);
+    expect_refused_(path, "cannot be stored in a file of");
+    /* storage that reads more than the file holds */
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    char ext[600];
+    snprintf(ext, sizeof ext, "%s/raw.bin", g_dir);
+    assert_true(H5Pset_external(dcpl, ext, 0, (hsize_t)NB * 40 * 8) >= 0);
+    copy_base_();
+    redo_kl_with_(dcpl);
+    H5Pclose(dcpl);
+    expect_refused_(g_copy, "external files");
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t ch[2] = {1, 8};
+    assert_true(H5Pset_chunk(dcpl, 2, ch) >= 0 && H5Pset_scaleoffset(dcpl, H5Z_SO_FLOAT_DSCALE, 2) >= 0);
+    copy_base_();
+    redo_kl_with_(dcpl);
+    H5Pclose(dcpl);
+    expect_refused_(g_copy, "is not allowed in a log");
+    /* allowed: contiguous unfiltered, chunked shuffle + deflate + fletcher32 */
+    copy_base_();
+    redo_kl_with_(H5P_DEFAULT);
+    assert_int_equal(rs_h5log_open(g_copy, 0, NULL, &lg), RS_OK);
+    rs_h5log_close(lg);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(H5Pset_chunk(dcpl, 2, ch) >= 0 && H5Pset_shuffle(dcpl) >= 0 && H5Pset_deflate(dcpl, 9) >= 0 &&
+                H5Pset_fletcher32(dcpl) >= 0);
+    copy_base_();
+    redo_kl_with_(dcpl);
+    H5Pclose(dcpl);
+    if (rs_h5log_open(g_copy, 0, NULL, &lg) != RS_OK) fail_msg("deflate log refused: %s", rs_last_error());
+    rs_h5log_close(lg);
+}
+
+/* threat model: strings of a log reach the terminal escaped. A log whose attributes, book ids and
+ * policies hold ESC sequences (colour, OSC title with BEL, clear screen), a raw C1 CSI byte (0x9B,
+ * invalid UTF-8) and a UTF-8-encoded C1 CSI (U+009B) is shown by `info` with none of those bytes,
+ * as \xHH / \u00HH text; valid UTF-8 passes unchanged. */
+static void test_hostile_strings(void **state)
+{
+    (void)state;
+    char path[600], outp[700];
+    snprintf(path, sizeof path, "%s/hostile.h5", g_dir);
+    snprintf(outp, sizeof outp, "%s/hostile.txt", g_dir);
+    static const char *ids[NB] = {"10\x1b[31m23", "1\x9b" "05"};
+    rs_h5log_run_info runs[NR] = {g_runs[0], g_runs[1]};
+    runs[1].policy = "split:\x1b[1mnvfp4";
+    rs_h5log_meta m = meta_();
+    m.command_line = "replayssm kl \x1b[31mRED\x1b]0;title\x07 \xc2\x9b" "2J caf\xc3\xa9";
+    m.model_path = "/m\x1b[2J\x7f";
+    m.book_ids = ids;
+    m.runs = runs;
+    make_log_(path, &m);
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "'%s' info '%s' > '%s' 2>&1", RS_CLI_PATH, path, outp);
+    assert_int_equal(system(cmd), 0);
+    size_t n = 0;
+    unsigned char *o = slurp_(outp, &n);
+    for (size_t i = 0; i < n; i++)
+        if (o[i] == 0x1b || o[i] == 0x07 || o[i] == 0x7f || o[i] == 0x9b || (o[i] == 0xc2 && i + 1 < n && o[i + 1] == 0x9b))
+            fail_msg("info printed the raw control byte 0x%02x at offset %zu:\n%.*s", o[i], i, (int)n, (const char *)o);
+    char *t = realloc(o, n + 1);
+    assert_non_null(t);
+    t[n] = '\0';
+    static const char *want[] = {"replayssm kl \\x1B[31mRED\\x1B]0;title\\x07 \\u009B2J caf\xc3\xa9",
+                                 "/m\\x1B[2J\\x7F", "10\\x1B[31m23", "1\\x9B05", "split:\\x1B[1mnvfp4",
+                                 "run 1 (split:\\x1B[1mnvfp4, L=16) book 10\\x1B[31m23: non-finite at position 9 "
+                                 "(layer 1, head 2); summary over 9 finite positions"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(t, want[i])) fail_msg("info output lacks \"%s\":\n%s", want[i], t);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edited_attributes_and_datasets),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_byte_flips),
+        cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_work_bound),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

@@ -265,12 +265,53 @@ static void test_unknown_and_malformed(void **state) {
     assert_non_null(strstr(rs_last_error(), "/nonexistent/dir/config.json"));
 }
 
+/* issue 14: float fields must be finite and in sane ranges; transformers' tagged "Infinity" / "NaN"
+ * and huge numbers used to pass the sign checks (rms_eps = inf, rope_theta = inf were accepted) */
+static void test_float_ranges(void **state) {
+    (void)state;
+#define Q_ "{\"model_type\":\"qwen3_5_text\","
+#define N_ "{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\","
+#define INF_ "{\"__float__\":\"Infinity\"}"
+#define NAN_ "{\"__float__\":\"NaN\"}"
+    rs_model_config c;
+    assert_int_equal(parse(Q_ "\"rms_norm_eps\":1e-6,\"rope_theta\":1e7}", &c), RS_OK);
+    assert_int_equal(parse(N_ "\"layer_norm_epsilon\":1e-5,\"time_step_limit\":[0.0," INF_ "]}", &c), RS_OK);
+    assert_true(isinf(c.mamba.time_step_limit[1])); /* +Infinity stays allowed where it means "no limit" */
+    expect_err(Q_ "\"rms_norm_eps\":" INF_ "}", RS_E_FORMAT, "rms_norm_eps = inf is out of range (a finite number in (0, 1])");
+    expect_err(Q_ "\"rms_norm_eps\":" NAN_ "}", RS_E_FORMAT, "rms_norm_eps = nan is out of range");
+    expect_err(Q_ "\"rms_norm_eps\":1e308}", RS_E_FORMAT, "rms_norm_eps = 1e+308 is out of range");
+    expect_err(Q_ "\"rms_norm_eps\":0}", RS_E_FORMAT, "rms_norm_eps = 0 is out of range");
+    expect_err(Q_ "\"rms_norm_eps\":-1e-6}", RS_E_FORMAT, "rms_norm_eps");
+    expect_err(Q_ "\"rope_theta\":" INF_ "}", RS_E_FORMAT, "rope_theta = inf is out of range (a finite number in (1, 1e+12])");
+    expect_err(Q_ "\"rope_parameters\":{\"rope_theta\":1e300}}", RS_E_FORMAT, "rope_theta = 1e+300 is out of range");
+    expect_err(Q_ "\"rope_theta\":" NAN_ "}", RS_E_FORMAT, "rope_theta = nan");
+    expect_err(Q_ "\"rope_theta\":0.5}", RS_E_FORMAT, "rope_theta = 0.5");
+    expect_err(Q_ "\"partial_rotary_factor\":" INF_ "}", RS_E_FORMAT, "partial_rotary_factor = inf is out of range");
+    expect_err(Q_ "\"partial_rotary_factor\":" NAN_ "}", RS_E_FORMAT, "partial_rotary_factor = nan");
+    expect_err(Q_ "\"partial_rotary_factor\":0}", RS_E_FORMAT, "partial_rotary_factor = 0");
+    expect_err(N_ "\"layer_norm_epsilon\":" INF_ "}", RS_E_FORMAT, "layer_norm_epsilon = inf is out of range");
+    expect_err(N_ "\"layer_norm_epsilon\":" NAN_ "}", RS_E_FORMAT, "layer_norm_epsilon = nan");
+    expect_err(N_ "\"time_step_min\":" INF_ "}", RS_E_FORMAT, "time_step_min = inf is out of range");
+    expect_err(N_ "\"mamba_dt_min\":" NAN_ "}", RS_E_FORMAT, "mamba_dt_min = nan"); /* the alias is named */
+    expect_err(N_ "\"time_step_max\":1e308}", RS_E_FORMAT, "time_step_max = 1e+308");
+    expect_err(N_ "\"time_step_floor\":-1}", RS_E_FORMAT, "time_step_floor = -1");
+    expect_err(N_ "\"time_step_min\":0.5,\"time_step_max\":0.1}", RS_E_FORMAT, "time_step_min = 0.5 is above time_step_max = 0.1");
+    expect_err(N_ "\"time_step_limit\":[" INF_ "," INF_ "]}", RS_E_FORMAT, "time_step_limit[0] = inf is out of range");
+    expect_err(N_ "\"time_step_limit\":[0.0," NAN_ "]}", RS_E_FORMAT, "time_step_limit[1] = nan must be above");
+    expect_err(N_ "\"mamba_dt_limit\":[1.0,0.5]}", RS_E_FORMAT, "mamba_dt_limit[1] = 0.5 must be above mamba_dt_limit[0] = 1");
+#undef Q_
+#undef N_
+#undef INF_
+#undef NAN_
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen35_text_defaults),
         cmocka_unit_test(test_qwen35_nested),
         cmocka_unit_test(test_nemotronh),
         cmocka_unit_test(test_unknown_and_malformed),
+        cmocka_unit_test(test_float_ranges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,11 @@
  *    with the BPE tokenizer: logged next tokens == rs_tokenizer_encode, provenance, info;
  *  - the no-option default names the missing bundled paths;
  *  - sweep: the product and its command line; one swept run bit-identical to `kl` alone;
- *  - --policy none (the reference alone): the printed bits per token, resume, info.
+ *  - --policy none (the reference alone): the printed bits per token, resume, info;
+ *  - issue 14: a run that goes non-finite (the gdn fixture with layer 0's v rows scaled by 1e6, as
+ *    test_model_parity's test_nonfinite_run) is announced before the statistics by `kl` and `info`
+ *    alike: "non-finite at position P (layer l, head h); summary over P finite positions", with
+ *    the log's run index everywhere (the runner's message names no run), one notion of position.
  * kill -9 and --resume: test_kl_cli_resume.c; the library underneath: test_kleval*.c.
  * The CLI is RS_CLI_PATH (override with the environment variable RS_KL_CLI). */
 #include <math.h>
@@ -167,6 +171,109 @@ static void test_reference_only(void **state)
     assert_true(rs_test_out_has(g_dir, want));
 }
 
+/* the last rs_test_sh output (stdout + stderr) as a string; free it */
+static char *out_text_(void)
+{
+    char p[600];
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/out.txt", g_dir);
+    char *z = rs_test_read_file(p, &n), *zz = z ? realloc(z, n + 1) : NULL;
+    if (!zz) {
+        free(z);
+        fail_msg("cannot read %s", p);
+    }
+    zz[n] = '\0';
+    return zz;
+}
+
+/* a copy of the gdn fixture whose layer-0 GDN values (the v rows of in_proj_qkv, BF16) are
+ * scaled by 1e6: the fp16 state overflows within a few tokens, fp32 stays finite */
+static void make_nonfinite_model_(const char *mdir)
+{
+    char src[1100], dst[700];
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && cp '%s/config.json' '%s/'", mdir, g_gdn, mdir), 0);
+    snprintf(src, sizeof src, "%s/model.safetensors", g_gdn);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", mdir);
+    rs_st_set set;
+    assert_int_equal(rs_st_open_file(src, &set), RS_OK);
+    const rs_st_tensor *t = rs_st_find(&set, "model.layers.0.linear_attn.in_proj_qkv.weight");
+    assert_non_null(t);
+    assert_int_equal(t->dtype, RS_ST_BF16);
+    assert_true(t->ndim == 2 && t->shape[0] == 1024 && t->shape[1] == 64); /* q 256, k 256, v 512 rows */
+    const size_t off = (size_t)((const unsigned char *)t->data - (const unsigned char *)set.files[t->file].map);
+    size_t n = 0;
+    unsigned char *b = rs_test_read_file(src, &n);
+    assert_non_null(b);
+    for (size_t i = 512 * 64; i < 1024 * 64; i++) {
+        unsigned char *e = b + off + 2 * i;
+        const float v = rs_test_u2f((uint32_t)(e[0] | e[1] << 8) << 16) * 1e6f;
+        const uint32_t u = rs_test_f2u(v) >> 16;
+        e[0] = (unsigned char)u;
+        e[1] = (unsigned char)(u >> 8);
+    }
+    FILE *f = fopen(dst, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+    free(b);
+    rs_st_close(&set);
+}
+
+/* issue 14: `kl` and `info` say first that a run went non-finite, where, and over how many finite
+ * positions the statistics are; the same lines and run indices in both */
+static void test_nonfinite_summary(void **state)
+{
+    (void)state;
+    char mdir[600], out[600], want[512], pos_msg[128];
+    snprintf(mdir, sizeof mdir, "%s/nonfinite-model", g_dir);
+    snprintf(out, sizeof out, "%s/nonfinite.h5", g_dir);
+    make_nonfinite_model_(mdir);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 64 --chunk 16 "
+                                "--policy fp32 --policy conv:fp16-rtn --threads 1 --quiet --out '%s'",
+                                g_cli, mdir, g_data, out), 0);
+    char *kl_out = out_text_();
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
+    int64_t p = -1, p0 = -1;
+    int32_t L = -1, H = -1;
+    assert_int_equal(rs_h5log_get_nonfinite(lg, 0, 0, &p0, &L, &H), RS_OK);
+    assert_int_equal(p0, -1); /* fp32 stays finite */
+    assert_int_equal(rs_h5log_get_nonfinite(lg, 1, 0, &p, &L, &H), RS_OK);
+    assert_true(p > 0 && p < 64);
+    assert_int_equal(L, 0);
+    assert_true(H >= 0 && H < 4);
+    rs_kl_summary s;
+    assert_int_equal(rs_h5log_summarize(lg, 1, &s), RS_OK);
+    assert_int_equal(s.n, (size_t)p); /* sticky: finite exactly before P */
+    assert_int_equal(s.n_nonfinite, (size_t)(64 - p));
+    rs_h5log_close(lg);
+    snprintf(want, sizeof want, "run 1 (conv:fp16-rtn, L=16) book 1023: non-finite at position %lld (layer 0, head %d); "
+             "summary over %lld finite position%s\n", (long long)p, (int)H, (long long)p, p == 1 ? "" : "s");
+    /* kl: the line, before the table; the event on stderr names the same run and position, and the
+     * runner's step is that position or the one before (a state overflow shows in the next output) */
+    const char *line = strstr(kl_out, want), *table = strstr(kl_out, "mean KL");
+    if (!line || !table || line > table) fail_msg("kl output lacks \"%s\" before the table:\n%s", want, kl_out);
+    assert_null(strstr(kl_out, "run 0 (fp32"));
+    assert_null(strstr(kl_out, "run 2"));
+    snprintf(pos_msg, sizeof pos_msg, "run 1 (conv:fp16-rtn, L=16) book 1023: non-finite at position %lld: layer 0 head %d: ",
+             (long long)p, (int)H);
+    const char *ev = strstr(kl_out, pos_msg);
+    if (!ev) fail_msg("no event \"%s\" in:\n%s", pos_msg, kl_out);
+    long long step = -1;
+    assert_int_equal(sscanf(ev + strlen(pos_msg), "first non-finite SSM value at token %lld", &step), 1);
+    assert_true(step == p || step == p - 1);
+    free(kl_out);
+    /* info: the same line, before its table; no per-run line for the finite run */
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, out), 0);
+    char *info_out = out_text_();
+    line = strstr(info_out, want);
+    table = strstr(info_out, "mean KL");
+    if (!line || !table || line > table) fail_msg("info output lacks \"%s\" before the table:\n%s", want, info_out);
+    assert_null(strstr(info_out, "run 0 (fp32"));
+    assert_null(strstr(info_out, "non-finite from"));
+    free(info_out);
+}
+
 /* a failing command: exit status `rc`, `needle` printed, and no output file left */
 #define QWEN_RANKS RS_FIXTURE_DIR "/../../data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz"
 
@@ -222,6 +329,73 @@ static void make_qwen_vocab_model_(const char *mdir)
     rs_st_close(&set);
 }
 
+/* issue 16, `kl --text` on the Qwen3.5-vocabulary model: a UTF-8 file and a Latin-1 file are
+ * tokenized as books are: the logged next tokens == rs_tokenizer_encode of the file's bytes, and
+ * the Latin-1 file's == those of its UTF-8 transcoding (made here: Latin-1 is decoded as such);
+ * the provenance names the rank file and the input files with their SHA-256 (== sha256sum) */
+static void bpe_text_(const char *mdir, const rs_tokenizer *tok)
+{
+    char u8p[700], l1p[700], out[700], buf[1200], want[200];
+    snprintf(u8p, sizeof u8p, "%s/utf8.txt", g_dir);
+    snprintf(l1p, sizeof l1p, "%s/latin1.txt", g_dir);
+    snprintf(out, sizeof out, "%s/bpe-text.h5", g_dir);
+    static const char l1[] = "Caf\xe9 cr\xe8me, na\xefve fa\xe7" "ade; \xa9 1851, \xbd of the r\xe9sum\xe9s were \xe0 la carte. ";
+    static const char u8[] = "Na\xc3\xafve caf\xc3\xa9s \xe2\x80\x94 \xe6\x97\xa5\xe6\x9c\xac and \xf0\x9f\x98\x80 emoji. ";
+    unsigned char lb[600], ub[600], lu[1200];
+    size_t nl = 0, nu = 0, nlu = 0;
+    for (; nl + sizeof l1 - 1 <= sizeof lb; nl += sizeof l1 - 1) memcpy(lb + nl, l1, sizeof l1 - 1);
+    for (; nu + sizeof u8 - 1 <= sizeof ub; nu += sizeof u8 - 1) memcpy(ub + nu, u8, sizeof u8 - 1);
+    for (size_t i = 0; i < nl; i++) { /* Latin-1 -> UTF-8 */
+        if (lb[i] < 0x80) lu[nlu++] = lb[i];
+        else {
+            lu[nlu++] = (unsigned char)(0xc0 | (lb[i] >> 6));
+            lu[nlu++] = (unsigned char)(0x80 | (lb[i] & 0x3f));
+        }
+    }
+    FILE *f = fopen(u8p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(ub, 1, nu, f), nu);
+    fclose(f);
+    f = fopen(l1p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(lb, 1, nl, f), nl);
+    fclose(f);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --text '%s' '%s' --tokens 48 --chunk 16 --threads 1 --quiet "
+                         "--policy fp32 --out '%s'", g_cli, mdir, u8p, l1p, out), 0);
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
+    assert_int_equal(rs_h5log_n_books(lg), 2);
+    int32_t ids[49], ids2[49], nt[48];
+    size_t n = 0;
+    for (size_t b = 0; b < 2; b++) {
+        assert_int_equal(rs_tokenizer_encode(tok, b ? (const char *)lb : (const char *)ub, b ? nl : nu, ids, 49, &n), RS_OK);
+        assert_int_equal(n, 49);
+        assert_int_equal(rs_h5log_completed(lg, b), 48);
+        assert_int_equal(rs_h5log_read_row(lg, -1, "next_token", b, 48, nt), RS_OK);
+        int above = 0;
+        for (int t = 0; t < 48; t++) {
+            assert_int_equal(nt[t], ids[t + 1]);
+            above += nt[t] >= 256;
+        }
+        assert_true(above > 0);
+    }
+    assert_int_equal(rs_tokenizer_encode(tok, (const char *)lu, nlu, ids2, 49, &n), RS_OK);
+    assert_memory_equal(ids, ids2, sizeof ids); /* ids still holds the Latin-1 file's */
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer_file", buf, sizeof buf), RS_OK);
+    assert_non_null(strstr(buf, "qwen-vocab/qwen3_6.tiktoken.gz"));
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "tokenizer_sha256", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, tok->sha256);
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "input", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "text");
+    assert_int_equal(rs_h5log_close(lg), RS_OK);
+    for (int k = 0; k < 2; k++) { /* the log's digests, as h5dump prints them, vs sha256sum */
+        if (system("command -v h5dump >/dev/null 2>&1") != 0) break;
+        snprintf(want, sizeof want, "input_sha256_%d", k);
+        assert_int_equal(rs_test_sh(g_dir, "h5dump -a /%s '%s' | grep -q \"$(sha256sum '%s' | cut -c1-64)\"", want, out,
+                             k ? l1p : u8p), 0);
+    }
+}
+
 /* issue 16: a model with the Qwen3.5 vocabulary runs end to end with the BPE tokenizer; the ids
  * the log records are those of rs_tokenizer_encode (equal to tiktoken's: test_bpe_tokenizer) and
  * the provenance names the rank file and its SHA-256 */
@@ -274,6 +448,7 @@ static void test_bpe_model(void **state)
     assert_string_equal(buf, tok.sha256);
     assert_int_equal(strlen(buf), 64);
     assert_int_equal(rs_h5log_close(lg), RS_OK);
+    bpe_text_(mdir, &tok);
     rs_tokenizer_free(&tok);
     /* a byte model's log records the byte tokenizer with no file */
     snprintf(out, sizeof out, "%s/byte.h5", g_dir);
@@ -318,7 +493,7 @@ static void test_bad_inputs(void **state)
     assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248320/' '%s/config.json' > "
                          "'%s/config.json' && ln -s '%s/model.safetensors' '%s/model.safetensors'", mdir, g_gdn, mdir,
                          g_gdn, mdir), 0);
-    fails_(1, mdir, mdir, "--policy fp32", out);
+    fails_(2, mdir, mdir, "--policy fp32", out); /* tokenizer refusals are exit 2 (issue 16) */
     assert_true(rs_test_out_has(g_dir, "tokenizer.json"));
     assert_true(rs_test_out_has(g_dir, "*.tiktoken"));
     /* the Qwen3.5 ranks (ids up to 248076) on a model whose vocab_size is smaller: refused */
@@ -326,7 +501,7 @@ static void test_bad_inputs(void **state)
     assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248044/' '%s/config.json' > "
                          "'%s/config.json' && ln -s '%s/model.safetensors' '%s/model.safetensors' && cp '%s' '%s/'",
                          mdir, g_gdn, mdir, g_gdn, mdir, QWEN_RANKS, mdir), 0);
-    fails_(1, "is >= the model's vocab_size 248044", mdir, "--policy fp32", out);
+    fails_(2, "is >= the model's vocab_size 248044", mdir, "--policy fp32", out);
     /* existing output: refused, untouched */
     snprintf(keep, sizeof keep, "%s/keep.h5", g_dir);
     FILE *f = fopen(keep, "w");
@@ -367,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_bpe_model),
+        cmocka_unit_test(test_nonfinite_summary),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

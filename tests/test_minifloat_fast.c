@@ -25,8 +25,11 @@ static void check_one_(float x, uint32_t r, int k)
 {
     const uint32_t h = rs_fp16_encode_rtn(x), hg = generic_(RS_ELEM_FP16, x, RS_ROUND_RTN, 0, 32);
     const uint32_t b = rs_bf16_encode_rtn(x), bg = generic_(RS_ELEM_BF16, x, RS_ROUND_RTN, 0, 32);
-    const uint32_t hs = rs_fp16_encode_sr(x, r, k), hsg = generic_(RS_ELEM_FP16, x, RS_ROUND_SR, r, k);
-    const uint32_t bs = rs_bf16_encode_sr(x, r, k), bsg = generic_(RS_ELEM_BF16, x, RS_ROUND_SR, r, k);
+    uint16_t hs16 = 0, bs16 = 0;
+    if (rs_fp16_encode_sr(x, r, k, &hs16) != RS_OK || rs_bf16_encode_sr(x, r, k, &bs16) != RS_OK)
+        fail_msg("sr wrapper failed for k = %d: %s", k, rs_last_error());
+    const uint32_t hs = hs16, hsg = generic_(RS_ELEM_FP16, x, RS_ROUND_SR, r, k);
+    const uint32_t bs = bs16, bsg = generic_(RS_ELEM_BF16, x, RS_ROUND_SR, r, k);
     if (h != hg || b != bg || hs != hsg || bs != bsg)
         fail_msg("x = %a (0x%08x), r = 0x%08x, k = %d: fp16 rtn %04x/%04x sr %04x/%04x, bf16 rtn %04x/%04x sr "
                  "%04x/%04x (fast/generic)",

@@ -194,11 +194,21 @@ static uint32_t elem_alone(const rs_format *f, const rs_qtensor *q, const float 
     uint32_t r = rs_rand_u32(seed, stream, i);
     int k = f->sr_bits;
     switch (f->kind) {
-    case RS_FMT_FP16: return rs_fp16_encode_sr(x[i], r, k);
-    case RS_FMT_BF16: return rs_bf16_encode_sr(x[i], r, k);
+    case RS_FMT_FP16: {
+        uint16_t h = 0;
+        assert_int_equal(rs_fp16_encode_sr(x[i], r, k, &h), RS_OK);
+        return h;
+    }
+    case RS_FMT_BF16: {
+        uint16_t h = 0;
+        assert_int_equal(rs_bf16_encode_sr(x[i], r, k, &h), RS_OK);
+        return h;
+    }
     case RS_FMT_FP8: {
         float scale = 1.0f / q->scale_inv[i / RS_FP8_BLOCK]; /* exact: pow2 scales */
-        return rs_e4m3_encode_sr(x[i] * scale, r, k);
+        uint8_t c = 0;
+        assert_int_equal(rs_e4m3_encode_sr(x[i] * scale, r, k, &c), RS_OK);
+        return c;
     }
     case RS_FMT_NVFP4: {
         float sb = rs_e4m3_decode(q->block_scale[i / RS_NVFP4_BLOCK]);
@@ -288,7 +298,11 @@ static void test_sr_tensor_depends_only_on_index(void **state)
 static void decisions(float x, uint64_t seed, uint64_t stream, uint64_t off, double *up)
 {
     uint16_t a = rs_fp16_encode_rtn(x); /* x has d = 0.3 < 1/2: RTN gives the lower neighbour */
-    for (uint32_t i = 0; i < CN; ++i) up[i] = rs_fp16_encode_sr(x, rs_rand_u32(seed, stream, i + off), 32) != a;
+    for (uint32_t i = 0; i < CN; ++i) {
+        uint16_t h = a;
+        if (rs_fp16_encode_sr(x, rs_rand_u32(seed, stream, i + off), 32, &h) != RS_OK) fail_msg("fp16 sr failed");
+        up[i] = h != a;
+    }
 }
 
 static void test_streams_uncorrelated(void **state)

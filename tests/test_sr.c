@@ -146,9 +146,18 @@ static uint32_t sr(rs_elem t, float x, uint32_t r, int k)
     uint32_t c = 0xDEADBEEFu, w;
     assert_int_equal(rs_elem_encode(t, x, RS_ROUND_SR, r, k, &c), RS_OK);
     switch (t) {
-    case RS_ELEM_E4M3: w = rs_e4m3_encode_sr(x, r, k); break;
-    case RS_ELEM_FP16: w = rs_fp16_encode_sr(x, r, k); break;
-    case RS_ELEM_BF16: w = rs_bf16_encode_sr(x, r, k); break;
+    case RS_ELEM_E4M3: {
+        uint8_t b = 0xAA;
+        assert_int_equal(rs_e4m3_encode_sr(x, r, k, &b), RS_OK);
+        w = b;
+        break;
+    }
+    case RS_ELEM_FP16: case RS_ELEM_BF16: {
+        uint16_t h = 0xAAAA;
+        assert_int_equal(t == RS_ELEM_FP16 ? rs_fp16_encode_sr(x, r, k, &h) : rs_bf16_encode_sr(x, r, k, &h), RS_OK);
+        w = h;
+        break;
+    }
     default: {
         uint8_t b = 0xAA;
         assert_int_equal(rs_e2m1_encode_sr(x, r, k, &b), RS_OK);
@@ -162,16 +171,18 @@ static uint32_t sr(rs_elem t, float x, uint32_t r, int k)
 /* Faster path for the big loops (typed wrapper only). */
 static uint32_t sr_fast(rs_elem t, float x, uint32_t r, int k)
 {
+    /* k is valid in every caller: a failure is E2M1 of a non-finite x (code left at 0xAA) or a bug */
+    rs_status st;
+    uint8_t b = 0xAA;
+    uint16_t h = 0xAAAA;
     switch (t) {
-    case RS_ELEM_E4M3: return rs_e4m3_encode_sr(x, r, k);
-    case RS_ELEM_FP16: return rs_fp16_encode_sr(x, r, k);
-    case RS_ELEM_BF16: return rs_bf16_encode_sr(x, r, k);
-    default: {
-        uint8_t b = 0xAA;
-        rs_e2m1_encode_sr(x, r, k, &b);
-        return b;
+    case RS_ELEM_E4M3: st = rs_e4m3_encode_sr(x, r, k, &b); break;
+    case RS_ELEM_FP16: st = rs_fp16_encode_sr(x, r, k, &h); break;
+    case RS_ELEM_BF16: st = rs_bf16_encode_sr(x, r, k, &h); break;
+    default: st = rs_e2m1_encode_sr(x, r, k, &b); if (st == RS_E_NONFINITE) st = RS_OK;
     }
-    }
+    if (st != RS_OK) fail_msg("%s SR k=%d: %s", rs_elem_name(t), k, rs_last_error());
+    return t == RS_ELEM_FP16 || t == RS_ELEM_BF16 ? h : b;
 }
 
 /* ---- 1. exhaustive over all 2^k values of the top k bits -------------------------- */
@@ -619,9 +630,55 @@ static void test_sr_specials(void **state)
     }
 }
 
+/* Issue 14: k outside [1, 32] is RS_E_INVAL from every SR wrapper, with the code untouched and a
+ * message naming k (the E4M3 / FP16 / BF16 wrappers used to return a NaN code for it). */
+static void test_sr_wrappers_bad_k(void **state)
+{
+    (void)state;
+    static const int bad_k[] = {-1, 0, 33, 64, -2147483647 - 1};
+    static const float xs[] = {1.0f, 0.3f, -2.5f, INFINITY, NAN};
+    char want[64];
+    for (size_t i = 0; i < sizeof bad_k / sizeof bad_k[0]; ++i) {
+        const int k = bad_k[i];
+        snprintf(want, sizeof want, "k=%d outside 1..32", k);
+        for (size_t j = 0; j < sizeof xs / sizeof xs[0]; ++j) {
+            uint8_t c8 = 0xAA;
+            uint16_t c16 = 0xAAAA;
+            rs_error_clear();
+            assert_int_equal(rs_e4m3_encode_sr(xs[j], 0x12345678u, k, &c8), RS_E_INVAL);
+            assert_int_equal(c8, 0xAA);
+            assert_non_null(strstr(rs_last_error(), "rs_e4m3_encode_sr"));
+            assert_non_null(strstr(rs_last_error(), want));
+            rs_error_clear();
+            assert_int_equal(rs_fp16_encode_sr(xs[j], 0x12345678u, k, &c16), RS_E_INVAL);
+            assert_int_equal(c16, 0xAAAA);
+            assert_non_null(strstr(rs_last_error(), want));
+            rs_error_clear();
+            assert_int_equal(rs_bf16_encode_sr(xs[j], 0x12345678u, k, &c16), RS_E_INVAL);
+            assert_int_equal(c16, 0xAAAA);
+            assert_non_null(strstr(rs_last_error(), want));
+            assert_int_equal(rs_e2m1_encode_sr(xs[j], 0x12345678u, k, &c8), RS_E_INVAL);
+            assert_int_equal(c8, 0xAA);
+            /* NULL code is allowed (the status alone) */
+            assert_int_equal(rs_fp16_encode_sr(xs[j], 0, k, NULL), RS_E_INVAL);
+        }
+    }
+    /* the edges 1 and 32 are valid */
+    uint8_t c8 = 0;
+    uint16_t c16 = 0;
+    assert_int_equal(rs_e4m3_encode_sr(1.0f, 0, 1, &c8), RS_OK);
+    assert_int_equal(c8, 0x38);
+    assert_int_equal(rs_fp16_encode_sr(1.0f, 0, 32, &c16), RS_OK);
+    assert_int_equal(c16, 0x3C00);
+    assert_int_equal(rs_bf16_encode_sr(1.0f, 0xFFFFFFFFu, 1, &c16), RS_OK);
+    assert_int_equal(c16, 0x3F80);
+    assert_int_equal(rs_fp16_encode_sr(1.0f, 0, 16, NULL), RS_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sr_wrappers_bad_k),
         cmocka_unit_test(test_exhaustive_fp16_bf16),
         cmocka_unit_test(test_exhaustive_e4m3_e2m1),
         cmocka_unit_test(test_single_word_predictions),

@@ -142,6 +142,38 @@ static void test_errors(void **state)
     assert_true(rs_test_out_has(g_dir, "big.bin"));
 }
 
+/* issue 14 / threat model: the input is bounded like every whole-file input: a file over 1 GiB (sparse
+ * here) is refused before anything is allocated or tokenized (it used to be read and tokenized whole),
+ * a FIFO is refused at once (never waited on), a directory is not data; each with its one-line
+ * message and exit 1, for encoding and --decode */
+static void test_input_bounds(void **state)
+{
+    (void)state;
+    const char *model = RS_FIXTURE_DIR "/models/gdn-tiny-random"; /* byte tokenizer: no PCRE2 needed */
+    char huge[400];
+    snprintf(huge, sizeof huge, "%s/huge.txt", g_dir);
+    FILE *f = fopen(huge, "wb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, (long)((1L << 30) + 1) - 1, SEEK_SET), 0); /* 1 GiB + 1 byte, sparse */
+    assert_int_equal(fputc('x', f), 'x');
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rs_test_sh(g_dir, "timeout 60 '%s' tokenize --model '%s' '%s'", RS_CLI_PATH, model, huge), 1);
+    assert_true(rs_test_out_has(g_dir, "huge.txt: 1073741825 bytes, more than the limit of 1024 MiB"));
+    assert_int_equal(rs_test_sh(g_dir, "timeout 60 '%s' tokenize --model '%s' --decode '%s'", RS_CLI_PATH, model, huge), 1);
+    assert_true(rs_test_out_has(g_dir, "more than the limit of 1024 MiB"));
+    assert_int_equal(rs_test_sh(g_dir, "rm -f '%s'", huge), 0);
+    /* a FIFO without a writer: refused at once */
+    assert_int_equal(rs_test_sh(g_dir, "mkfifo '%s/fifo.txt' && timeout 20 '%s' tokenize --model '%s' '%s/fifo.txt'", g_dir,
+                                RS_CLI_PATH, model, g_dir), 1);
+    assert_true(rs_test_out_has(g_dir, "fifo.txt: not a regular file"));
+    assert_int_equal(rs_test_sh(g_dir, "timeout 20 '%s' tokenize --model '%s' '%s'", RS_CLI_PATH, model, g_dir), 1);
+    assert_true(rs_test_out_has(g_dir, "not a regular file"));
+    /* at the limit's other side an ordinary file still works */
+    assert_int_equal(rs_test_sh(g_dir, "printf 'ok' > '%s/ok.txt' && '%s' tokenize --model '%s' '%s/ok.txt'", g_dir, RS_CLI_PATH,
+                                model, g_dir), 0);
+    assert_true(rs_test_out_has(g_dir, "111 107\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_hf_json),
         cmocka_unit_test(test_byte_model),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_input_bounds),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

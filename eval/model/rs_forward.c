@@ -21,26 +21,36 @@ static rs_norm_weight norm_kind_(const rs_model *m)
     return m->cfg.family == RS_FAMILY_QWEN35 ? RS_NORM_ONE_PLUS : RS_NORM_PLAIN;
 }
 
-/* After the head tasks: mark runs whose heads of layer l went non-finite. */
+/* After the head tasks of layer l: mark runs whose heads went non-finite, naming the head with
+ * the earliest step (token position) over the layers of this forward (ties: the lower layer,
+ * then the lower head), so the mark is where the run's outputs first became non-finite, not
+ * merely the first head index that did. The message names neither the run index nor the policy
+ * (the caller knows which run it asked about; the runner's indices count the reference as run 0,
+ * the evaluator's do not, and printing both mixed them up: issue 14). */
 static void mark_nonfinite_(const rs_fwd_args *a, int l, size_t H)
 {
     for (size_t r = 0; r < a->R; r++) {
         rs_run *run = &a->runs[r];
-        if (run->status != RS_OK) continue;
+        if (run->status != RS_OK && run->status != RS_E_NONFINITE) continue;
+        int64_t best = -1;
+        size_t best_h = 0;
         for (size_t h = 0; h < H; h++) {
             const int64_t step = rs_head_first_nonfinite(&run->heads[l][h]);
-            if (step < 0) continue;
-            char pol[64];
-            if (rs_policy_print(&run->policy, pol, sizeof pol) != RS_OK) snprintf(pol, sizeof pol, "?");
-            run->status = RS_E_NONFINITE;
-            run->nf_layer = l;
-            run->nf_head = (int32_t)h;
-            run->nf_step = step;
-            snprintf(run->message, sizeof run->message,
-                     "run %zu (policy %s): layer %d head %zu: non-finite SSM value at step %lld", r,
-                     pol, l, h, (long long)step);
-            break;
+            if (step >= 0 && (best < 0 || step < best)) {
+                best = step;
+                best_h = h;
+            }
         }
+        if (best < 0) continue;
+        if (run->status == RS_E_NONFINITE && run->nf_step >= 0 && run->nf_step <= best) continue;
+        run->status = RS_E_NONFINITE;
+        run->nf_layer = l;
+        run->nf_head = (int32_t)best_h;
+        run->nf_step = best;
+        snprintf(run->message, sizeof run->message,
+                 "layer %d head %zu: first non-finite SSM value at token %lld (the head's output there, or the "
+                 "state it left for the next token)",
+                 l, best_h, (long long)best);
     }
 }
 

@@ -97,6 +97,20 @@ static rs_status check_pos(const ctx *c, const char *what, int v) {
     return RS_OK;
 }
 
+/* Ranges of the float fields (issue 14): finite, in intervals no published config comes near the
+ * edges of. "Infinity" / "NaN" (transformers' tagged floats) and 1e308 used to pass the sign checks. */
+#define RS_CFG_EPS_MAX 1.0          /* rms_norm_eps, layer_norm_epsilon in (0, 1] */
+#define RS_CFG_ROPE_THETA_MAX 1e12  /* rope_theta in (1, 1e12] (published: 1e4 .. 1e7) */
+#define RS_CFG_DT_MAX 1e3           /* time_step_min / max / floor / limit[0] at most this */
+
+/* v finite and in (lo, hi] (lo_open) or [lo, hi]; the message names the field, its value and the range */
+static rs_status check_range(const ctx *c, const char *what, double v, double lo, int lo_open, double hi) {
+    RS_CHECK(isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi, RS_E_FORMAT,
+             "%s: %s%s = %g is out of range (a finite number in %s%g, %g])", c->label, c->scope, what, v,
+             lo_open ? "(" : "[", lo, hi);
+    return RS_OK;
+}
+
 /* a width derived from config integers (products, sums), computed in 64 bits: in 1..RS_MODEL_MAX_WIDTH */
 static rs_status derived(const ctx *c, const char *what, long long v, int *out) {
     RS_CHECK(v > 0 && v <= RS_MODEL_MAX_WIDTH, RS_E_FORMAT, "%s: %s = %lld is out of range (1..%d)", c->label, what,
@@ -182,6 +196,7 @@ static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, 
     RS_TRY(get_int(c, tc, "num_attention_heads", 16, &cfg->attn.n_heads));
     RS_TRY(get_int(c, tc, "num_key_value_heads", 4, &cfg->attn.n_kv_heads));
     RS_TRY(get_double(c, tc, "rms_norm_eps", 1e-6, &eps));
+    RS_TRY(check_range(c, "rms_norm_eps", eps, 0.0, 1, RS_CFG_EPS_MAX));
     cfg->rms_eps = (float)eps;
     RS_TRY(check_pos(c, "hidden_size", cfg->hidden));
     RS_TRY(check_pos(c, "num_attention_heads", cfg->attn.n_heads));
@@ -227,8 +242,8 @@ static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, 
         RS_TRY(get_double(c, rp, "rope_theta", theta, &theta));
         RS_TRY(get_double(c, rp, "partial_rotary_factor", prf, &prf));
     }
-    RS_CHECK(theta > 0 && prf > 0 && prf <= 1, RS_E_FORMAT, "%s: rope_theta %g / partial_rotary_factor %g out of "
-             "range", c->label, theta, prf);
+    RS_TRY(check_range(c, "rope_theta", theta, 1.0, 1, RS_CFG_ROPE_THETA_MAX));
+    RS_TRY(check_range(c, "partial_rotary_factor", prf, 0.0, 1, 1.0));
     cfg->attn.rope_theta = theta;
     cfg->attn.partial_rotary_factor = prf;
     cfg->attn.rotary_dim = (int)(cfg->attn.head_dim * prf);
@@ -285,6 +300,7 @@ static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_confi
     RS_TRY(get_int(c, root, "vocab_size", 131072, &cfg->vocab));
     RS_TRY(get_int(c, root, "hidden_size", 4096, &cfg->hidden));
     RS_TRY(get_double(c, root, "layer_norm_epsilon", 1e-5, &eps)); /* HF ignores a stray rms_norm_eps */
+    RS_TRY(check_range(c, "layer_norm_epsilon", eps, 0.0, 1, RS_CFG_EPS_MAX));
     cfg->rms_eps = (float)eps;
     RS_TRY(get_bool(c, root, "tie_word_embeddings", 0, &cfg->tie_word_embeddings));
 
@@ -338,10 +354,12 @@ static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_confi
     RS_TRY(get_int(c, root, first_key(root, "conv_kernel", "mamba_d_conv"), 4, &mc->conv_kernel));
     RS_TRY(get_int(c, root, first_key(root, "chunk_size", "mamba_chunk_size"), 128, &mc->chunk_size));
     RS_TRY(get_bool(c, root, first_key(root, "use_conv_bias", "mamba_conv_bias"), 1, &mc->use_conv_bias));
-    RS_TRY(get_double(c, root, first_key(root, "time_step_min", "mamba_dt_min"), 0.001, &mc->time_step_min));
-    RS_TRY(get_double(c, root, first_key(root, "time_step_max", "mamba_dt_max"), 0.1, &mc->time_step_max));
-    RS_TRY(get_double(c, root, first_key(root, "time_step_floor", "mamba_dt_init_floor"), 1e-4,
-                      &mc->time_step_floor));
+    const char *k_min = first_key(root, "time_step_min", "mamba_dt_min");
+    const char *k_max = first_key(root, "time_step_max", "mamba_dt_max");
+    const char *k_floor = first_key(root, "time_step_floor", "mamba_dt_init_floor");
+    RS_TRY(get_double(c, root, k_min, 0.001, &mc->time_step_min));
+    RS_TRY(get_double(c, root, k_max, 0.1, &mc->time_step_max));
+    RS_TRY(get_double(c, root, k_floor, 1e-4, &mc->time_step_floor));
     mc->time_step_limit[0] = 0.0;
     mc->time_step_limit[1] = HUGE_VAL;
     const char *lk = first_key(root, "time_step_limit", "mamba_dt_limit");
@@ -351,6 +369,18 @@ static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_confi
                      && as_double(lim->child->next, &mc->time_step_limit[1]),
                  RS_E_FORMAT, "%s: %s must be a list of two numbers", c->label, lk);
     }
+    RS_TRY(check_range(c, k_min, mc->time_step_min, 0.0, 1, RS_CFG_DT_MAX));
+    RS_TRY(check_range(c, k_max, mc->time_step_max, 0.0, 1, RS_CFG_DT_MAX));
+    RS_TRY(check_range(c, k_floor, mc->time_step_floor, 0.0, 0, RS_CFG_DT_MAX));
+    RS_CHECK(mc->time_step_min <= mc->time_step_max, RS_E_FORMAT, "%s: %s = %g is above %s = %g", c->label, k_min,
+             mc->time_step_min, k_max, mc->time_step_max);
+    /* the kernels' dt clamp: the upper end may be +Infinity (transformers' default), never NaN */
+    char k_lim[64];
+    snprintf(k_lim, sizeof k_lim, "%s[0]", lk);
+    RS_TRY(check_range(c, k_lim, mc->time_step_limit[0], 0.0, 0, RS_CFG_DT_MAX));
+    RS_CHECK(!isnan(mc->time_step_limit[1]) && mc->time_step_limit[1] > mc->time_step_limit[0], RS_E_FORMAT,
+             "%s: %s[1] = %g must be above %s[0] = %g (+Infinity allowed)", c->label, lk, mc->time_step_limit[1], lk,
+             mc->time_step_limit[0]);
 
     RS_TRY(check_pos(c, "hidden_size", cfg->hidden));
     RS_TRY(check_pos(c, "num_attention_heads", cfg->attn.n_heads));

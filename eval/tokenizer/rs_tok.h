@@ -72,6 +72,18 @@ enum { TK_SPLIT_REMOVED = 0, TK_SPLIT_ISOLATED, TK_SPLIT_MERGED_PREV, TK_SPLIT_M
 enum { TK_STEP_SPLIT = 1, TK_STEP_BYTELEVEL = 2 };
 #define TK_MAX_STEPS 16
 
+/* Limits of one split-regex match call (rs_tok_regex.c), set by replayssm rather than left to the
+ * PCRE2 build's defaults (10^7 / 10^7 / 20 GB): a catastrophically backtracking pattern from a
+ * hostile tokenizer.json stops the encode with RS_E_UNSUPPORTED after at most this much work on
+ * one pre-token. The published split patterns need at most a few match() calls per token (the
+ * bundled books: test_bpe_tokenizer measures the margin). JIT code ignores the depth and heap
+ * limits; its stack is PCRE2's default 32 KiB (PCRE2_ERROR_JIT_STACKLIMIT gives the same error). */
+#ifndef TK_RE_MATCH_LIMIT
+#define TK_RE_MATCH_LIMIT 1000000u /* match() calls (backtracking points) per match */
+#endif
+#define TK_RE_DEPTH_LIMIT 100000u      /* nested backtracking depth (interpreter only) */
+#define TK_RE_HEAP_LIMIT_KIB 65536u    /* 64 MiB of backtracking frames (interpreter only) */
+
 typedef struct tk_regex {
 #ifdef RS_HAVE_PCRE2
     pcre2_code *code;
@@ -164,6 +176,7 @@ struct rs_tok_model {
     size_t heap_cap;
 #ifdef RS_HAVE_PCRE2
     pcre2_match_data *md;
+    pcre2_match_context *mctx; /* the TK_RE_* limits */
 #endif
     tk_buf work[4]; /* utf-8 input, normalized gap, step pieces, byte-level prefix */
     int32_t *tmp_ids;

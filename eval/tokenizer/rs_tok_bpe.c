@@ -368,6 +368,7 @@ void tk_model_free(rs_tok_model *m)
     free(m->heap);
 #ifdef RS_HAVE_PCRE2
     if (m->md) pcre2_match_data_free(m->md);
+    if (m->mctx) pcre2_match_context_free(m->mctx);
 #endif
     for (int i = 0; i < 4; i++) tk_buf_free(&m->work[i]);
     free(m->tmp_ids);

@@ -139,9 +139,32 @@ int tk_regex_next(rs_tok_model *m, const tk_regex *re, const char *s, size_t n, 
             return -1;
         }
     }
-    int rc = re->jit ? pcre2_jit_match(re->code, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, NULL)
-                     : pcre2_match(re->code, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, NULL);
+    if (!m->mctx) { /* our limits, not the PCRE2 build's (rs_tok.h TK_RE_*) */
+        m->mctx = pcre2_match_context_create(NULL);
+        if (!m->mctx) {
+            rs_error_set(RS_E_NOMEM, "tokenizer: out of memory");
+            return -1;
+        }
+        pcre2_set_match_limit(m->mctx, TK_RE_MATCH_LIMIT);
+        pcre2_set_depth_limit(m->mctx, TK_RE_DEPTH_LIMIT);
+        pcre2_set_heap_limit(m->mctx, TK_RE_HEAP_LIMIT_KIB);
+    }
+    int rc = re->jit ? pcre2_jit_match(re->code, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, m->mctx)
+                     : pcre2_match(re->code, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, m->md, m->mctx);
     if (rc == PCRE2_ERROR_NOMATCH) return 0;
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT ||
+        rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+        char what[64];
+        if (rc == PCRE2_ERROR_MATCHLIMIT) snprintf(what, sizeof what, "match limit (%u steps)", TK_RE_MATCH_LIMIT);
+        else if (rc == PCRE2_ERROR_DEPTHLIMIT) snprintf(what, sizeof what, "depth limit (%u)", TK_RE_DEPTH_LIMIT);
+        else if (rc == PCRE2_ERROR_HEAPLIMIT) snprintf(what, sizeof what, "heap limit (%u KiB)", TK_RE_HEAP_LIMIT_KIB);
+        else snprintf(what, sizeof what, "JIT stack (PCRE2's default 32 KiB)");
+        rs_error_set(RS_E_UNSUPPORTED,
+                     "tokenizer: the split regex exceeded its %s at byte %zu of the %zu bytes being split: "
+                     "the pattern backtracks catastrophically on this input (a hostile or broken tokenizer?)",
+                     what, from, n);
+        return -1;
+    }
     if (rc < 0) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(rc, msg, sizeof msg);

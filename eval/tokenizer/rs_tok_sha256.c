@@ -35,22 +35,54 @@ static void block_(uint32_t h[8], const uint8_t *p)
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
-void rs_tokenizer_sha256(const void *data, size_t n, char hex[65])
+void rs_tokenizer_sha256_init(rs_tokenizer_sha256_ctx *c)
 {
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, h0, sizeof c->h);
+    c->n = 0;
+    memset(c->buf, 0, sizeof c->buf);
+}
+
+void rs_tokenizer_sha256_update(rs_tokenizer_sha256_ctx *c, const void *data, size_t n)
+{
+    if (n == 0) return; /* data may be NULL then (no memcpy from NULL) */
     const uint8_t *p = (const uint8_t *)data;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) block_(h, p + i);
+    size_t have = (size_t)(c->n % 64);
+    c->n += n;
+    if (have) { /* fill the pending block first */
+        const size_t k = n < 64 - have ? n : 64 - have;
+        memcpy(c->buf + have, p, k);
+        p += k;
+        n -= k;
+        have += k;
+        if (have < 64) return;
+        block_(c->h, c->buf);
+    }
+    for (; n >= 64; p += 64, n -= 64) block_(c->h, p);
+    if (n) memcpy(c->buf, p, n);
+}
+
+void rs_tokenizer_sha256_final(rs_tokenizer_sha256_ctx *c, char hex[65])
+{
+    const size_t r = (size_t)(c->n % 64);
     uint8_t last[128];
-    const size_t r = n - i;
     memset(last, 0, sizeof last);
-    if (r) memcpy(last, p + i, r);
+    if (r) memcpy(last, c->buf, r);
     last[r] = 0x80;
     const size_t tot = r + 9 <= 64 ? 64 : 128;
-    const uint64_t bits = (uint64_t)n * 8;
+    const uint64_t bits = c->n * 8;
     for (int k = 0; k < 8; k++) last[tot - 1 - k] = (uint8_t)(bits >> (8 * k));
-    block_(h, last);
-    if (tot == 128) block_(h, last + 64);
-    for (int k = 0; k < 8; k++) snprintf(hex + 8 * k, 9, "%08x", h[k]);
+    block_(c->h, last);
+    if (tot == 128) block_(c->h, last + 64);
+    for (int k = 0; k < 8; k++) snprintf(hex + 8 * k, 9, "%08x", c->h[k]);
     hex[64] = '\0';
+}
+
+void rs_tokenizer_sha256(const void *data, size_t n, char hex[65])
+{
+    rs_tokenizer_sha256_ctx c;
+    rs_tokenizer_sha256_init(&c);
+    rs_tokenizer_sha256_update(&c, data, n);
+    rs_tokenizer_sha256_final(&c, hex);
 }

@@ -41,6 +41,32 @@ static int ends_with_(const char *s, const char *suf)
     return a >= b && !strcmp(s + a - b, suf);
 }
 
+rs_status rs_tokenizer_read_input(const char *path, char **data, size_t *len)
+{
+    RS_CHECK(path && data && len, RS_E_INVAL, "rs_tokenizer_read_input: NULL argument");
+    *data = NULL;
+    *len = 0;
+    FILE *f = NULL;
+    size_t sz = 0;
+    RS_TRY(rs_input_fopen(path, RS_TOKENIZER_INPUT_MAX_BYTES, &f, &sz));
+    char *buf = (char *)malloc(sz + 1);
+    if (!buf) {
+        fclose(f);
+        return rs_error_set(RS_E_NOMEM, "%s: out of memory for %zu bytes", path, sz);
+    }
+    const size_t got = fread(buf, 1, sz, f);
+    const int err = ferror(f);
+    fclose(f);
+    if (got != sz || err) {
+        free(buf);
+        return rs_error_set(RS_E_IO, "%s: read error (%zu of %zu bytes)", path, got, sz);
+    }
+    buf[sz] = '\0';
+    *data = buf;
+    *len = sz;
+    return RS_OK;
+}
+
 /* the whole file (gunzipped when the name ends in .gz) into *out (NUL-terminated); the digest of
  * the bytes as stored into sha_stored, of the content into sha_content (either may be NULL) */
 static rs_status read_file_(const char *path, char **out, size_t *n, char *sha_stored, char *sha_content)

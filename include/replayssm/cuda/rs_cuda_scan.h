@@ -34,7 +34,10 @@
  * Non-finite values (a NaN alpha or beta, a non-finite output or stored state) are detected
  * where they appear, as in the engine: the first position is kept per (run, layer, head), and
  * from then on that head's outputs are NaN (sticky, as rs_head) until rs_cuda_scan_reset; the
- * other heads and runs go on.
+ * other heads and runs go on. The position is the engine's (rs_head_first_nonfinite): a store
+ * that fails at a split flush at position p is reported at p - 1 (the newest token the
+ * checkpoint holds), as engine/rs_head.c's flush_store_ does. The outputs are NaN from the
+ * step that detected it (p for such a store) on.
  *
  * Every pointer in rs_cuda_scan_io is device memory; the object's state is device memory
  * allocated at create. Launches are asynchronous on the given stream and never allocate.
@@ -73,13 +76,16 @@ typedef struct rs_cuda_scan_config {
     const rs_policy *policies; /* [R] (copied) */
     const size_t *windows;     /* [R] replay window L >= 1 of each run (copied; conv ignores it) */
     const uint64_t *seeds;     /* [R] SR seed of each run (copied) */
-    int max_chunk;             /* most positions T per rs_cuda_scan_chunk */
+    int max_chunk;             /* most positions T per rs_cuda_scan_chunk (1 .. 2^22) */
 } rs_cuda_scan_config;
 
 /* Inputs and outputs of one layer over T positions for all R runs. Row (r, t) = r * T + t.
  * alpha of (r, t, h) at alpha[(r*T + t) * ld_a + h]; beta likewise (GDN only, else NULL);
  * v of (r, t, h) at v + (r*T + t) * ld_v + h * d_v; k, q of (r, t, g) at k + (r*T+t) * ld_k +
- * g * d_k (q: ld_q); o of (r, t, h) at o + (r*T + t) * ld_o + h * d_v. */
+ * g * d_k (q: ld_q); o of (r, t, h) at o + (r*T + t) * ld_o + h * d_v. v, k and q are read as
+ * float4: they must be 16-byte aligned and ld_v, ld_k, ld_q multiples of 4; every ld is at least
+ * a row (ld_a >= H, ld_v, ld_o >= H*d_v, ld_k, ld_q >= G*d_k); o must not overlap the inputs
+ * (RS_E_INVAL otherwise, except the overlap, which is not checked). */
 typedef struct rs_cuda_scan_io {
     int T;
     const float *alpha, *beta;
@@ -113,7 +119,8 @@ rs_status rs_cuda_scan_reset(rs_cuda_scan *s, rs_cuda_stream st);
 
 /*! rs_cuda_scan_chunk() : the next io->T positions of SSM layer `layer` (ordinal) for every run
  *  and head; the layer's position advances by T. @return RS_OK, RS_E_INVAL (T outside
- *  1..max_chunk, NULL pointers, layer out of range), RS_E_CUDA (launch failed). */
+ *  1..max_chunk, NULL pointers, layer out of range, misaligned v/k/q or short strides),
+ *  RS_E_CUDA (launch failed). */
 rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cuda_scan_io *io, rs_cuda_stream st);
 
 /*! rs_cuda_scan_first_nonfinite() : copy the first non-finite position of every (run, layer,

@@ -1,7 +1,8 @@
 /* rs_kleval.h — the teacher-forced KL evaluator as a library (docs/evaluator.md, "The evaluator
  * as a library"): what `replayssm kl` and `replayssm sweep` run, callable from any program.
  *
- * One evaluation = one model, a list of PG-19 books, and R runs {policy, window, seed}; every
+ * One evaluation = one model, a list of token streams (PG-19 books, text files or token-id
+ * arrays: rs_kleval_input), and R runs {policy, window, seed}; every
  * run is compared position by position with the fp32 reference (rs_kl) and logged to one HDF5
  * file (rs_h5log, docs/hdf5-layout.md). All runs and the reference advance in lockstep in ONE
  * rs_runner, whatever their windows: the reference is computed once per position and every
@@ -16,8 +17,10 @@
  *                               missing), the model folder, the data folder, the model config and
  *                               tokenizer (rs_tokenizer_open on the model folder: tokenizer.json,
  *                               *.tiktoken or the byte tokenizer; missing files or ids >= vocab_size
- *                               are refused before any weight is read), the weights, the
- *                               books (each read once: a missing or empty book fails here;
+ *                               are refused before any weight is read; token-id inputs need none),
+ *                               the weights, the books or input streams (each read once: a
+ *                               missing or empty book or file, a malformed token-id file or an
+ *                               id >= vocab_size fails here;
  *                               too-short books are skipped or truncated, reported as events),
  *                               the runner; then the log is created, or reopened with resume
  *                               after checking that the configuration matches.
@@ -70,6 +73,17 @@ typedef enum rs_kleval_short {
     RS_KLEVAL_SHORT_TRUNCATE = 1 /* evaluated on the positions they have (at least 2 tokens) */
 } rs_kleval_short;
 
+/* What the token streams ("books") are (docs/evaluator.md, "Inputs: PG-19, text files, token ids"). */
+typedef enum rs_kleval_input {
+    RS_KLEVAL_INPUT_PG19 = 0,     /* default: books of a PG-19 layout (data_dir, split, book ids)   */
+    RS_KLEVAL_INPUT_TEXT = 1,     /* input_files: text files (bytes, UTF-8 or Latin-1), one stream
+                                     each, tokenized by the model's tokenizer as a book's text is;
+                                     stream id = the base name ("#2", "#3" appended to repeats)     */
+    RS_KLEVAL_INPUT_TOKEN_IDS = 2 /* input_files: token ids, no tokenizer: a raw little-endian uint32
+                                     file (one stream) or a .npy of shape [tokens] or [streams,
+                                     tokens], dtype <u4 <i4 <u2 <i8 <u8; every id < vocab_size      */
+} rs_kleval_input;
+
 /* What to do with the output path. */
 typedef enum rs_kleval_output {
     RS_KLEVAL_OUT_NEW = 0,   /* refuse an existing file */
@@ -112,7 +126,10 @@ typedef int (*rs_kleval_event_fn)(const rs_kleval_event *ev, void *user);
 
 typedef struct rs_kleval_config {
     const char *model_dir;  /* Hugging Face checkpoint folder (config.json + safetensors) */
-    const char *data_dir;   /* PG-19 layout root (metadata.csv, <split>/<id>.txt[.gz]) */
+    rs_kleval_input input;  /* what the streams are [RS_KLEVAL_INPUT_PG19] */
+    const char *const *input_files; /* TEXT / TOKEN_IDS: [n_input_files] the files, in this order */
+    size_t n_input_files;
+    const char *data_dir;   /* PG-19 layout root (metadata.csv, <split>/<id>.txt[.gz]); PG19 only */
     const char *split;      /* split folder ["test"] */
     size_t first_books;     /* without book ids: the first N books of metadata.csv in the split */
     const char *const *book_ids; /* [n_book_ids] these books, in this order (overrides first_books) */
@@ -151,7 +168,11 @@ typedef enum rs_kleval_stage {
     RS_KLEVAL_STAGE_BOOKS,     /* metadata, selection, a book, tokenizing, none left */
     RS_KLEVAL_STAGE_SETUP,     /* backend, runner, creating / resuming the log */
     RS_KLEVAL_STAGE_EVAL,      /* the positions (committed chunks are kept; resume continues) */
-    RS_KLEVAL_STAGE_FINISH     /* summaries, finishing and closing the log */
+    RS_KLEVAL_STAGE_FINISH,    /* summaries, finishing and closing the log */
+    RS_KLEVAL_STAGE_TOKENIZER, /* the model's tokenizer refused: missing or malformed files, ids >=
+                                  vocab_size, a BPE beside a byte model (the CLI exits 2) */
+    RS_KLEVAL_STAGE_INPUT      /* a token-id file refused: malformed raw / .npy, an id outside
+                                  [0, vocab_size) (the CLI exits 2; unreadable files: BOOKS) */
 } rs_kleval_stage;
 
 /* A book of the plan (evaluated or skipped). */
@@ -181,11 +202,12 @@ typedef struct rs_kleval_result {
 
 typedef struct rs_kleval rs_kleval;
 
-/*! rs_kleval_config_default() : split "test", first_books 1, tokens 8192, chunk 64, threads 0,
- *  skip short books, RS_KLEVAL_OUT_NEW; paths, runs and callback NULL. */
+/*! rs_kleval_config_default() : PG-19 input, split "test", first_books 1, tokens 8192, chunk 64,
+ *  threads 0, skip short books, RS_KLEVAL_OUT_NEW; paths, runs and callback NULL. */
 rs_kleval_config rs_kleval_config_default(void);
 
-/*! rs_kleval_create() : copy and check cfg (paths given, tokens / chunk / windows in range,
+/*! rs_kleval_create() : copy and check cfg (paths given: data_dir for PG-19, input files for the
+ *  other inputs; tokens / chunk / windows in range,
  *  every policy parses, runs distinct). Touches no file. @return RS_OK, RS_E_INVAL (the message
  *  names the field, or "unknown policy: ..." quoting the policy parser), RS_E_NOMEM. */
 rs_status rs_kleval_create(const rs_kleval_config *cfg, rs_kleval **out);

@@ -92,7 +92,10 @@ const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run);
 rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg);
 
 /*! rs_runner_run_nonfinite() : where run i first went non-finite: *layer, *head and the
- *  head's *step (token position), or -1 each while the run is finite. */
+ *  head's *step (token position), or -1 each while the run is finite. The head is the one with
+ *  the earliest step (then the lowest layer, then head). A step s is the token whose output was
+ *  non-finite, or after which the stored state was: the run's logits are then non-finite from
+ *  position s or s + 1 on. The run status message says the same (layer, head, token; no run index). */
 rs_status rs_runner_run_nonfinite(const rs_runner *r, size_t run, int32_t *layer, int32_t *head,
                                   int64_t *step);
 

@@ -104,9 +104,22 @@ void rs_tokenizer_free(rs_tokenizer *tok);
 /*! rs_tokenizer_encode() : encode text[len] into ids[0..*n_out), writing at most max_ids ids;
  *  encoding stops there, and the ids written are the first max_ids ids of the whole text's
  *  encoding (the evaluator asks only for what it needs). @return RS_OK, RS_E_INVAL (NULL, or a
- *  zeroed tokenizer), RS_E_FORMAT (invalid UTF-8 under RS_TOK_INVALID_REFUSE), RS_E_NOMEM. */
+ *  zeroed tokenizer), RS_E_FORMAT (invalid UTF-8 under RS_TOK_INVALID_REFUSE), RS_E_NOMEM,
+ *  RS_E_UNSUPPORTED (the split regex exceeded the match / depth / heap limits replayssm sets on
+ *  one match, 10^6 steps: a catastrophically backtracking pattern; the message says which). */
 rs_status rs_tokenizer_encode(const rs_tokenizer *tok, const char *text, size_t len,
                               int32_t *ids, size_t max_ids, size_t *n_out);
+
+/* The largest file rs_tokenizer_read_input reads: 1 GiB, the limit of a PG-19 book. */
+#define RS_TOKENIZER_INPUT_MAX_BYTES ((size_t)1 << 30)
+
+/*! rs_tokenizer_read_input() : a file to encode (or ids to decode) read whole into a malloc'd
+ *  buffer with one NUL byte after the data (*data, *len; free() it). Like every input the
+ *  library reads whole: a regular file (opened non-blocking, so a FIFO is refused at once) of
+ *  at most RS_TOKENIZER_INPUT_MAX_BYTES, checked before anything is allocated; exactly the size
+ *  seen at open is read. @return RS_OK, RS_E_IO ("cannot open P: ...", "P: not a regular file",
+ *  a read error), RS_E_FORMAT ("P: N bytes, more than the limit of 1024 MiB"), RS_E_NOMEM. */
+rs_status rs_tokenizer_read_input(const char *path, char **data, size_t *len);
 
 /*! rs_tokenizer_count() : how many ids text[len] encodes to (byte: len). */
 rs_status rs_tokenizer_count(const rs_tokenizer *tok, const char *text, size_t len, size_t *n);
@@ -127,6 +140,17 @@ rs_tokenizer_format rs_tokenizer_probe(const char *model_dir, char *file, size_t
 /*! rs_tokenizer_sha256() : hex SHA-256 of data[n] into hex[65] (the digest of rs_tokenizer.sha256;
  *  for provenance records and tests). */
 void rs_tokenizer_sha256(const void *data, size_t n, char hex[65]);
+
+/* The same digest over data given in pieces (a file read in blocks): init, update any number of
+ * times, final writes hex[65]. rs_tokenizer_sha256(d, n) == init + update(d, n) + final. */
+typedef struct rs_tokenizer_sha256_ctx {
+    uint32_t h[8];
+    uint64_t n;      /* bytes so far */
+    uint8_t buf[64]; /* the pending partial block */
+} rs_tokenizer_sha256_ctx;
+void rs_tokenizer_sha256_init(rs_tokenizer_sha256_ctx *c);
+void rs_tokenizer_sha256_update(rs_tokenizer_sha256_ctx *c, const void *data, size_t n);
+void rs_tokenizer_sha256_final(rs_tokenizer_sha256_ctx *c, char hex[65]);
 
 #ifdef __cplusplus
 }

@@ -72,18 +72,36 @@ int rs_elem_bits(rs_elem t);
 /*! rs_elem_name() : "e4m3", "e2m1", "fp16", "bf16". */
 const char *rs_elem_name(rs_elem t);
 
-/* Convenience wrappers with the semantics above. */
+/* A status the caller must look at (GCC / Clang warn when it is dropped). */
+#if defined(__GNUC__)
+#define RS_MINIFLOAT_CHECK_ __attribute__((warn_unused_result))
+#else
+#define RS_MINIFLOAT_CHECK_
+#endif
+
+/* Convenience wrappers with the semantics above.
+ *
+ * RTN wrappers cannot fail for E4M3, FP16 and BF16 (every float32 has a code), so they return
+ * the code. Every SR wrapper, and E2M1 under either rounding, returns an rs_status and writes the
+ * code through `code` (when it is not NULL):
+ *   RS_OK           code written;
+ *   RS_E_INVAL      k outside [1, 32] (message names k); *code is left untouched;
+ *   RS_E_NONFINITE  E2M1 only: NaN / Inf input; *code is left untouched.
+ * API change (issue 14): rs_e4m3_encode_sr, rs_fp16_encode_sr and rs_bf16_encode_sr used to
+ * return the code, and a bad k came back as a NaN code that a caller could mistake for data.
+ * For a valid k they are as fast as before (the same inline codec, no per-call checks beyond
+ * the range test of k); quantizers that check k once per tensor call the codec directly. */
 uint8_t rs_e4m3_encode_rtn(float x);
-uint8_t rs_e4m3_encode_sr(float x, uint32_t r, int k);
+RS_MINIFLOAT_CHECK_ rs_status rs_e4m3_encode_sr(float x, uint32_t r, int k, uint8_t *code);
 float rs_e4m3_decode(uint8_t code);
 rs_status rs_e2m1_encode_rtn(float x, uint8_t *code);
-rs_status rs_e2m1_encode_sr(float x, uint32_t r, int k, uint8_t *code);
+RS_MINIFLOAT_CHECK_ rs_status rs_e2m1_encode_sr(float x, uint32_t r, int k, uint8_t *code);
 float rs_e2m1_decode(uint8_t code);
 uint16_t rs_fp16_encode_rtn(float x);
-uint16_t rs_fp16_encode_sr(float x, uint32_t r, int k);
+RS_MINIFLOAT_CHECK_ rs_status rs_fp16_encode_sr(float x, uint32_t r, int k, uint16_t *code);
 float rs_fp16_decode(uint16_t code);
 uint16_t rs_bf16_encode_rtn(float x);
-uint16_t rs_bf16_encode_sr(float x, uint32_t r, int k);
+RS_MINIFLOAT_CHECK_ rs_status rs_bf16_encode_sr(float x, uint32_t r, int k, uint16_t *code);
 float rs_bf16_decode(uint16_t code);
 
 #ifdef __cplusplus
