@@ -225,7 +225,13 @@ rs_status rs_kleval_run(rs_kleval *ev)
 
 const rs_kleval_result *rs_kleval_get_result(const rs_kleval *ev)
 {
-    return ev ? &ev->res : NULL;
+    if (!ev) return NULL;
+    rs_kleval *m = (rs_kleval *)ev; /* the counters are read here, on demand (logically const) */
+    if (m->sc) {
+        m->sc->ops->stats(m->sc, &m->res.stats);
+        m->res.device = m->describe;
+    }
+    return &ev->res;
 }
 
 rs_kleval_stage rs_kleval_failed_stage(const rs_kleval *ev)

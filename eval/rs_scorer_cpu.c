@@ -98,6 +98,17 @@ static const char *cpu_describe_(const rs_scorer *sc) { return ((const cpu_impl 
 
 static void cpu_stats_(const rs_scorer *sc, rs_scorer_stats *out) { *out = ((const cpu_impl *)sc->impl)->st; }
 
+static rs_status cpu_logits_(const rs_scorer *sc, long r, float *out)
+{
+    const cpu_impl *im = (const cpu_impl *)sc->impl;
+    RS_CHECK(out && r >= -1 && r < (long)sc->cfg.n_runs, RS_E_INVAL, "scorer logits: run %ld of %zu", r,
+             sc->cfg.n_runs);
+    RS_CHECK(im->runner->last_n > 0, RS_E_STATE, "scorer logits: no step taken yet");
+    memcpy(out, rs_runner_logits(im->runner, (size_t)(r + 1)),
+           im->runner->last_n * (size_t)sc->m->cfg.vocab * sizeof(float));
+    return RS_OK;
+}
+
 static void cpu_destroy_(rs_scorer *sc)
 {
     cpu_impl *im = (cpu_impl *)sc->impl;
@@ -113,7 +124,7 @@ static void cpu_destroy_(rs_scorer *sc)
 }
 
 static const rs_scorer_ops cpu_ops_ = {"cpu", cpu_reset_, cpu_step_, cpu_run_nonfinite_, cpu_describe_, cpu_stats_,
-                                       cpu_destroy_};
+                                       cpu_logits_, cpu_destroy_};
 
 /* runner run 0 = the fp32 reference (window and seed of run 0: unused by fp32), run r + 1 =
  * policy run r */

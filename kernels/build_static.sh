@@ -25,6 +25,8 @@ GOMP=$(ls /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.a | tail -1)
 GIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 CF="-std=c11 -O2 -fPIC -fopenmp -Wall -Wextra -Wpedantic -ffp-contract=off -fno-fast-math -fno-finite-math-only -frounding-math -DNDEBUG -D_POSIX_C_SOURCE=200809L"
 CF="$CF -DRS_VERSION_STRING=\"0.1.0\" -DRS_GIT_COMMIT=\"$GIT\" -DRS_HAVE_CUDA"
+PCRE2_A=$A/libpcre2-8.a # the BPE tokenizers' regex (libpcre2-dev), static as HDF5
+if [ -f "$PCRE2_A" ]; then CF="$CF -DRS_HAVE_PCRE2 -DPCRE2_CODE_UNIT_WIDTH=8"; else PCRE2_A=; fi
 INC="-Iinclude -Icommon -Iengine -Icli -I$H5INC"
 ARCH="-gencode=arch=compute_90,code=sm_90"
 NVF="-std=c++17 -O3 $ARCH --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -Iinclude -Icommon -Iengine -Ikernels"
@@ -41,12 +43,14 @@ for f in $CORE $REST; do
   if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
 for p in "${pids[@]}"; do wait "$p"; done
-# CUDA sources: the library (kernels/*.cu, kernels/bench/*.cu) and the tests
+# CUDA sources: the library (kernels/*.cu, kernels/bench/*.cu), the GPU evaluator (eval/cuda/*.cu,
+# linked into replayssm) and the tests
 CUDA_LIB=$(ls kernels/*.cu kernels/bench/*.cu)
-CUDA_T=$(ls kernels/tests/*.cu)
+CUDA_EVAL=$(ls eval/cuda/*.cu)
+CUDA_T=$(ls kernels/tests/*.cu eval/cuda/tests/*.cu)
 pids=()
-for f in $CUDA_LIB $CUDA_T; do
-  nvcc $NVF -Xptxas -v -c "$f" -o "$(obj "$f")" > "$(obj "$f").ptxas" 2>&1 &
+for f in $CUDA_LIB $CUDA_EVAL $CUDA_T; do
+  nvcc $NVF -Ieval/cuda -Ieval -Icli -I$H5INC -Xptxas -v -c "$f" -o "$(obj "$f")" > "$(obj "$f").ptxas" 2>&1 &
   pids+=($!)
   if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
 done
@@ -58,17 +62,27 @@ cat "$OUT"/obj/*.ptxas | grep -h -E "Compiling entry|Used [0-9]+ registers|spill
 CORE_O=$(for f in $CORE; do obj "$f"; done)
 REST_O=$(for f in $REST; do obj "$f"; done)
 LIB_O=$(for f in $CUDA_LIB; do obj "$f"; done)
+EVAL_O=$(for f in $CUDA_EVAL; do obj "$f"; done)
 RPATH="-Xlinker -rpath -Xlinker \$ORIGIN"
 nvcc $ARCH -shared $LIB_O $CORE_O -o "$OUT/libreplayssm-gpu.so" -cudart shared -lm
 LD="-L$OUT -lreplayssm-gpu $RPATH -Xlinker $GOMP -ldl -lm -lpthread -cudart shared"
-for t in test_cuda_codec test_cuda_decode test_cuda_verify test_cuda_lpread; do
+for t in $(cd kernels/tests && ls test_cuda_*.cu | sed 's/\.cu$//'); do
   nvcc $ARCH "$(obj kernels/tests/$t.cu)" "$(obj kernels/tests/cuda_test_util.cu)" -o "$OUT/$t" $LD
 done
-nvcc $ARCH $REST_O -o "$OUT/replayssm" \
-  -Xlinker $A/hdf5/serial/libhdf5.a -Xlinker $A/libsz.a -Xlinker $A/libaec.a -Xlinker $A/libz.a \
-  -Xlinker $A/libgsl.a -L$A/openblas-pthread -L$A -lopenblas -lcjson $LD
+# cuBLAS comes from the GPU image (libcublas.so.13, ~700 MB with cublasLt: too big to carry); run_gpu.sh
+# puts its folder on LD_LIBRARY_PATH
+H5L="-Xlinker $A/hdf5/serial/libhdf5.a -Xlinker $A/libsz.a -Xlinker $A/libaec.a -Xlinker $A/libz.a"
+[ -n "$PCRE2_A" ] && H5L="$H5L -Xlinker $PCRE2_A"
+LIBS_O=$(for f in $REST; do case $f in cli/*) ;; *) obj "$f" ;; esac; done) # the CPU layers, no main()
+for f in eval/cuda/tests/*.cu; do
+  t=$(basename "$f" .cu)
+  nvcc $ARCH "$(obj "$f")" $EVAL_O $LIBS_O -o "$OUT/$t" $H5L -Xlinker $A/libgsl.a -L$A/openblas-pthread -L$A \
+    -lopenblas -lcjson -lcublas $LD
+done
+nvcc $ARCH $REST_O $EVAL_O -lcublas -o "$OUT/replayssm" \
+  $H5L -Xlinker $A/libgsl.a -L$A/openblas-pthread -L$A -lopenblas -lcjson $LD
 cp -L /usr/local/cuda/lib64/libcudart.so.13 "$OUT/"
 cp -L $A/libcjson.so.1 "$OUT/"
-strip "$OUT"/test_cuda_* "$OUT/replayssm" "$OUT/libreplayssm-gpu.so"
+strip "$OUT"/test_cuda_* "$OUT"/test_gpu_* "$OUT"/gpu_* "$OUT/replayssm" "$OUT/libreplayssm-gpu.so"
 rm -rf "$OUT/obj" # only the programs, the libraries and ptxas.txt travel
 echo "built in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')($(du -sh "$OUT" | cut -f1))"

@@ -15,9 +15,13 @@ BIN=${1:?bindir}
 OUTD=${2:?outdir}
 mkdir -p "$OUTD/logs"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # libcjson beside replayssm (the rest: rpath)
+# cuBLAS of the image (the GPU evaluator): the toolkit's, else PyTorch's pip wheel
+for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
+  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
+done
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw --format=csv; \
   nvidia-smi -q | head -40; } > "$OUTD/logs/nvidia-smi.txt" 2>&1
-TESTS=${RS_TESTS:-test_cuda_codec test_cuda_decode test_cuda_verify test_cuda_lpread}
+TESTS=${RS_TESTS:-$(cd "$BIN" && ls test_cuda_* test_gpu_* 2>/dev/null | tr '\n' ' ')}
 rc=0
 if [ "${RS_SKIP_TEST:-0}" != 1 ]; then
   : > "$OUTD/tests.log"

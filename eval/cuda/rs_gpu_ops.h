@@ -38,19 +38,22 @@ typedef struct CUstream_st *rs_cuda_stream;
 rs_status rsg_embed(const int32_t *tokens, int T, int R, const float *E, int V, int d, float *Y,
                     size_t ldy, rs_cuda_stream s);
 
-/* Row-wise RMSNorm of M rows of n (rs_rmsnorm); Y may equal X (same ld). */
+/* Row-wise RMSNorm of M rows of n (rs_rmsnorm); Y may equal X (same ld). One block per row;
+ * the same fp32 operations as the CPU, the double sum of squares in another order: in practice
+ * bit-identical (the double sum rounds to another float only near a tie). */
 rs_status rsg_rmsnorm(int M, int n, const float *X, size_t ldx, const float *w, float eps,
                       rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
 
 /* Row-wise gated RMSNorm of M rows of n, groups of gs, gates Z (rs_rmsnorm_gated). Y may
- * equal X. */
+ * equal X (same ld); Z must not alias Y. One block per (row, group). */
 rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
                             size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
                             float *Y, size_t ldy, rs_cuda_stream s);
 
 /* Causal depthwise conv1d (rs_conv1d_causal) for R runs of T steps x C channels: run r reads
  * rows X + r*T*ldx, writes Y + r*T*ldy, and carries state + r*C*(K-1) ([C][K-1] oldest first,
- * updated). bias may be NULL; silu: apply SiLU. Y must not alias X. K <= 8. */
+ * updated). bias may be NULL; silu: apply SiLU. Y must not alias X. K <= 8, R <= 65535.
+ * One thread per (run, channel) walks the T steps in order: rs_conv1d_causal's arithmetic. */
 rs_status rsg_conv1d(int R, int T, int C, int K, const float *X, size_t ldx, float *state,
                      const float *w, const float *bias, int silu, float *Y, size_t ldy,
                      rs_cuda_stream s);
@@ -94,7 +97,10 @@ rs_status rsg_kv_append(int R, int T, int Hkv, int hd, int64_t pos0, size_t cap,
 /* Causal GQA attention, flash-style (online softmax, never an N x N matrix), fp32 with fp32
  * accumulation, for R runs at once: query (r, t, h) at Q + (r*T + t)*ldq + h*q_hstride sees the
  * cache positions 0 .. pos0 + t of run r (Kc, Vc [R][Hkv][cap][hd], KV head h / (H/Hkv)),
- * scores scaled by `scale`; output at O + (r*T + t)*ldo + h*hd. hd <= 256. */
+ * scores scaled by `scale`; output at O + (r*T + t)*ldo + h*hd. hd <= 256, R <= 65535,
+ * pos0 + T <= cap, pos0 + T < 2^31; reads only positions < pos0 + T. Blocks of 64 query rows
+ * x 64-key tiles, up to 212 KiB of dynamic shared memory (set per launch with
+ * cudaFuncSetAttribute); cp.async when hd % 4 == 0 and Kc, Vc are 16-byte aligned. */
 typedef struct rsg_attn_args {
     int R, T, H, Hkv, hd;
     int64_t pos0;
@@ -113,7 +119,8 @@ rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s);
 rs_status rsg_attn_gate(int M, int H, int hd, float *O, size_t ldo, const float *Q, size_t ldq,
                         int q_hstride, rs_cuda_stream s);
 
-/* SwiGLU G <- silu(G) * U; relu^2 X <- max(X, 0)^2 (M rows of n). */
+/* SwiGLU G <- silu(G) * U; relu^2 X <- max(X, 0)^2 (M rows of n; NaN -> 0 as the CPU).
+ * Elementwise ops (these, dskip, attn_gate): n <= 256 * 65535 columns. */
 rs_status rsg_swiglu(int M, int n, float *G, size_t ldg, const float *U, size_t ldu, rs_cuda_stream s);
 rs_status rsg_relu2(int M, int n, float *X, size_t ldx, rs_cuda_stream s);
 
@@ -128,7 +135,11 @@ rs_status rsg_add(size_t n, float *x, const float *y, rs_cuda_stream s);
  *   agree (argmax q == argmax p) exactly as rs_kl_compare_lp: log-softmax max-subtracted with the
  *   log-sum-exp in double, the Bregman form of the KL terms, double sums; a run row with a
  *   NaN/Inf logit gives kl = nll = dp = NaN and agree = 0.
- * ref_bad[t] = 1 if the reference row has a NaN/Inf (the caller fails the chunk), else 0.
+ * ref_bad[t] = 1 if the reference row has a NaN/Inf (the caller fails the chunk), else 0;
+ * such a position gets nll_ref = NaN, top1_ref = -1 and kl = nll = dp = NaN, agree = 0 in every
+ * run. A target outside [0, V) (the host would reject it) gives NaN nll_ref, nll and dp (kl
+ * and agree are still computed). Deterministic: fixed reduction order, repeated calls give the
+ * same bits. R - 1 <= 65535; `work` 8-byte aligned.
  * work: rsg_score_work_bytes(R, T) bytes of scratch. Results stay on the device (the caller
  * copies the [R-1][T] arrays back once per chunk). */
 size_t rsg_score_work_bytes(int R, int T);

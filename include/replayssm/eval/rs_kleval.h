@@ -198,6 +198,8 @@ typedef struct rs_kleval_result {
     size_t runner_runs;           /* runs forwarded per position: n_runs + 1 (the reference) */
     size_t runner_steps;          /* forward chunks (rs_runner_step calls), resume replays included */
     size_t reference_positions;   /* positions the fp32 reference was forwarded for */
+    const char *device;           /* after prepare: the scorer's description (rs_scorer ops->describe) */
+    rs_scorer_stats stats;        /* the scorer's cost counters: stage seconds, peak device bytes */
 } rs_kleval_result;
 
 typedef struct rs_kleval rs_kleval;

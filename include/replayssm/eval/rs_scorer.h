@@ -97,6 +97,9 @@ typedef struct rs_scorer_ops {
     const char *(*describe)(const rs_scorer *sc);
     /* cost counters so far */
     void (*stats)(const rs_scorer *sc, rs_scorer_stats *out);
+    /* the fp32 logits of the last step's n positions of run r (-1: the reference) into out[n][V]
+     * (host memory; for parity tests and tools, not the evaluation loop) */
+    rs_status (*logits)(const rs_scorer *sc, long r, float *out);
     void (*destroy)(rs_scorer *sc);
 } rs_scorer_ops;
 

@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 typedef struct rs_gpu_info {
-    char name[128];       /* cudaDeviceProp.name, e.g. "NVIDIA H200" */
+    char name[256];       /* cudaDeviceProp.name, e.g. "NVIDIA H200" */
     char driver[32];      /* driver API version, "13.0" */
     char runtime[32];     /* CUDA runtime the program runs with, "13.0" */
     char cublas[32];      /* cuBLAS version, "13.0.0" */

@@ -1,0 +1,226 @@
+/* rs_gpu_forward.cu — the forward of one chunk on the GPU for the reference and every run, the
+ * twin of eval/model/rs_forward.c: the same layers, in the same order, on the same stacked rows
+ * (run g, position t -> row g * n + t), each CPU op replaced by its rs_gpu_ops.h twin, every
+ * GEMM one cuBLAS call over all M = RR * n rows, the SSM recurrence by the chunked state engine
+ * (rs_cuda_scan.h, one launch per layer for all runs and heads). */
+#include "rs_gpu_scorer_impl.h"
+#include "rs_gpu_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "rs_check.h"
+
+#define GTRY(x)                                                                                   \
+    do {                                                                                          \
+        rs_status st_ = (x);                                                                      \
+        if (st_ != RS_OK) return st_;                                                             \
+    } while (0)
+
+void rs_gpu_mark(gpu_impl *im, int stage)
+{
+    if (im->n_marks >= RS_GPU_MAX_MARKS) return; /* past the pool: counted to the next stage */
+    cudaEventRecord(im->ev[im->n_marks], im->s);
+    im->ev_stage[im->n_marks++] = stage;
+}
+
+rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
+                        float beta, float *Y, size_t ldy)
+{
+    /* row-major Y[M][N] = X W^T is column-major Y^T (N x M) = W^T(K x N col-major)^T X^T */
+    const float one = 1.0f;
+    const cublasStatus_t e = cublasSgemm(im->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, W,
+                                         (int)K, X, (int)ldx, &beta, Y, (int)ldy);
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return rs_error_set(RS_E_CUDA, "cublasSgemm (M %zu, N %zu, K %zu): status %d", M, N, K, (int)e);
+    rs_gpu_mark(im, GS_GEMM);
+    return RS_OK;
+}
+
+static rs_norm_weight norm_kind_(const rs_model *m)
+{
+    return m->cfg.family == RS_FAMILY_QWEN35 ? RS_NORM_ONE_PLUS : RS_NORM_PLAIN;
+}
+
+static float *plane_(const gpu_impl *im, int k, size_t M) { return im->small + (size_t)k * M * im->hmax; }
+
+static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
+{
+    const rs_model *m = sc->m;
+    const rs_gdn_config *g = &m->cfg.gdn;
+    const rs_layer_weights *w = &m->w.layers[l];
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n, cd = (size_t)g->conv_dim;
+    const size_t vd = (size_t)g->value_dim, Hv = (size_t)g->n_v_heads, dv = (size_t)g->v_head_dim;
+    const float eps = m->cfg.rms_eps;
+    GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), eps, RS_NORM_ONE_PLUS, im->xn, d, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    GTRY(rs_gpu_linear(im, M, cd, d, im->xn, d, RS_GPU_W(im, w->gdn.in_qkv), 0.0f, im->proj, cd));
+    GTRY(rs_gpu_linear(im, M, vd, d, im->xn, d, RS_GPU_W(im, w->gdn.in_z), 0.0f, im->proj2, vd));
+    float *pa = plane_(im, 0, M), *pb = plane_(im, 1, M), *palpha = plane_(im, 2, M), *pbeta = plane_(im, 3, M);
+    GTRY(rs_gpu_linear(im, M, Hv, d, im->xn, d, RS_GPU_W(im, w->gdn.in_a), 0.0f, pa, Hv));
+    GTRY(rs_gpu_linear(im, M, Hv, d, im->xn, d, RS_GPU_W(im, w->gdn.in_b), 0.0f, pb, Hv));
+    GTRY(rsg_conv1d(im->RR, (int)n, (int)cd, g->conv_kernel, im->proj, cd, im->layers[l].conv_state,
+                    RS_GPU_W(im, w->gdn.conv_w), NULL, 1, im->conv, cd, im->s));
+    GTRY(rsg_gdn_prep((int)M, g->n_k_heads, g->k_head_dim, (int)Hv, im->conv, cd, pa, pb, RS_GPU_W(im, w->gdn.A_log),
+                      RS_GPU_W(im, w->gdn.dt_bias), palpha, pbeta, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    rs_cuda_scan_io io;
+    memset(&io, 0, sizeof io);
+    io.T = (int)n;
+    io.alpha = palpha;
+    io.beta = pbeta;
+    io.ld_a = Hv;
+    io.q = im->conv;
+    io.ld_q = cd;
+    io.k = im->conv + g->key_dim;
+    io.ld_k = cd;
+    io.v = im->conv + 2 * (size_t)g->key_dim;
+    io.ld_v = cd;
+    io.o = im->ssm_o;
+    io.ld_o = vd;
+    GTRY(rs_cuda_scan_chunk(im->scan_gdn, im->layers[l].ssm, &io, im->s));
+    rs_gpu_mark(im, GS_REC);
+    /* per value head: y = w * rms(o) * silu(z) */
+    GTRY(rsg_rmsnorm_gated((int)(M * Hv), (int)dv, (int)dv, im->ssm_o, dv, im->proj2, dv, RS_GPU_W(im, w->gdn.norm),
+                           (int)dv, eps, RS_GATE_AFTER_NORM, im->ssm_o, dv, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    return rs_gpu_linear(im, M, d, vd, im->ssm_o, vd, RS_GPU_W(im, w->gdn.out), 1.0f, im->x, d);
+}
+
+static rs_status mamba_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
+{
+    const rs_model *m = sc->m;
+    const rs_mamba2_config *mc = &m->cfg.mamba;
+    const rs_layer_weights *w = &m->w.layers[l];
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n, ip = (size_t)mc->in_proj_dim;
+    const size_t cd = (size_t)mc->conv_dim, di = (size_t)mc->d_inner, H = (size_t)mc->n_heads;
+    const size_t P = (size_t)mc->head_dim, N = (size_t)mc->d_state, G = (size_t)mc->n_groups;
+    GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), m->cfg.rms_eps, RS_NORM_PLAIN, im->xn, d, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    GTRY(rs_gpu_linear(im, M, ip, d, im->xn, d, RS_GPU_W(im, w->mamba.in_proj), 0.0f, im->proj, ip)); /* z|xBC|dt */
+    GTRY(rsg_conv1d(im->RR, (int)n, (int)cd, mc->conv_kernel, im->proj + di, ip, im->layers[l].conv_state,
+                    RS_GPU_W(im, w->mamba.conv_w), w->mamba.conv_b ? RS_GPU_W(im, w->mamba.conv_b) : NULL, 1,
+                    im->conv, cd, im->s));
+    float *palpha = plane_(im, 2, M);
+    GTRY(rsg_mamba_prep((int)M, (int)H, (int)P, im->proj + di + cd, ip, RS_GPU_W(im, w->mamba.dt_bias),
+                        RS_GPU_W(im, w->mamba.A_log), sc->cfg.dt_mode == RS_DT_CLAMP_MIN,
+                        (float)mc->time_step_min, im->conv, cd, palpha, im->ssm_v, di, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    rs_cuda_scan_io io;
+    memset(&io, 0, sizeof io);
+    io.T = (int)n;
+    io.alpha = palpha;
+    io.ld_a = H;
+    io.v = im->ssm_v;
+    io.ld_v = di;
+    io.k = im->conv + di; /* B [G][N] */
+    io.ld_k = cd;
+    io.q = im->conv + di + G * N; /* C [G][N] */
+    io.ld_q = cd;
+    io.o = im->ssm_o;
+    io.ld_o = di;
+    GTRY(rs_cuda_scan_chunk(im->scan_mamba, im->layers[l].ssm, &io, im->s));
+    rs_gpu_mark(im, GS_REC);
+    GTRY(rsg_mamba_dskip((int)M, (int)H, (int)P, im->ssm_o, di, im->conv, cd, RS_GPU_W(im, w->mamba.D), im->s));
+    /* Zamba2RMSNormGated: t = y * silu(z), normalised per group of d_inner / G */
+    GTRY(rsg_rmsnorm_gated((int)M, (int)di, (int)(di / G), im->ssm_o, di, im->proj, ip, RS_GPU_W(im, w->mamba.norm),
+                           (int)di, m->cfg.rms_eps, RS_GATE_BEFORE_NORM, im->ssm_o, di, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    return rs_gpu_linear(im, M, d, di, im->ssm_o, di, RS_GPU_W(im, w->mamba.out), 1.0f, im->x, d);
+}
+
+static rs_status attn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
+{
+    const rs_model *m = sc->m;
+    const rs_attn_config *ac = &m->cfg.attn;
+    const rs_layer_weights *w = &m->w.layers[l];
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n;
+    const size_t H = (size_t)ac->n_heads, Hkv = (size_t)ac->n_kv_heads, hd = (size_t)ac->head_dim;
+    const size_t q_hstride = ac->output_gate ? 2 * hd : hd, qw = H * q_hstride, kvw = Hkv * hd;
+    float *q = im->proj, *k = im->proj2, *v = im->proj2 + M * kvw;
+    RS_CHECK(im->pos + n <= im->cap, RS_E_SHAPE, "layer %d: position %zu exceeds the KV cache capacity %zu", l,
+             im->pos + n, im->cap);
+    GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), m->cfg.rms_eps, norm_kind_(m), im->xn, d, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    GTRY(rs_gpu_linear(im, M, qw, d, im->xn, d, RS_GPU_W(im, w->attn.q), 0.0f, q, qw));
+    GTRY(rs_gpu_linear(im, M, kvw, d, im->xn, d, RS_GPU_W(im, w->attn.k), 0.0f, k, kvw));
+    GTRY(rs_gpu_linear(im, M, kvw, d, im->xn, d, RS_GPU_W(im, w->attn.v), 0.0f, v, kvw));
+    if (ac->qk_norm) { /* RMSNorm(1+w) over head_dim of every head */
+        GTRY(rsg_rmsnorm((int)(M * H), (int)hd, q, q_hstride, RS_GPU_W(im, w->attn.q_norm), m->cfg.rms_eps,
+                         RS_NORM_ONE_PLUS, q, q_hstride, im->s));
+        GTRY(rsg_rmsnorm((int)(M * Hkv), (int)hd, k, hd, RS_GPU_W(im, w->attn.k_norm), m->cfg.rms_eps,
+                         RS_NORM_ONE_PLUS, k, hd, im->s));
+    }
+    if (ac->use_rope && ac->rotary_dim > 0)
+        GTRY(rsg_rope((int)M, (int)n, (int64_t)im->pos, q, qw, (int)q_hstride, (int)H, k, kvw, (int)Hkv, (int)hd,
+                      ac->rotary_dim, im->inv_freq, im->s));
+    float *Kc = im->kv + (size_t)im->layers[l].attn * 2 * im->kv_layer, *Vc = Kc + im->kv_layer;
+    GTRY(rsg_kv_append(im->RR, (int)n, (int)Hkv, (int)hd, (int64_t)im->pos, im->cap, k, kvw, v, kvw, Kc, Vc, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    rsg_attn_args aa;
+    aa.R = im->RR;
+    aa.T = (int)n;
+    aa.H = (int)H;
+    aa.Hkv = (int)Hkv;
+    aa.hd = (int)hd;
+    aa.pos0 = (int64_t)im->pos;
+    aa.cap = im->cap;
+    aa.Q = q;
+    aa.ldq = qw;
+    aa.q_hstride = (int)q_hstride;
+    aa.Kc = Kc;
+    aa.Vc = Vc;
+    aa.scale = (float)(1.0 / sqrt((double)hd));
+    aa.O = im->conv;
+    aa.ldo = H * hd;
+    GTRY(rsg_attention(&aa, im->s));
+    rs_gpu_mark(im, GS_ATTN);
+    if (ac->output_gate) {
+        GTRY(rsg_attn_gate((int)M, (int)H, (int)hd, im->conv, H * hd, q, qw, (int)q_hstride, im->s));
+        rs_gpu_mark(im, GS_OTHER);
+    }
+    return rs_gpu_linear(im, M, d, H * hd, im->conv, H * hd, RS_GPU_W(im, w->attn.o), 1.0f, im->x, d);
+}
+
+/* x += MLP(norm(x; nw)) */
+static rs_status mlp_(const rs_scorer *sc, gpu_impl *im, int l, const float *nw, size_t n)
+{
+    const rs_model *m = sc->m;
+    const rs_layer_weights *w = &m->w.layers[l];
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n, I = (size_t)m->cfg.mlp.intermediate;
+    GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, nw), m->cfg.rms_eps, norm_kind_(m), im->xn, d, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    if (m->cfg.mlp.activation == RS_ACT_SILU) {
+        GTRY(rs_gpu_linear(im, M, I, d, im->xn, d, RS_GPU_W(im, w->mlp.gate), 0.0f, im->proj, I));
+        GTRY(rs_gpu_linear(im, M, I, d, im->xn, d, RS_GPU_W(im, w->mlp.up), 0.0f, im->proj2, I));
+        GTRY(rsg_swiglu((int)M, (int)I, im->proj, I, im->proj2, I, im->s));
+    } else {
+        GTRY(rs_gpu_linear(im, M, I, d, im->xn, d, RS_GPU_W(im, w->mlp.up), 0.0f, im->proj, I));
+        GTRY(rsg_relu2((int)M, (int)I, im->proj, I, im->s));
+    }
+    rs_gpu_mark(im, GS_OTHER);
+    return rs_gpu_linear(im, M, d, I, im->proj, I, RS_GPU_W(im, w->mlp.down), 1.0f, im->x, d);
+}
+
+rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n)
+{
+    const rs_model *m = sc->m;
+    const size_t d = (size_t)m->cfg.hidden, V = (size_t)m->cfg.vocab, M = (size_t)im->RR * n;
+    GTRY(rsg_embed(im->d_tok, (int)n, im->RR, RS_GPU_W(im, m->w.embed), (int)V, (int)d, im->x, d, im->s));
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const rs_layer_weights *w = &m->w.layers[l];
+        switch (m->cfg.layer_kind[l]) {
+        case RS_LAYER_GDN: GTRY(gdn_layer_(sc, im, l, n)); break;
+        case RS_LAYER_MAMBA2: GTRY(mamba_layer_(sc, im, l, n)); break;
+        case RS_LAYER_ATTENTION: GTRY(attn_layer_(sc, im, l, n)); break;
+        case RS_LAYER_MLP: GTRY(mlp_(sc, im, l, w->norm, n)); break;
+        default:
+            return rs_error_set(RS_E_UNSUPPORTED, "layer %d: kind %d is not supported yet", l, (int)m->cfg.layer_kind[l]);
+        }
+        if (m->cfg.layer_has_mlp) GTRY(mlp_(sc, im, l, w->post_norm, n)); /* Qwen3.5: + MLP */
+    }
+    GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, m->w.final_norm), m->cfg.rms_eps, norm_kind_(m), im->xn, d,
+                     im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    return rs_gpu_linear(im, M, V, d, im->xn, d, RS_GPU_W(im, m->w.lm_head), 0.0f, im->logits, V);
+}

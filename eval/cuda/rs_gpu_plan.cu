@@ -1,0 +1,222 @@
+/* rs_gpu_plan.cu — the GPU scorer's memory plan (every device byte counted before anything is
+ * allocated; a plan that does not fit is refused naming the largest consumer) and the allocation
+ * and weight upload that follow it. */
+#include "rs_gpu_ops.h"
+#include "rs_gpu_scorer_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rs_check.h"
+
+#define MAXZ(a, b) ((a) > (b) ? (a) : (b))
+#define CTRY(x, what)                                                                             \
+    do {                                                                                          \
+        cudaError_t e_ = (x);                                                                     \
+        if (e_ != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: %s", what, cudaGetErrorString(e_)); \
+    } while (0)
+
+/* ---- the memory plan ------------------------------------------------------------------------ */
+
+static const char *const mp_names_[MP_N] = {"weights (fp32)", "KV caches of every run", "SSM and conv states",
+                                            "chunk activations", "logits of a chunk"};
+
+void rs_gpu_plan_free(rs_gpu_plan *p)
+{
+    free(p->pol);
+    free(p->win);
+    free(p->seed);
+}
+
+rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
+{
+    const rs_model_config *c = &sc->m->cfg;
+    const size_t RR = (size_t)im->RR, C = im->C, M = RR * C, d = (size_t)c->hidden, V = (size_t)c->vocab;
+    memset(p, 0, sizeof *p);
+    p->pol = (rs_policy *)calloc(RR, sizeof *p->pol);
+    p->win = (size_t *)calloc(RR, sizeof *p->win);
+    p->seed = (uint64_t *)calloc(RR, sizeof *p->seed);
+    if (!p->pol || !p->win || !p->seed) return rs_error_set(RS_E_NOMEM, "out of memory");
+    p->pol[0] = rs_policy_fp32();
+    p->win[0] = RR > 1 ? sc->cfg.windows[0] : 16;
+    p->seed[0] = RR > 1 ? sc->cfg.seeds[0] : 0;
+    for (size_t r = 0; r + 1 < RR; r++) {
+        p->pol[r + 1] = sc->cfg.policies[r];
+        p->win[r + 1] = sc->cfg.windows[r];
+        p->seed[r + 1] = sc->cfg.seeds[r];
+    }
+    /* scratch widths: as rs_runner_ws.c */
+    size_t P1 = 0, P2 = 0, cw = 0, hmax = 1, sv = 0, so = 0, rot = 0;
+    const size_t I = (size_t)c->mlp.intermediate;
+    if (c->layer_has_mlp || c->n_mlp > 0) {
+        P1 = MAXZ(P1, I);
+        if (c->mlp.activation == RS_ACT_SILU) P2 = MAXZ(P2, I);
+    }
+    size_t state = 0;
+    if (c->n_gdn > 0) {
+        P1 = MAXZ(P1, (size_t)c->gdn.conv_dim);
+        P2 = MAXZ(P2, (size_t)c->gdn.value_dim);
+        cw = MAXZ(cw, (size_t)c->gdn.conv_dim);
+        hmax = MAXZ(hmax, (size_t)c->gdn.n_v_heads);
+        so = MAXZ(so, (size_t)c->gdn.value_dim);
+        state += (size_t)c->n_gdn * RR * (size_t)c->gdn.conv_dim * (size_t)(c->gdn.conv_kernel - 1) * sizeof(float);
+    }
+    if (c->n_mamba > 0) {
+        P1 = MAXZ(P1, (size_t)c->mamba.in_proj_dim);
+        cw = MAXZ(cw, (size_t)c->mamba.conv_dim);
+        hmax = MAXZ(hmax, (size_t)c->mamba.n_heads);
+        sv = (size_t)c->mamba.d_inner;
+        so = MAXZ(so, (size_t)c->mamba.d_inner);
+        state += (size_t)c->n_mamba * RR * (size_t)c->mamba.conv_dim * (size_t)(c->mamba.conv_kernel - 1) *
+                 sizeof(float);
+    }
+    if (c->n_attn > 0) {
+        const size_t H = (size_t)c->attn.n_heads, hd = (size_t)c->attn.head_dim;
+        P1 = MAXZ(P1, H * hd * (c->attn.output_gate ? 2 : 1));
+        P2 = MAXZ(P2, 2 * (size_t)c->attn.n_kv_heads * hd);
+        cw = MAXZ(cw, H * hd);
+        if (c->attn.use_rope) rot = (size_t)c->attn.rotary_dim;
+        im->kv_layer = RR * (size_t)c->attn.n_kv_heads * im->cap * hd;
+    }
+    im->P1 = P1, im->P2 = P2, im->cw = cw, im->hmax = hmax, im->sv = sv, im->so = so;
+    /* the state engine: one scan object per SSM kind */
+    for (int kind = 0; kind < 2; kind++) {
+        const rs_layer_kind lk = kind == 0 ? RS_LAYER_GDN : RS_LAYER_MAMBA2;
+        rs_cuda_scan_config *s = &p->scfg[kind];
+        int nl = 0;
+        for (int l = 0; l < c->n_layers; l++)
+            if (c->layer_kind[l] == lk) p->layer_ids[kind][nl++] = (uint32_t)l;
+        if (nl == 0) continue;
+        p->has_scan[kind] = 1;
+        s->kind = kind == 0 ? RS_SSM_GDN : RS_SSM_MAMBA2;
+        s->n_runs = (int)RR;
+        s->n_layers = nl;
+        s->layer_ids = p->layer_ids[kind];
+        if (kind == 0) {
+            s->heads = c->gdn.n_v_heads, s->key_heads = c->gdn.n_k_heads;
+            s->d_v = c->gdn.v_head_dim, s->d_k = c->gdn.k_head_dim;
+        } else {
+            s->heads = c->mamba.n_heads, s->key_heads = c->mamba.n_groups;
+            s->d_v = c->mamba.head_dim, s->d_k = c->mamba.d_state;
+        }
+        s->policies = p->pol;
+        s->windows = p->win;
+        s->seeds = p->seed;
+        s->max_chunk = (int)C;
+        const size_t b = rs_cuda_scan_bytes(s);
+        if (b == 0) /* invalid: let create say why */
+            RS_TRY(rs_cuda_scan_create(s, kind == 0 ? &im->scan_gdn : &im->scan_mamba));
+        state += b;
+    }
+    p->bytes[MP_WEIGHTS] = sc->m->w.slab_floats * sizeof(float);
+    p->bytes[MP_KV] = (size_t)c->n_attn * 2 * im->kv_layer * sizeof(float);
+    p->bytes[MP_STATE] = state;
+    p->bytes[MP_ACT] = (M * (2 * d + P1 + P2 + cw + 4 * hmax + sv + so) + rot / 2 + 4 * C) * sizeof(float) +
+                       (3 * (RR - 1) + 1) * C * sizeof(double) + RR * C + C * sizeof(int32_t) +
+                       rsg_score_work_bytes((int)RR, (int)C);
+    p->bytes[MP_LOGITS] = M * V * sizeof(float);
+    for (int i = 0; i < MP_N; i++) p->total += p->bytes[i];
+    size_t free_b = 0, total_b = 0;
+    CTRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    const size_t margin = (size_t)512 << 20; /* cuBLAS workspace, the CUDA context's growth */
+    if (p->total + margin > free_b) {
+        int big = 0;
+        for (int i = 1; i < MP_N; i++)
+            if (p->bytes[i] > p->bytes[big]) big = i;
+        char tab[512];
+        size_t o = 0;
+        for (int i = 0; i < MP_N && o < sizeof tab; i++)
+            o += (size_t)snprintf(tab + o, sizeof tab - o, "%s%s %.2f GiB", i ? ", " : "", mp_names_[i],
+                                  (double)p->bytes[i] / 1073741824.0);
+        return rs_error_set(RS_E_CUDA,
+                            "the GPU evaluation needs %.2f GiB (+0.5 GiB margin) but %s has %.2f GiB free; the "
+                            "largest consumer is %s (%.2f GiB): %s. Fewer runs, a shorter --tokens or a smaller "
+                            "--chunk reduce it",
+                            (double)p->total / 1073741824.0, im->info.name, (double)free_b / 1073741824.0,
+                            mp_names_[big], (double)p->bytes[big] / 1073741824.0, tab);
+    }
+    return RS_OK;
+}
+
+/* ---- allocation ------------------------------------------------------------------------------ */
+
+static rs_status dalloc_(gpu_impl *im, void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    if (bytes == 0) bytes = 16;
+    const cudaError_t e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess)
+        return rs_error_set(RS_E_CUDA, "cudaMalloc of %s (%.3f GiB, %.3f GiB allocated before): %s", what,
+                            (double)bytes / 1073741824.0, (double)im->device_bytes / 1073741824.0,
+                            cudaGetErrorString(e));
+    im->device_bytes += bytes;
+    return RS_OK;
+}
+#define DALLOC(ptr, bytes, what) RS_TRY(dalloc_(im, (void **)&(ptr), (bytes), (what)))
+
+rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
+{
+    const rs_model *m = sc->m;
+    const rs_model_config *c = &m->cfg;
+    const size_t RR = (size_t)im->RR, C = im->C, M = RR * C, d = (size_t)c->hidden, V = (size_t)c->vocab;
+    const size_t R = RR - 1;
+    DALLOC(im->d_slab, p->bytes[MP_WEIGHTS], "the weights");
+    im->h_slab = m->w.slab;
+    CTRY(cudaMemcpy(im->d_slab, m->w.slab, p->bytes[MP_WEIGHTS], cudaMemcpyHostToDevice), "uploading the weights");
+    if (c->n_attn > 0) DALLOC(im->kv, p->bytes[MP_KV], "the KV caches");
+    int ia = 0, ig = 0, imb = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        gpu_layer *g = &im->layers[l];
+        g->kind = (int)c->layer_kind[l];
+        g->ssm = g->attn = -1;
+        if (g->kind == RS_LAYER_ATTENTION) g->attn = ia++;
+        if (g->kind == RS_LAYER_GDN || g->kind == RS_LAYER_MAMBA2) {
+            const int gdn = g->kind == RS_LAYER_GDN;
+            g->ssm = gdn ? ig++ : imb++;
+            const size_t cd = gdn ? (size_t)c->gdn.conv_dim : (size_t)c->mamba.conv_dim;
+            const size_t K = gdn ? (size_t)c->gdn.conv_kernel : (size_t)c->mamba.conv_kernel;
+            DALLOC(g->conv_state, RR * cd * (K - 1) * sizeof(float), "the conv states");
+        }
+    }
+    if (p->has_scan[0]) RS_TRY(rs_cuda_scan_create(&p->scfg[0], &im->scan_gdn));
+    if (p->has_scan[1]) RS_TRY(rs_cuda_scan_create(&p->scfg[1], &im->scan_mamba));
+    DALLOC(im->x, M * d * sizeof(float), "the residual stream");
+    DALLOC(im->xn, M * d * sizeof(float), "the normed stream");
+    DALLOC(im->proj, M * im->P1 * sizeof(float), "the projection scratch");
+    DALLOC(im->proj2, M * im->P2 * sizeof(float), "the second projection scratch");
+    DALLOC(im->conv, M * im->cw * sizeof(float), "the conv / attention output scratch");
+    DALLOC(im->small, 4 * M * im->hmax * sizeof(float), "the per-head scalars");
+    DALLOC(im->ssm_v, M * im->sv * sizeof(float), "the Mamba-2 inputs");
+    DALLOC(im->ssm_o, M * im->so * sizeof(float), "the SSM outputs");
+    DALLOC(im->logits, M * V * sizeof(float), "the logits of a chunk");
+    DALLOC(im->d_tok, 2 * C * sizeof(int32_t), "the tokens");
+    im->d_tgt = im->d_tok + C;
+    DALLOC(im->d_res, (3 * R + 1) * C * sizeof(double), "the scores");
+    DALLOC(im->d_flags, (R + 1) * C, "the score flags");
+    DALLOC(im->d_top, C * sizeof(int32_t), "the reference top-1");
+    DALLOC(im->score_work, rsg_score_work_bytes((int)RR, (int)C), "the scoring scratch");
+    if (c->n_attn > 0 && c->attn.use_rope && c->attn.rotary_dim > 0) {
+        const size_t half = (size_t)c->attn.rotary_dim / 2;
+        float *h = (float *)malloc(half * sizeof(float));
+        if (!h) return rs_error_set(RS_E_NOMEM, "out of memory");
+        rs_rope_inv_freq(c->attn.rope_theta, (size_t)c->attn.rotary_dim, h);
+        rs_status st = dalloc_(im, (void **)&im->inv_freq, half * sizeof(float), "the RoPE frequencies");
+        if (st == RS_OK && cudaMemcpy(im->inv_freq, h, half * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+            st = rs_error_set(RS_E_CUDA, "uploading the RoPE frequencies");
+        free(h);
+        RS_TRY(st);
+    }
+    CTRY(cudaMallocHost((void **)&im->h_tok, 2 * C * sizeof(int32_t)), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_res, (3 * R + 1) * C * sizeof(double)), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_flags, (R + 1) * C), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_top, C * sizeof(int32_t)), "cudaMallocHost");
+    size_t nf = 0;
+    for (int k = 0; k < 2; k++)
+        if (p->has_scan[k]) nf = MAXZ(nf, RR * (size_t)p->scfg[k].n_layers * (size_t)p->scfg[k].heads);
+    im->nf = (int64_t *)calloc(nf + 1, sizeof(int64_t));
+    if (!im->nf) return rs_error_set(RS_E_NOMEM, "out of memory");
+    for (int i = 0; i < RS_GPU_MAX_MARKS; i++) CTRY(cudaEventCreate(&im->ev[i]), "cudaEventCreate");
+    return RS_OK;
+}
+

@@ -1,0 +1,106 @@
+/* rs_gpu_scorer_impl.h — the GPU scorer's layout, private to eval/cuda/:
+ *   rs_scorer_cuda.cu   create, the rs_scorer ops
+ *   rs_gpu_plan.cu      the memory plan, allocation, weight upload
+ *   rs_gpu_forward.cu   the forward of one chunk for every run (cuBLAS + rs_gpu_ops.h + scan)
+ *
+ * Runs: g = 0 is the fp32 reference, g = r + 1 policy run r (RR = R + 1 runs on the device).
+ * Rows of every stacked buffer: run g, chunk position t -> row g * n + t (as the CPU forward).
+ */
+#ifndef RS_GPU_SCORER_IMPL_H
+#define RS_GPU_SCORER_IMPL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "replayssm/cuda/rs_cuda_scan.h"
+#include "replayssm/eval/rs_scorer.h"
+#include "replayssm/evalcuda/rs_gpu_info.h"
+
+/* stages of the cost breakdown (rs_scorer_stats) */
+enum { GS_GEMM = 0, GS_ATTN, GS_REC, GS_OTHER, GS_SCORE, GS_COPY, GS_N };
+#define RS_GPU_MAX_MARKS 4096 /* timing events per step (a few per layer) */
+
+typedef struct gpu_layer {
+    int kind;           /* rs_layer_kind */
+    int ssm;            /* ordinal among the layers of its SSM kind (scan layer), -1 otherwise */
+    int attn;           /* ordinal among the attention layers, -1 otherwise */
+    float *conv_state;  /* SSM: [RR][conv_dim][K-1] */
+} gpu_layer;
+
+typedef struct gpu_impl {
+    rs_gpu_info info;
+    cudaStream_t s;
+    cublasHandle_t blas;
+    int RR;               /* runs on the device: the reference + R */
+    size_t C;             /* chunk capacity */
+    size_t cap;           /* KV capacity (positions) */
+    size_t pos;           /* positions done */
+    size_t last_n;        /* positions of the last step (0 after reset) */
+
+    /* weights: the host slab uploaded once; a host view p maps to d_slab + (p - slab) */
+    float *d_slab;
+    const float *h_slab;
+
+    gpu_layer layers[256];
+    rs_cuda_scan *scan_gdn, *scan_mamba;
+    float *kv;            /* [n_attn][2][RR][Hkv][cap][hd] */
+    size_t kv_layer;      /* floats of one cache (K or V) of one layer, all runs */
+    float *inv_freq;      /* [rot/2] */
+
+    /* chunk scratch, M = RR * C rows (sized as rs_runner_ws.c) */
+    float *x, *xn, *proj, *proj2, *conv, *small, *ssm_v, *ssm_o, *logits;
+    size_t P1, P2, cw, hmax, so, sv;
+    int32_t *d_tok, *d_tgt;  /* [C] */
+    int32_t *h_tok;          /* pinned [2C]: tokens | targets */
+
+    /* scoring results [R][C] (+ reference [C]) on the device and their pinned host copies */
+    double *d_res, *h_res;   /* [3R + 1][C]: kl | nll | dp per run, nll_ref */
+    uint8_t *d_flags, *h_flags; /* [R][C] agree, [C] ref_bad */
+    int32_t *d_top, *h_top;  /* [C] */
+    void *score_work;
+
+    /* timing */
+    cudaEvent_t ev[RS_GPU_MAX_MARKS];
+    int ev_stage[RS_GPU_MAX_MARKS];
+    int n_marks;
+    double stage_s[GS_N];
+
+    int64_t *nf;          /* [RR][n_layers(kind)][H] host copy of the scans' marks */
+    char msg[512];
+    char describe[512];
+    size_t device_bytes;  /* allocated */
+    void *cfg_mem;
+    rs_scorer_stats st;
+} gpu_impl;
+
+#define RS_GPU_W(im, p) ((im)->d_slab + ((const float *)(p) - (im)->h_slab)) /* device view */
+
+/* rs_gpu_plan.cu: the memory plan (device bytes per consumer, the scan configurations), then the
+ * allocation and the weight upload */
+enum { MP_WEIGHTS = 0, MP_KV, MP_STATE, MP_ACT, MP_LOGITS, MP_N };
+typedef struct rs_gpu_plan {
+    size_t bytes[MP_N];
+    size_t total;
+    rs_cuda_scan_config scfg[2]; /* GDN, Mamba-2 */
+    int has_scan[2];
+    uint32_t layer_ids[2][256];
+    rs_policy *pol;   /* [RR] */
+    size_t *win;
+    uint64_t *seed;
+} rs_gpu_plan;
+rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p);
+rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p);
+void rs_gpu_plan_free(rs_gpu_plan *p);
+
+/* rs_gpu_forward.cu: the forward of n tokens (already on the device in d_tok) for every run;
+ * logits [RR * n][V] land in im->logits. */
+rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n);
+
+/* a timing mark: the work queued since the previous mark counts to `stage` */
+void rs_gpu_mark(gpu_impl *im, int stage);
+
+/* Y[M][N] = beta Y + X[M][K] W[N][K]^T on cuBLAS in the configured compute mode */
+rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
+                        float beta, float *Y, size_t ldy);
+
+#endif /* RS_GPU_SCORER_IMPL_H */

@@ -1,0 +1,265 @@
+/* rs_cuda_scan_dev.cuh — private to rs_cuda_scan.cu (rs_cuda_scan.h): the per-run descriptor the
+ * host writes for the kernel, warp reductions, and the on-chip store of a head state in a format
+ * (the twin of rs_quantize_roundtrip over one d_v x 128 tensor, with the non-finite check of the
+ * engine's store_).
+ *
+ * Thread mapping (rs_cuda_scan_kernel.cuh): warp w of a CTA owns the RPW consecutive state rows
+ * w*RPW .. w*RPW+RPW-1 of one head; lane l holds columns 4l .. 4l+3 of each (a float4; d_k = 128).
+ * So the four elements a thread holds in one row, e = row*128 + 4l + j, are exactly the four words
+ * of Philox block e >> 2 = row*32 + l (rs_philox.h keying), an FP8 block (128 elements) is one row
+ * of one warp, and an NVFP4 block (16 elements) is 4 consecutive lanes of one row.
+ */
+#ifndef RS_CUDA_SCAN_DEV_CUH
+#define RS_CUDA_SCAN_DEV_CUH
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+
+#include "replayssm/engine/rs_head.h" /* RS_SLOT_* */
+#include "replayssm/engine/rs_policy.h"
+#include "replayssm/quant/rs_codec.h"
+#include "replayssm/quant/rs_format.h"
+
+#define RS_SCAN_FULL 0xFFFFFFFFu
+#define RS_SCAN_DK 128        /* the one supported d_k */
+#define RS_SCAN_MAX_WARPS 16  /* d_v / RPW <= 16 for every supported d_v (host picks RPW) */
+
+/* A storage format as the kernel needs it (rs_format by value, ints only). */
+struct rs_scan_fmt {
+    int kind;   /* rs_format_kind */
+    int sr;     /* 1: stochastic rounding */
+    int k;      /* SR random bits */
+    int pow2;   /* fp8 +pow2 */
+    int floor_; /* nvfp4 +floor */
+};
+
+/* One run (device memory, written at create). */
+struct rs_scan_run {
+    uint64_t seed;
+    uint64_t L;         /* window; 1 for conv (every step stores) */
+    uint64_t state_off; /* float offset of the run's states in the state region */
+    int mode;           /* rs_policy_mode */
+    int ns;             /* running states per head: 1 (conv, shared) or 2 (split) */
+    rs_scan_fmt hp, lp;
+};
+
+/* Kernel arguments (by value). */
+struct rs_scan_kargs {
+    const float *alpha, *beta, *v, *k, *q;
+    float *o;
+    size_t ld_a, ld_v, ld_k, ld_q, ld_o;
+    const rs_scan_run *runs; /* [R] */
+    const int *list;         /* run of blockIdx.y */
+    float *states;
+    int64_t *marks; /* [R][n_layers][H] */
+    uint64_t pos0;  /* the layer's position before this chunk */
+    int T, H, hpg, d_v, n_layers, layer;
+    uint32_t layer_id;
+};
+
+/* Launch the chunk kernel for `nruns` runs of `ns` running states each (a.list names them):
+ * grid (H, nruns), 32 d_v / rpw threads (rs_cuda_scan_gdn.cu, rs_cuda_scan_mamba2.cu: one
+ * translation unit per SSM kind, so the twelve kernels compile in parallel). */
+void rs_scan_launch_gdn(int rpw, int ns, const rs_scan_kargs &a, int nruns, cudaStream_t st);
+void rs_scan_launch_mamba2(int rpw, int ns, const rs_scan_kargs &a, int nruns, cudaStream_t st);
+
+/* Non-finite flags of one step (see the kernel for how they become the engine's step). */
+enum { RS_SCAN_F_IN = 1, RS_SCAN_F_OUT = 2, RS_SCAN_F_ST = 4 };
+
+/* ---- arithmetic -------------------------------------------------------------------------------- */
+
+__device__ __forceinline__ float rs_scan_dot4(float4 a, float4 b)
+{
+    return __fmaf_rn(a.w, b.w, __fmaf_rn(a.z, b.z, __fmaf_rn(a.y, b.y, __fmul_rn(a.x, b.x))));
+}
+
+/* al * s + c * k, elementwise (one product rounded, then a fused multiply-add) */
+__device__ __forceinline__ float4 rs_scan_upd4(float4 s, float al, float c, float4 k)
+{
+    return make_float4(__fmaf_rn(c, k.x, __fmul_rn(al, s.x)), __fmaf_rn(c, k.y, __fmul_rn(al, s.y)),
+                       __fmaf_rn(c, k.z, __fmul_rn(al, s.z)), __fmaf_rn(c, k.w, __fmul_rn(al, s.w)));
+}
+
+__device__ __forceinline__ float rs_scan_amax4(float4 x)
+{
+    return fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(x.z), fabsf(x.w)));
+}
+
+/* chk stays finite (0) unless an element is NaN or Inf: x * 0 is NaN exactly for those. One
+ * instruction per element; the caller tests isnan(chk). */
+__device__ __forceinline__ void rs_scan_chk4(float4 x, float &chk)
+{
+    chk = __fmaf_rn(x.x, 0.0f, chk);
+    chk = __fmaf_rn(x.y, 0.0f, chk);
+    chk = __fmaf_rn(x.z, 0.0f, chk);
+    chk = __fmaf_rn(x.w, 0.0f, chk);
+}
+
+/* ---- warp reductions -----------------------------------------------------------------------------
+ * Transposed reduction of N values per lane (N a power of two <= 32): afterwards x[0] of lane l is
+ * the warp-wide sum (or max) of value l / (32 / N). N - 1 + (5 - log2 N) shuffles instead of 5 N. */
+template <int N, int OFF, bool MAX> struct rs_scan_tred {
+    static __device__ __forceinline__ void run(float *x, int lane)
+    {
+        if constexpr (N > 1) {
+            constexpr int H = N / 2;
+            const bool up = (lane & OFF) != 0;
+#pragma unroll
+            for (int i = 0; i < H; ++i) {
+                const float send = up ? x[i] : x[i + H];
+                const float keep = up ? x[i + H] : x[i];
+                const float got = __shfl_xor_sync(RS_SCAN_FULL, send, OFF);
+                x[i] = MAX ? fmaxf(keep, got) : __fadd_rn(keep, got);
+            }
+            rs_scan_tred<H, OFF / 2, MAX>::run(x, lane);
+        } else {
+            const float got = __shfl_xor_sync(RS_SCAN_FULL, x[0], OFF);
+            x[0] = MAX ? fmaxf(x[0], got) : __fadd_rn(x[0], got);
+            rs_scan_tred<1, OFF / 2, MAX>::run(x, lane);
+        }
+    }
+};
+template <int N, bool MAX> struct rs_scan_tred<N, 0, MAX> {
+    static __device__ __forceinline__ void run(float *, int) {}
+};
+template <int N, bool MAX = false> __device__ __forceinline__ float rs_scan_reduce(float *x, int lane)
+{
+    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
+    rs_scan_tred<N, 16, MAX>::run(x, lane);
+    return x[0];
+}
+
+__device__ __forceinline__ float rs_scan_allsum(float x)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) x = __fadd_rn(x, __shfl_xor_sync(RS_SCAN_FULL, x, off));
+    return x;
+}
+
+__device__ __forceinline__ float rs_scan_allmax(float x)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(RS_SCAN_FULL, x, off));
+    return x;
+}
+
+/* ---- the store of one head state in a format -----------------------------------------------------
+ * dst[RPW] = Q_f(src[RPW]) for the thread's RPW row fragments, the whole CTA holding the head's
+ * d_v x 128 state (src may alias dst). Bit-identical to rs_quantize_roundtrip(f, S, n, n, seed,
+ * stream, S) with n = d_v * 128: the same codec calls (rs_codec.h) in the order of the GPU twins of
+ * kernels/rs_cuda_quant.cu, the same element keying. NaN/Inf never reach a decision the engine
+ * would take (it stops at the first non-finite value; the kernel only flags it).
+ * chk: the engine's store_ check (the quantizer's input check, or the scan of the stored copy
+ * where a finite input can overflow: fp16/bf16; for those a non-finite input gives a non-finite
+ * output, so checking the output covers both). Every thread of the CTA must call this with the
+ * same f (NVFP4 takes a CTA-wide amax: one __syncthreads, red_ctr picks the s_red half). */
+__device__ __forceinline__ uint32_t rs_scan_half_code(int bf, int sr, float x, uint32_t r, int k)
+{
+    if (bf) return sr ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
+    return sr ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
+}
+__device__ __forceinline__ float rs_scan_half_value(int bf, uint32_t c)
+{
+    return bf ? rs_codec_bf16_value(c) : rs_codec_fp16_value(c);
+}
+
+template <int RPW>
+__device__ __forceinline__ void rs_scan_store(const rs_scan_fmt &f, const float4 *src, float4 *dst, uint64_t seed,
+                                              uint64_t stream, int row0, int lane, int warp, int nwarps,
+                                              float *s_red, int &red_ctr, float &chk)
+{
+    constexpr int GS1 = 32 / RPW;
+    switch (f.kind) {
+    case RS_FMT_FP32:
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            rs_scan_chk4(src[i], chk);
+            dst[i] = src[i];
+        }
+        return;
+    case RS_FMT_FP16:
+    case RS_FMT_BF16: {
+        const int bf = f.kind == RS_FMT_BF16;
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            rs_philox_words w = {0u, 0u, 0u, 0u};
+            if (f.sr) w = rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
+            const float4 x = src[i];
+            float4 y;
+            y.x = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.x, w.x, f.k));
+            y.y = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.y, w.y, f.k));
+            y.z = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.z, w.z, f.k));
+            y.w = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.w, w.w, f.k));
+            rs_scan_chk4(y, chk);
+            dst[i] = y;
+        }
+        return;
+    }
+    case RS_FMT_FP8: {
+        float am[RPW];
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            rs_scan_chk4(src[i], chk);
+            am[i] = rs_scan_amax4(src[i]);
+        }
+        const float red = rs_scan_reduce<RPW, true>(am, lane); /* row lane / GS1's amax */
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            const float a = __shfl_sync(RS_SCAN_FULL, red, i * GS1);
+            const float scale = rs_codec_fp8_scale(a, f.pow2);
+            const float sinv = rs_codec_div(1.0f, scale);
+            rs_philox_words w = {0u, 0u, 0u, 0u};
+            if (f.sr) w = rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
+            const float4 x = src[i];
+            float4 y;
+            y.x = rs_codec_mul(rs_codec_e4m3_value(rs_codec_encode(RS_ELEM_E4M3, rs_codec_mul(x.x, scale), f.sr, w.x, f.k)), sinv);
+            y.y = rs_codec_mul(rs_codec_e4m3_value(rs_codec_encode(RS_ELEM_E4M3, rs_codec_mul(x.y, scale), f.sr, w.y, f.k)), sinv);
+            y.z = rs_codec_mul(rs_codec_e4m3_value(rs_codec_encode(RS_ELEM_E4M3, rs_codec_mul(x.z, scale), f.sr, w.z, f.k)), sinv);
+            y.w = rs_codec_mul(rs_codec_e4m3_value(rs_codec_encode(RS_ELEM_E4M3, rs_codec_mul(x.w, scale), f.sr, w.w, f.k)), sinv);
+            dst[i] = y;
+        }
+        return;
+    }
+    case RS_FMT_NVFP4: {
+        float a = 0.0f;
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            rs_scan_chk4(src[i], chk);
+            a = fmaxf(a, rs_scan_amax4(src[i]));
+        }
+        a = rs_scan_allmax(a);
+        float *buf = s_red + (red_ctr & 1) * RS_SCAN_MAX_WARPS; /* the half the previous store did not use */
+        ++red_ctr;
+        if (lane == 0) buf[warp] = a;
+        __syncthreads();
+        a = 0.0f;
+        for (int w = 0; w < nwarps; ++w) a = fmaxf(a, buf[w]);
+        const float s_enc = rs_codec_nvfp4_senc(a);
+        const float s_dec = rs_codec_div(1.0f, s_enc);
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            const float4 x = src[i];
+            float ba = rs_scan_amax4(x); /* 16-block = lanes 4m .. 4m+3 of this row */
+            ba = fmaxf(ba, __shfl_xor_sync(RS_SCAN_FULL, ba, 1));
+            ba = fmaxf(ba, __shfl_xor_sync(RS_SCAN_FULL, ba, 2));
+            const uint32_t sb = rs_codec_nvfp4_block_scale(ba, s_enc, f.floor_) & 0xFFu;
+            const float mult = rs_codec_nvfp4_mult(sb, s_dec);
+            rs_philox_words w = {0u, 0u, 0u, 0u};
+            if (f.sr) w = rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
+            float4 y;
+            y.x = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.x, mult, f.sr, w.x, f.k) & 15u, sb, s_dec);
+            y.y = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.y, mult, f.sr, w.y, f.k) & 15u, sb, s_dec);
+            y.z = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.z, mult, f.sr, w.z, f.k) & 15u, sb, s_dec);
+            y.w = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.w, mult, f.sr, w.w, f.k) & 15u, sb, s_dec);
+            dst[i] = y;
+        }
+        return;
+    }
+    default: return;
+    }
+}
+
+#endif /* RS_CUDA_SCAN_DEV_CUH */
