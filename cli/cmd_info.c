@@ -107,20 +107,53 @@ void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f)
     fprintf(f, "\n");
 }
 
+/* the files of a text / token-id input: input_file_<i> and input_sha256_<i> for i below the
+ * declared count (a decimal string), in order, up to the first index the log has neither of
+ * (a hostile count costs no more lookups than the attributes really there) */
+static void print_input_files_(const rs_h5log *lg, const char *count)
+{
+    char *end = NULL;
+    const unsigned long long n = strtoull(count, &end, 10);
+    if (!count[0] || *end || count[0] == '-') return; /* not a count: printed above as it is */
+    char key[64], buf[4096], esc[4 * sizeof buf + 1];
+    for (unsigned long long i = 0; i < n; i++) {
+        int any = 0;
+        snprintf(key, sizeof key, "input_file_%llu", i);
+        if (rs_h5log_get_attr_string(lg, "/", key, buf, sizeof buf) == RS_OK) {
+            printf("  %-16s %s\n", key, rs_cli_esc(buf, esc, sizeof esc));
+            any = 1;
+        }
+        snprintf(key, sizeof key, "input_sha256_%llu", i);
+        if (rs_h5log_get_attr_string(lg, "/", key, buf, sizeof buf) == RS_OK) {
+            printf("  %-16s %s\n", key, rs_cli_esc(buf, esc, sizeof esc));
+            any = 1;
+        }
+        if (!any) {
+            printf("  (the log names %llu of %llu input files)\n", i, n);
+            break;
+        }
+    }
+}
+
 static int info_log_(const char *path)
 {
     rs_h5log *lg = NULL;
     rs_status st = rs_h5log_open(path, 0, NULL, &lg);
     if (st != RS_OK) return rs_cli_fail("info", "cannot open the log", st);
+    /* root attributes in this order, each where the log has it (older logs lack the device and
+     * input ones); "input_files" is followed by input_file_<i> / input_sha256_<i> */
     static const char *keys[] = {"status", "tool_version", "git_commit", "command_line", "model_path", "model_type",
-                                 "model_config_hash", "tokenizer", "tokenizer_file", "tokenizer_sha256", "data_path", "split", "short_books", "start_time",
-                                 "end_time"};
+                                 "model_config_hash", "tokenizer", "tokenizer_file", "tokenizer_sha256", "device_kind",
+                                 "compute", "device", "input", "input_files", "data_path", "split", "short_books",
+                                 "start_time", "end_time"};
     /* every string of the log goes through rs_cli_esc: a hostile log cannot send terminal controls */
     char buf[4096], esc[4 * sizeof buf + 1], esc2[4 * 1024 + 1];
     printf("log        %s\n", rs_cli_esc(path, esc, sizeof esc));
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) == RS_OK)
-            printf("%-18s %s\n", keys[i], rs_cli_esc(buf, esc, sizeof esc));
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) != RS_OK) continue;
+        printf("%-18s %s\n", keys[i], rs_cli_esc(buf, esc, sizeof esc));
+        if (!strcmp(keys[i], "input_files")) print_input_files_(lg, buf);
+    }
     printf("%-18s %llu per book, chunk %llu\n", "tokens", (unsigned long long)rs_h5log_tokens(lg),
            (unsigned long long)rs_h5log_chunk(lg));
     size_t done = 0, total = 0;

@@ -71,6 +71,24 @@ static void usage_kl_(FILE *f)
             k_default_policies[1], k_default_policies[2], k_default_policies[3]);
 }
 
+/* where the time went (the scorer's counters; the GPU scorer splits it by stage), on stderr after the
+ * summary: timings differ run to run, the stdout summary does not */
+static void print_cost_(const rs_kleval_result *res, FILE *f)
+{
+    const rs_scorer_stats *s = &res->stats;
+    if (s->positions == 0) return;
+    fprintf(f, "\ndevice: %s\n", res->device ? res->device : "?");
+    fprintf(f, "compute: %.2f s for %zu positions x %zu runs (%.0f positions/s, %.0f run-positions/s)", s->total_s,
+            s->positions, res->runner_runs, (double)s->positions / s->total_s,
+            (double)(s->positions * res->runner_runs) / s->total_s);
+    if (s->gemm_s + s->attention_s + s->recurrence_s > 0)
+        fprintf(f, "; GEMM %.2f s, attention %.2f s, recurrence %.2f s, other ops %.2f s, scoring %.2f s, copies %.2f s; "
+                   "peak device memory %.2f GiB",
+                s->gemm_s, s->attention_s, s->recurrence_s, s->other_s, s->score_s, s->copy_s,
+                (double)s->peak_bytes / 1073741824.0);
+    fprintf(f, "\n");
+}
+
 /* "replayssm" and the arguments, quoted where they hold blanks or quotes (root attribute) */
 static char *join_argv_(int argc, char **argv)
 {
@@ -135,9 +153,17 @@ static int on_event_(const rs_kleval_event *e, void *user)
 
 static void print_summary_(const rs_kl_opts *o, const rs_kleval_result *res, FILE *f)
 {
-    fprintf(f, "replayssm %s: model %s (%s), %zu book%s x %zu positions, chunk %zu, seed %llu -> %s\n", o->cmd,
-            o->model, res->model_type, res->n_books, res->n_books == 1 ? "" : "s", o->tokens, o->chunk,
-            (unsigned long long)o->seed, o->out);
+    /* PG-19 books, or the streams of --text / --token-ids files (a .npy [streams, tokens] gives
+     * one per row, and files too short are skipped: streams and files are counted apart) */
+    char what[128];
+    const size_t nb = res->n_books;
+    if (o->input_kind == 1 || o->input_kind == 2)
+        snprintf(what, sizeof what, "%zu stream%s (%zu %s file%s)", nb, nb == 1 ? "" : "s", o->n_inputs,
+                 o->input_kind == 1 ? "text" : "token-id", o->n_inputs == 1 ? "" : "s");
+    else
+        snprintf(what, sizeof what, "%zu book%s", nb, nb == 1 ? "" : "s");
+    fprintf(f, "replayssm %s: model %s (%s), %s x %zu positions, chunk %zu, seed %llu -> %s\n", o->cmd, o->model,
+            res->model_type, what, o->tokens, o->chunk, (unsigned long long)o->seed, o->out);
     const rs_kl_summary *s = res->summaries;
     /* a run that went non-finite says so first, from the finished log's non-finite record: the
      * lines `info` prints for the same log (run index, position, layer, head) */
@@ -257,6 +283,7 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     if (pr.drawn) fprintf(stderr, "\n");
     const int rc = st != RS_OK ? report_failure_(o, rs_kleval_failed_stage(ev)) : 0;
     if (rc == 0) print_summary_(o, rs_kleval_get_result(ev), stdout);
+    if (rc == 0) print_cost_(rs_kleval_get_result(ev), stderr); /* timings: not in the stdout summary */
     rs_kleval_free(ev);
     return rc;
 }

@@ -3,7 +3,9 @@
  * checking against other tools (HF tokenizers, tiktoken). Without --out: one line per FILE, its
  * ids space-separated; with --out: the ids of every FILE, in order, as little-endian uint32.
  * --decode: each FILE is such a uint32 file, and its ids' bytes go to stdout (or --out). Every FILE
- * is read by rs_tokenizer_read_input: a regular file of at most 1 GiB, or a one-line error. */
+ * is read by rs_tokenizer_read_input: a regular file of at most 1 GiB, or a one-line error.
+ * Exit status as `kl`: a refused tokenizer (rs_tokenizer_open: missing or malformed files, ids >=
+ * vocab_size, a BPE beside a byte model) is a usage error, 2 (issue 16); I/O and input failures 1. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +27,10 @@ static void usage_(FILE *f)
                "               one line per FILE, ids separated by spaces)\n"
                "  --decode     each FILE holds little-endian uint32 ids: write their bytes (to stdout or --out)\n"
                "Text that is not valid UTF-8 is read as Latin-1 (docs/tokenizers.md). Each FILE must be a regular\n"
-               "file of at most %zu MiB.\n", RS_TOKENIZER_INPUT_MAX_BYTES >> 20);
+               "file of at most %zu MiB.\n"
+               "Exit status: 0 ok, 1 failure (I/O, a missing model folder or FILE, a bad FILE), 2 usage error or a\n"
+               "refused tokenizer (missing or malformed tokenizer files, ids >= the model's vocab_size), as `kl`.\n",
+            RS_TOKENIZER_INPUT_MAX_BYTES >> 20);
 }
 
 static int encode_one_(const rs_tokenizer *tok, const char *path, FILE *out, int binary)
@@ -132,10 +137,15 @@ int rs_cmd_tokenize(int argc, char **argv)
         usage_(stderr);
         return 2;
     }
+    /* a model folder that is not there is an I/O failure (1), as `kl`'s "no model at" */
+    struct stat sb;
+    const int sst = stat(model, &sb), err = errno;
+    if (sst != 0 || !S_ISDIR(sb.st_mode))
+        return rs_cli_fail("tokenize", "no model folder",
+                           rs_error_set(RS_E_IO, "%s: %s", model, sst != 0 ? strerror(err) : "not a directory"));
     /* the config, when there is one, gives the vocabulary check of `kl` */
     char cfgp[4096];
     snprintf(cfgp, sizeof cfgp, "%s/config.json", model);
-    struct stat sb;
     rs_model_config mc;
     const int have_cfg = stat(cfgp, &sb) == 0;
     if (have_cfg) {
@@ -144,7 +154,10 @@ int rs_cmd_tokenize(int argc, char **argv)
     }
     rs_tokenizer tok;
     rs_status st = rs_tokenizer_open(model, have_cfg ? &mc : NULL, &tok);
-    if (st != RS_OK) return rs_cli_fail("tokenize", "no tokenizer", st);
+    if (st != RS_OK) { /* a refused tokenizer is a usage error, as in `kl` (issue 16) */
+        rs_cli_fail("tokenize", "no tokenizer", st);
+        return 2;
+    }
     FILE *out = stdout;
     if (out_path && !(out = fopen(out_path, "wb"))) {
         rs_tokenizer_free(&tok);

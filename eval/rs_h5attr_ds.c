@@ -87,8 +87,12 @@ static herr_t xfer_(hid_t d, hid_t mem_type, int rank, size_t row, uint64_t pos,
     herr_t e = fs >= 0 && ms >= 0 ? select_(fs, rank, row, pos, n) : -1;
     if (e >= 0)
         e = write ? H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf) : H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf);
+    /* keep the failure's error stack across the closes (every API call clears it), so the
+     * message quotes its cause (e.g. the log driver's "File too large") */
+    const hid_t es = e < 0 ? H5Eget_current_stack() : -1;
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
+    if (es >= 0) H5Eset_current_stack(es);
     return e;
 }
 

@@ -8,6 +8,7 @@
 #include "rs_check.h"
 #include "rs_h5attr.h"
 #include "rs_h5place.h"
+#include "rs_h5vfd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -67,13 +68,24 @@ rs_status rs_h5log_build_(const char *tmp, const rs_h5log_meta *meta, rs_h5log *
     /* larger chunk B-tree nodes (512 entries): fewer node splits while the log grows */
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_istore_k(fcpl, 256);
-    errno = 0;
-    hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, fcpl, H5P_DEFAULT);
-    H5Pclose(fcpl);
-    if (f < 0) {
-        const int err = errno;
+    /* the driver that reserves file space before HDF5 may use it and writes nothing after a
+     * failure, so a full disk or a file-size limit leaves the last flushed state (rs_h5vfd.h) */
+    const hid_t fapl = rs_h5_writer_fapl();
+    if (fapl < 0) {
+        H5Pclose(fcpl);
         rs_h5log_free_(lg);
-        return rs_h5_fail(RS_E_IO, "cannot create %s: %s", tmp, err ? strerror(err) : "HDF5 error");
+        return RS_E_IO;
+    }
+    hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, fcpl, fapl);
+    /* the cause is the driver's innermost message (the open's errno, or a reservation that the
+     * disk refused), read before the closes clear HDF5's error stack */
+    st = f < 0 ? rs_h5_fail(RS_E_IO, "cannot create %s", tmp) : RS_OK;
+    H5Pclose(fcpl);
+    H5Pclose(fapl);
+    if (f < 0) {
+        unlink(tmp); /* what the failed create left behind is ours (tmp was unlinked above) */
+        rs_h5log_free_(lg);
+        return st;
     }
     lg->file = f;
     lg->writable = 1;

@@ -179,6 +179,27 @@ static void add_safetensors_seed_(seeds *sd)
     add_bytes_(sd, file, 8 + (size_t)h + 34);
 }
 
+/* a .npy file as numpy writes it: version major.0, dict padded to a multiple of 64 bytes with
+ * the preamble and ending in '\n', then n data bytes (a counter) */
+static void add_npy_seed_(seeds *sd, int major, const char *dict, size_t n)
+{
+    const size_t pre = major == 1 ? 10 : 12;
+    size_t hl = strlen(dict);
+    while ((pre + hl + 1) % 64) hl++;
+    hl++;
+    uint8_t *f = (uint8_t *)calloc(pre + hl + n, 1);
+    assert_non_null(f);
+    memcpy(f, "\x93NUMPY", 6);
+    f[6] = (uint8_t)major;
+    for (size_t b = 0; b < pre - 8; b++) f[8 + b] = (uint8_t)(hl >> (8 * b));
+    memset(f + pre, ' ', hl - 1);
+    memcpy(f + pre, dict, strlen(dict));
+    f[pre + hl - 1] = '\n';
+    for (size_t i = 0; i < n; i++) f[pre + hl + i] = (uint8_t)(i * 7 + 1);
+    add_bytes_(sd, f, pre + hl + n);
+    free(f);
+}
+
 static void seeds_for_(const char *target, seeds *sd)
 {
     memset(sd, 0, sizeof *sd);
@@ -211,6 +232,10 @@ static void seeds_for_(const char *target, seeds *sd)
         add_bytes_(sd, prog, 10);
         add_bytes_(sd, prog + 10, 10);
         add_bytes_(sd, prog, sizeof prog);
+    } else if (!strcmp(target, "npy")) { /* the dtypes, ranks and versions kl --token-ids takes */
+        add_npy_seed_(sd, 1, "{'descr': '<u4', 'fortran_order': False, 'shape': (3, 16), }", 3 * 16 * 4);
+        add_npy_seed_(sd, 2, "{'descr': '<i8', 'fortran_order': False, 'shape': (20,), }", 20 * 8);
+        add_npy_seed_(sd, 3, "{\"shape\": (2, 24), \"descr\": \"<u2\", \"fortran_order\": False}", 2 * 24 * 2);
     } else if (!strcmp(target, "tok_json")) {
         add_file_(sd, "tokenizers/fuzz/bytelevel.json");
         add_file_(sd, "tokenizers/fuzz/fallback.json");
@@ -261,8 +286,11 @@ static void run_corpus_(const rs_fuzz_target *t)
         size_t len = 0;
         char *s = rs_test_read_file(path, &len);
         if (!s) continue;
-        t->fn((const uint8_t *)s, len);
+        /* a corpus file named valid-* must be accepted and bad-* refused (the others: no crash) */
+        const int got = t->fn((const uint8_t *)s, len);
         free(s);
+        if (!strncmp(e->d_name, "valid-", 6) && got != 1) fail_msg("%s: corpus file %s refused", t->name, e->d_name);
+        if (!strncmp(e->d_name, "bad-", 4) && got != 0) fail_msg("%s: corpus file %s accepted", t->name, e->d_name);
         n++;
     }
     closedir(d);

@@ -561,6 +561,17 @@ static void test_hostile_strings(void **state)
     m.model_path = "/m\x1b[2J\x7f";
     m.book_ids = ids;
     m.runs = runs;
+    /* the device and input attributes (kl --text) are printed escaped too; the file count is
+     * larger than the files named, which info reports without looking up the rest */
+    const rs_h5log_extra extra[] = {{"device_kind", "cpu", 1},
+                                    {"compute", "fp32", 1},
+                                    {"device", "cpu\x1b]0;owned\x07: 2 threads", 0},
+                                    {"input", "text", 1},
+                                    {"input_files", "4000000000", 1},
+                                    {"input_file_0", "/t/a\x1b[31m.txt", 0},
+                                    {"input_sha256_0", "ab\x9b" "cd", 1}};
+    m.n_extra = sizeof extra / sizeof extra[0];
+    m.extra = extra;
     make_log_(path, &m);
     char cmd[2000];
     snprintf(cmd, sizeof cmd, "'%s' info '%s' > '%s' 2>&1", RS_CLI_PATH, path, outp);
@@ -576,10 +587,48 @@ static void test_hostile_strings(void **state)
     static const char *want[] = {"replayssm kl \\x1B[31mRED\\x1B]0;title\\x07 \\u009B2J caf\xc3\xa9",
                                  "/m\\x1B[2J\\x7F", "10\\x1B[31m23", "1\\x9B05", "split:\\x1B[1mnvfp4",
                                  "run 1 (split:\\x1B[1mnvfp4, L=16) book 10\\x1B[31m23: non-finite at position 9 "
-                                 "(layer 1, head 2); summary over 9 finite positions"};
+                                 "(layer 1, head 2); summary over 9 finite positions",
+                                 "device             cpu\\x1B]0;owned\\x07: 2 threads\n",
+                                 "input_files        4000000000\n  input_file_0     /t/a\\x1B[31m.txt\n"
+                                 "  input_sha256_0   ab\\x9Bcd\n  (the log names 1 of 4000000000 input files)\n"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(t, want[i])) fail_msg("info output lacks \"%s\":\n%s", want[i], t);
     free(t);
+}
+
+/* a log written before the device and input attributes existed (g_base has none) and one with a
+ * count that is not a number: info prints what there is, and exits 0 */
+static void test_info_older_log(void **state)
+{
+    (void)state;
+    char outp[700], cmd[2000];
+    snprintf(outp, sizeof outp, "%s/older.txt", g_dir);
+    snprintf(cmd, sizeof cmd, "'%s' info '%s' > '%s' 2>&1", RS_CLI_PATH, g_base, outp);
+    assert_int_equal(system(cmd), 0);
+    size_t n = 0;
+    char *t = (char *)slurp_(outp, &n), *z = realloc(t, n + 1);
+    assert_non_null(z);
+    z[n] = '\0';
+    assert_non_null(strstr(z, "tokenizer_sha256"));
+    assert_non_null(strstr(z, "committed"));
+    assert_null(strstr(z, "device_kind"));
+    assert_null(strstr(z, "\ninput"));
+    free(z);
+    char path[600];
+    snprintf(path, sizeof path, "%s/badcount.h5", g_dir);
+    rs_h5log_meta m = meta_();
+    const rs_h5log_extra extra[] = {{"input", "token-ids", 1}, {"input_files", "-1x", 1}, {"input_file_0", "ids.bin", 0}};
+    m.n_extra = 3;
+    m.extra = extra;
+    make_log_(path, &m);
+    snprintf(cmd, sizeof cmd, "'%s' info '%s' > '%s' 2>&1", RS_CLI_PATH, path, outp);
+    assert_int_equal(system(cmd), 0);
+    t = (char *)slurp_(outp, &n);
+    z = realloc(t, n + 1);
+    assert_non_null(z);
+    z[n] = '\0';
+    assert_non_null(strstr(z, "input              token-ids\ninput_files        -1x\ndata_path"));
+    free(z);
 }
 
 int main(void)
@@ -589,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_byte_flips),
         cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_info_older_log),
         cmocka_unit_test(test_work_bound),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);

@@ -180,6 +180,8 @@ static void test_text(void **state)
     (void)state;
     text_run_();
     assert_true(rs_test_out_has(g_dir, "mean KL"));
+    /* the summary counts streams and files, not "books" */
+    assert_true(rs_test_out_has(g_dir, "), 3 streams (3 text files) x 96 positions, chunk 32"));
     rs_h5log *lg = NULL;
     assert_int_equal(rs_h5log_open(g_text_log, 0, NULL, &lg), RS_OK);
     assert_int_equal(rs_h5log_n_books(lg), NF);
@@ -206,6 +208,17 @@ static void test_text(void **state)
     attr_(lg, "status", buf, sizeof buf);
     assert_string_equal(buf, "complete");
     rs_h5log_close(lg);
+    /* info prints the input and device attributes: kind, count, each file's path and digest */
+    char sums[NF][65];
+    for (size_t k = 0; k < NF; k++) sha256sum_(g_txt[k], sums[k]); /* before: it runs a command too */
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, g_text_log), 0);
+    assert_true(rs_test_out_has(g_dir, "\ninput              text\ninput_files        3\n"));
+    for (size_t k = 0; k < NF; k++) {
+        char line[2000];
+        snprintf(line, sizeof line, "\n  input_file_%zu     %s\n  input_sha256_%zu   %s\n", k, g_txt[k], k, sums[k]);
+        assert_true(rs_test_out_has(g_dir, line));
+    }
+    assert_true(rs_test_out_has(g_dir, "\ndevice_kind        cpu\ncompute            fp32\ndevice             cpu"));
     if (system("command -v h5dump >/dev/null 2>&1") == 0) { /* titles = the paths */
         assert_int_equal(rs_test_sh(g_dir, "h5dump -d /books/title '%s'", g_text_log), 0);
         assert_true(rs_test_out_has(g_dir, g_txt[2]));
@@ -215,11 +228,14 @@ static void test_text(void **state)
     snprintf(pg, sizeof pg, "%s/pg19.h5", g_dir);
     assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --tokens 32 --chunk 32 --threads 1 --quiet --policy none "
                                 "--out '%s'", g_cli, GDN_TINY, PG19_SAMPLE, pg), 0);
+    assert_true(rs_test_out_has(g_dir, "), 1 book x 32 positions, chunk 32"));
     assert_int_equal(rs_h5log_open(pg, 0, NULL, &lg), RS_OK);
     attr_(lg, "input", buf, sizeof buf);
     assert_string_equal(buf, "pg19");
     assert_int_equal(rs_h5log_get_attr_string(lg, "/", "input_files", buf, sizeof buf) == RS_OK, 0);
     rs_h5log_close(lg);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, pg), 0);
+    assert_true(rs_test_out_has(g_dir, "\ninput              pg19\ndata_path "));
     /* a file shorter than --tokens + 1: skipped with the book message, or truncated */
     char c[600], out[600];
     snprintf(c, sizeof c, "%s/short.txt", g_dir);
@@ -300,6 +316,7 @@ static void test_token_ids(void **state)
     free(d);
     snprintf(out, sizeof out, "%s/ids.h5", g_dir);
     assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --token-ids '%s' %s --out '%s'", g_cli, GDN_TINY, npy, k_common, out), 0);
+    assert_true(rs_test_out_has(g_dir, "), 3 streams (1 token-id file) x 96 positions, chunk 32")); /* one per row */
     same_logs_(g_text_log, out);
     rs_h5log *lg = NULL;
     assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);

@@ -3,7 +3,8 @@
  * (the Qwen3.5 ranks) and of HF tokenizers (books-llama3) in tests/fixtures/tokenizers/expected.json:
  * the count, the SHA-256 of the little-endian uint32 ids (--out) and the first 512 ids of the text
  * output; --decode gives the book's bytes back; the byte tokenizer of a vocab-256 model gives the
- * bytes; bad invocations and inputs fail with exit 2 / 1 and a message. */
+ * bytes; bad invocations and refused tokenizers fail with exit 2, bad inputs with 1, each with a
+ * message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,8 +129,8 @@ static void test_errors(void **state)
     assert_true(rs_test_out_has(g_dir, "no input FILE"));
     assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/qwen' --bogus '%s'", RS_CLI_PATH, g_dir, g_book), 2);
     assert_true(rs_test_out_has(g_dir, "unknown option --bogus"));
-    /* a directory without tokenizer files (and no config) */
-    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s/empty' && '%s' tokenize --model '%s/empty' '%s'", g_dir, RS_CLI_PATH, g_dir, g_book), 1);
+    /* a directory without tokenizer files (and no config): a refused tokenizer, exit 2 as `kl` */
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s/empty' && '%s' tokenize --model '%s/empty' '%s'", g_dir, RS_CLI_PATH, g_dir, g_book), 2);
     assert_true(rs_test_out_has(g_dir, "no tokenizer.json"));
     assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/qwen' '%s/missing.txt'", RS_CLI_PATH, g_dir, g_dir), 1);
     assert_true(rs_test_out_has(g_dir, "missing.txt"));
@@ -140,6 +141,46 @@ static void test_errors(void **state)
     assert_int_equal(rs_test_sh(g_dir, "printf '\\377\\377\\377\\000' > '%s/big.bin' && '%s' tokenize --model '%s/qwen' --decode '%s/big.bin'",
                                 g_dir, RS_CLI_PATH, g_dir, g_dir), 1);
     assert_true(rs_test_out_has(g_dir, "big.bin"));
+}
+
+/* a file of text under g_dir */
+static void write_file_(const char *rel, const char *text)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", g_dir, rel);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* issue 16: every refusal of rs_tokenizer_open exits 2, as `kl` does (it exited 1 before):
+ * missing files, malformed tokenizer.json, malformed tiktoken ranks, a BPE vocabulary beside a
+ * byte (vocab-256) model; a model folder that does not exist stays an I/O failure (1) */
+static void test_tokenizer_refusals(void **state)
+{
+    (void)state;
+    const char *gdn = RS_FIXTURE_DIR "/models/gdn-tiny-random";
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s/none' '%s/badjson' '%s/badranks' '%s/bytebpe'", g_dir, g_dir, g_dir, g_dir), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/none' '%s'", RS_CLI_PATH, g_dir, g_book), 2);
+    assert_true(rs_test_out_has(g_dir, "replayssm tokenize: no tokenizer:"));
+    write_file_("badjson/tokenizer.json", "{\"model\": ");
+    assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/badjson' '%s'", RS_CLI_PATH, g_dir, g_book), 2);
+    assert_true(rs_test_out_has(g_dir, "tokenizer.json: not well-formed JSON"));
+    /* ranks with their split pattern beside them; line 2 is not base64 */
+    write_file_("badranks/x.tiktoken", "IQ== 0\n!!!notbase64 1\n");
+    write_file_("badranks/tiktoken_config.json", "{\"pat_str\": \"\\\\S+|\\\\s+\", \"special_tokens\": {}, \"normalizer\": null}");
+    assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/badranks' '%s'", RS_CLI_PATH, g_dir, g_book), 2);
+    assert_true(rs_test_out_has(g_dir, "x.tiktoken: line 2"));
+    /* the Qwen3.5 ranks beside the byte model's config.json (vocab_size 256) */
+    assert_int_equal(rs_test_sh(g_dir, "cp '%s/config.json' '%s/bytebpe/' && cp '%s/qwen/qwen3_6.tiktoken.gz' '%s/bytebpe/' && "
+                                "'%s' tokenize --model '%s/bytebpe' '%s'", gdn, g_dir, g_dir, g_dir, RS_CLI_PATH, g_dir, g_book), 2);
+    assert_true(rs_test_out_has(g_dir, "on a byte-level model (vocab_size 256)"));
+    /* not a folder at all: exit 1 (as `kl`'s "no model at"), naming it */
+    assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/no-such-model' '%s'", RS_CLI_PATH, g_dir, g_book), 1);
+    assert_true(rs_test_out_has(g_dir, "no-such-model: No such file or directory"));
+    assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s' '%s'", RS_CLI_PATH, g_book, g_book), 1);
+    assert_true(rs_test_out_has(g_dir, "not a directory"));
 }
 
 /* issue 14 / threat model: the input is bounded like every whole-file input: a file over 1 GiB (sparse
@@ -181,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_hf_json),
         cmocka_unit_test(test_byte_model),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_tokenizer_refusals),
         cmocka_unit_test(test_input_bounds),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);

@@ -13,7 +13,7 @@ SECS=${1:-60}
 OUT=${2:-build-fuzz}
 ROOT=$PWD
 shift $(( $# > 2 ? 2 : $# ))
-TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy h5log tok_json tok_tiktoken tok_encode}
+TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy h5log npy tok_json tok_tiktoken tok_encode}
 command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get install clang)" >&2; exit 2; }
 mkdir -p "$OUT"
 # only the parsers and what they call (no OpenBLAS/OpenMP: a clang build of those is not needed);
@@ -23,8 +23,10 @@ SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c
      eval/tokenizer/rs_tok_tiktoken.c eval/tokenizer/rs_tok_regex.c eval/tokenizer/rs_tok_nfc.c eval/tokenizer/rs_tok_sha256.c
      tests/fuzz/rs_fuzz_tokenizer.c
      common/rs_status.c engine/rs_policy.c quant/rs_format.c quant/rs_minifloat.c
-     eval/rs_h5attr.c eval/rs_h5attr_ds.c eval/rs_h5place.c eval/rs_h5log_create.c eval/rs_h5log_skeleton.c eval/rs_h5log_open.c
-     eval/rs_h5log_write.c eval/rs_h5log_read.c eval/rs_kl.c tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
+     eval/rs_h5attr.c eval/rs_h5attr_ds.c eval/rs_h5place.c eval/rs_h5vfd.c eval/rs_h5log_create.c eval/rs_h5log_skeleton.c
+     eval/rs_h5log_open.c eval/rs_h5log_write.c eval/rs_h5log_read.c eval/rs_kl.c eval/rs_input.c eval/rs_npy.c
+     tests/fuzz/rs_fuzz_npy.c
+     tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
 CF="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
     -Iinclude -Icommon -Iengine -Ieval -Itests/fuzz $(pkg-config --cflags hdf5)
     -DRS_HAVE_PCRE2 -DPCRE2_CODE_UNIT_WIDTH=8 -DRS_FIXTURE_DIR=\"$ROOT/tests/fixtures\""
@@ -54,6 +56,7 @@ mkdir -p "$OUT/seeds/h5log"   # edit programs over a valid log the target makes 
 : > "$OUT/seeds/h5log/empty"
 printf '\x00\x02\x18\x00\x00\x00\x00\x00\x00\x00' > "$OUT/seeds/h5log/tokens24"
 printf '\x07\x03\x64\x00\x00\x00\x00\x00\x00\x00' > "$OUT/seeds/h5log/grow-nll"
+mkdir -p "$OUT/seeds/npy"   # valid and invalid .npy files are committed in tests/fuzz/corpus/npy (read below)
 seed tok_json tests/fixtures/tokenizers/fuzz/bytelevel.json tests/fixtures/tokenizers/fuzz/fallback.json
 seed tok_tiktoken tests/fixtures/tokenizers/fuzz/small.tiktoken
 mkdir -p "$OUT/seeds/tok_encode"   # first byte: tokenizer and modes (rs_fuzz_tokenizer.c)

@@ -11,7 +11,8 @@
  *    inside the data section, sizes consistent, names sorted and unique, no overlap, all bytes
  *    readable; metadata.csv: every id valid; policy / format strings: the canonical string
  *    parses back to itself; KL log: counts within bounds, completed <= length <= tokens, every
- *    committed row and summary readable, --resume keeps the committed positions).
+ *    committed row and summary readable, --resume keeps the committed positions; .npy: header
+ *    + data exactly the file, the shape's size without overflow, every element readable).
  * Path-based parsers get the bytes through a file in a per-process scratch folder
  * (rs_fuzz_set_scratch; default /tmp/rs_fuzz_<pid>).
  */
@@ -39,6 +40,7 @@ int rs_fuzz_h5log(const uint8_t *data, size_t size);       /* rs_h5log_open (+ -
 int rs_fuzz_tok_json(const uint8_t *data, size_t size);    /* rs_tokenizer_open on the bytes as tokenizer.json (rs_fuzz_tokenizer.c) */
 int rs_fuzz_tok_tiktoken(const uint8_t *data, size_t size); /* rs_tokenizer_open on the bytes as a *.tiktoken rank file */
 int rs_fuzz_tok_encode(const uint8_t *data, size_t size);  /* rs_tokenizer_encode / decode of random bytes, fixed tokenizers */
+int rs_fuzz_npy(const uint8_t *data, size_t size);         /* rs_npy_header_size + rs_npy_parse of a .npy file (rs_fuzz_npy.c) */
 
 /* every target, NULL-terminated */
 extern const rs_fuzz_target rs_fuzz_targets[];

@@ -570,6 +570,7 @@ const rs_fuzz_target rs_fuzz_targets[] = {
     {"pg19_book", rs_fuzz_pg19_book, 1},
     {"policy", rs_fuzz_policy, 0},
     {"h5log", rs_fuzz_h5log, 1},
+    {"npy", rs_fuzz_npy, 1},
 #ifdef RS_HAVE_PCRE2 /* without PCRE2 the BPE loaders refuse every seed */
     {"tok_json", rs_fuzz_tok_json, 0},
     {"tok_tiktoken", rs_fuzz_tok_tiktoken, 0},

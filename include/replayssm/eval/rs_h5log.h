@@ -19,6 +19,11 @@
  *  - --resume (rs_h5log_open writable) rebuilds: the committed positions are copied into a new
  *    file that replaces the old one atomically, so whatever an interrupted writer left past the
  *    commit record (even inside an interrupted metadata flush) is dropped.
+ *  - A write the disk refuses (ENOSPC, EDQUOT, EFBIG of a file-size limit) leaves the file as its
+ *    last complete flush left it: the log's file driver reserves space on disk before HDF5 may
+ *    use it and writes nothing more after a failure (no close-time flush of a superblock past
+ *    the file's end), so the file opens, every committed position is valid and --resume
+ *    continues it (docs/hdf5-layout.md "Storage, flushing, crash safety" says what is not covered).
  *  - Residual risk: a kill landing inside HDF5's metadata flush (H5Fflush, a sub-millisecond
  *    window per chunk) could, if a chunk-index node split was being written, leave committed
  *    chunks unreachable; larger index nodes (istore_k 256) make splits rare. The crash test
