@@ -13,7 +13,6 @@ the full-sequence forward on the GPU in fp32 with TF32 off (matmul and cuDNN) an
 on random ids. Writes OUTDIR/<name>/ids.i32 (int32 [P]) and ref_logits.f32 (float32 [P][V]), raw
 little-endian. Nothing here is committed (the checkpoints are 8 GB each).
 """
-import math
 import os
 import sys
 import time
@@ -28,23 +27,11 @@ def log(*a):
 
 
 def init_params(model, family, gen):
-    """as tests/fixtures/make_model_fixtures.py: dt log-uniform [1e-3, 1e-1] (dt_bias = softplus^-1),
-    A ~ U[1, 16] (A_log), D = 1 + 0.1 N, plain norms 1 + 0.1 N, (1+w) norms 0.1 N"""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            shape = p.shape
-            if name.endswith("dt_bias"):
-                lo, hi = math.log(1e-3), math.log(1e-1)
-                dt = torch.exp(torch.rand(shape, generator=gen) * (hi - lo) + lo)
-                p.copy_(dt + torch.log(-torch.expm1(-dt)))
-            elif name.endswith("A_log"):
-                p.copy_(torch.log(torch.rand(shape, generator=gen) * 15.0 + 1.0))
-            elif name.endswith(".D"):
-                p.copy_(1.0 + 0.1 * torch.randn(shape, generator=gen))
-            elif name.endswith("norm.weight") or name.endswith("layernorm.weight") or name.endswith("norm_f.weight"):
-                plain = family == "nemotron_h" or ".linear_attn.norm." in name
-                noise = 0.1 * torch.randn(shape, generator=gen)
-                p.copy_(1.0 + noise if plain else noise)
+    """the bundled fixtures' informative parameters (tests/fixtures/make_model_fixtures.py, one
+    definition): dt log-uniform [1e-3, 1e-1], A ~ U[1, 16], D = 1 + 0.1 N, norms off 1"""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "fixtures"))
+    from make_model_fixtures import init_params as fixture_init
+    fixture_init(model, family, gen, torch)
 
 
 def build(name):
