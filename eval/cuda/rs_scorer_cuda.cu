@@ -148,12 +148,11 @@ static rs_status run_nonfinite_(const rs_scorer *sc, size_t r, rs_scorer_nonfini
                 nf->head = h;
             }
     }
-    if (nf->step >= 0) {
-        char pol[64];
-        if (rs_policy_print(&sc->cfg.policies[r], pol, sizeof pol) != RS_OK) snprintf(pol, sizeof pol, "?");
-        snprintf(im->msg, sizeof im->msg, "run %zu (policy %s): layer %d head %d: non-finite SSM value at step %lld",
-                 r + 1, pol, nf->layer, nf->head, (long long)nf->step);
-    }
+    if (nf->step >= 0) /* the CPU runner's wording (eval/model/rs_forward.c): no run index, the caller has it */
+        snprintf(im->msg, sizeof im->msg,
+                 "layer %d head %d: first non-finite SSM value at token %lld (the head's output there, or the state "
+                 "it left for the next token)",
+                 nf->layer, nf->head, (long long)nf->step);
     if (msg) *msg = im->msg;
     return RS_OK;
 }
