@@ -46,39 +46,16 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
         p->win[r + 1] = sc->cfg.windows[r];
         p->seed[r + 1] = sc->cfg.seeds[r];
     }
-    /* scratch widths: as rs_runner_ws.c */
-    size_t P1 = 0, P2 = 0, cw = 0, hmax = 1, sv = 0, so = 0, rot = 0;
-    const size_t I = (size_t)c->mlp.intermediate;
-    if (c->layer_has_mlp || c->n_mlp > 0) {
-        P1 = MAXZ(P1, I);
-        if (c->mlp.activation == RS_ACT_SILU) P2 = MAXZ(P2, I);
-    }
-    size_t state = 0;
-    if (c->n_gdn > 0) {
-        P1 = MAXZ(P1, (size_t)c->gdn.conv_dim);
-        P2 = MAXZ(P2, (size_t)c->gdn.value_dim);
-        cw = MAXZ(cw, (size_t)c->gdn.conv_dim);
-        hmax = MAXZ(hmax, (size_t)c->gdn.n_v_heads);
-        so = MAXZ(so, (size_t)c->gdn.value_dim);
+    /* scratch widths: the CPU runner's (rs_fwd_widths_of) */
+    const rs_fwd_widths w = rs_fwd_widths_of(c);
+    const size_t P1 = w.P1, P2 = w.P2, cw = w.cw, hmax = w.hmax, sv = w.sv, so = w.so, rot = w.rot;
+    size_t state = 0; /* conv states [RR][conv_dim][K-1] of every SSM layer, then the scans' bytes */
+    if (c->n_gdn > 0)
         state += (size_t)c->n_gdn * RR * (size_t)c->gdn.conv_dim * (size_t)(c->gdn.conv_kernel - 1) * sizeof(float);
-    }
-    if (c->n_mamba > 0) {
-        P1 = MAXZ(P1, (size_t)c->mamba.in_proj_dim);
-        cw = MAXZ(cw, (size_t)c->mamba.conv_dim);
-        hmax = MAXZ(hmax, (size_t)c->mamba.n_heads);
-        sv = (size_t)c->mamba.d_inner;
-        so = MAXZ(so, (size_t)c->mamba.d_inner);
+    if (c->n_mamba > 0)
         state += (size_t)c->n_mamba * RR * (size_t)c->mamba.conv_dim * (size_t)(c->mamba.conv_kernel - 1) *
                  sizeof(float);
-    }
-    if (c->n_attn > 0) {
-        const size_t H = (size_t)c->attn.n_heads, hd = (size_t)c->attn.head_dim;
-        P1 = MAXZ(P1, H * hd * (c->attn.output_gate ? 2 : 1));
-        P2 = MAXZ(P2, 2 * (size_t)c->attn.n_kv_heads * hd);
-        cw = MAXZ(cw, H * hd);
-        if (c->attn.use_rope) rot = (size_t)c->attn.rotary_dim;
-        im->kv_layer = RR * (size_t)c->attn.n_kv_heads * im->cap * hd;
-    }
+    if (c->n_attn > 0) im->kv_layer = RR * (size_t)c->attn.n_kv_heads * im->cap * (size_t)c->attn.head_dim;
     im->P1 = P1, im->P2 = P2, im->cw = cw, im->hmax = hmax, im->sv = sv, im->so = so;
     /* the state engine: one scan object per SSM kind */
     for (int kind = 0; kind < 2; kind++) {

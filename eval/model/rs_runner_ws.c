@@ -42,38 +42,44 @@ void rs_runner_ws_free(rs_fwd_ws *ws)
     memset(ws, 0, sizeof *ws);
 }
 
+rs_fwd_widths rs_fwd_widths_of(const rs_model_config *c)
+{
+    rs_fwd_widths w = {0, 0, 0, 1, 0, 0, 0};
+    const size_t I = (size_t)c->mlp.intermediate;
+    if (c->layer_has_mlp || c->n_mlp > 0) {
+        w.P1 = MAXZ(w.P1, I);
+        if (c->mlp.activation == RS_ACT_SILU) w.P2 = MAXZ(w.P2, I);
+    }
+    if (c->n_gdn > 0) {
+        w.P1 = MAXZ(w.P1, (size_t)c->gdn.conv_dim);
+        w.P2 = MAXZ(w.P2, (size_t)c->gdn.value_dim);
+        w.cw = MAXZ(w.cw, (size_t)c->gdn.conv_dim);
+        w.hmax = MAXZ(w.hmax, (size_t)c->gdn.n_v_heads);
+        w.so = MAXZ(w.so, (size_t)c->gdn.value_dim);
+    }
+    if (c->n_mamba > 0) {
+        w.P1 = MAXZ(w.P1, (size_t)c->mamba.in_proj_dim);
+        w.cw = MAXZ(w.cw, (size_t)c->mamba.conv_dim);
+        w.hmax = MAXZ(w.hmax, (size_t)c->mamba.n_heads);
+        w.sv = (size_t)c->mamba.d_inner;
+        w.so = MAXZ(w.so, (size_t)c->mamba.d_inner);
+    }
+    if (c->n_attn > 0) {
+        const size_t H = (size_t)c->attn.n_heads, hd = (size_t)c->attn.head_dim;
+        w.P1 = MAXZ(w.P1, H * hd * (c->attn.output_gate ? 2 : 1));
+        w.P2 = MAXZ(w.P2, 2 * (size_t)c->attn.n_kv_heads * hd);
+        w.cw = MAXZ(w.cw, H * hd);
+        if (c->attn.use_rope) w.rot = (size_t)c->attn.rotary_dim;
+    }
+    return w;
+}
+
 rs_status rs_runner_ws_init(rs_fwd_ws *ws, const rs_model_config *c, const rs_runner_config *rc,
                           int n_threads)
 {
     const size_t M = rc->n_runs * rc->chunk, d = (size_t)c->hidden, V = (size_t)c->vocab;
-    size_t P1 = 0, P2 = 0, cw = 0, hmax = 1, sv = 0, so = 0;
-    const size_t I = (size_t)c->mlp.intermediate;
-    if (c->layer_has_mlp || c->n_mlp > 0) {
-        P1 = MAXZ(P1, I);
-        if (c->mlp.activation == RS_ACT_SILU) P2 = MAXZ(P2, I);
-    }
-    if (c->n_gdn > 0) {
-        P1 = MAXZ(P1, (size_t)c->gdn.conv_dim);
-        P2 = MAXZ(P2, (size_t)c->gdn.value_dim);
-        cw = MAXZ(cw, (size_t)c->gdn.conv_dim);
-        hmax = MAXZ(hmax, (size_t)c->gdn.n_v_heads);
-        so = MAXZ(so, (size_t)c->gdn.value_dim);
-    }
-    if (c->n_mamba > 0) {
-        P1 = MAXZ(P1, (size_t)c->mamba.in_proj_dim);
-        cw = MAXZ(cw, (size_t)c->mamba.conv_dim);
-        hmax = MAXZ(hmax, (size_t)c->mamba.n_heads);
-        sv = (size_t)c->mamba.d_inner;
-        so = MAXZ(so, (size_t)c->mamba.d_inner);
-    }
-    size_t rot = 0;
-    if (c->n_attn > 0) {
-        const size_t H = (size_t)c->attn.n_heads, hd = (size_t)c->attn.head_dim;
-        P1 = MAXZ(P1, H * hd * (c->attn.output_gate ? 2 : 1));
-        P2 = MAXZ(P2, 2 * (size_t)c->attn.n_kv_heads * hd);
-        cw = MAXZ(cw, H * hd);
-        if (c->attn.use_rope) rot = (size_t)c->attn.rotary_dim;
-    }
+    const rs_fwd_widths w = rs_fwd_widths_of(c);
+    const size_t P1 = w.P1, P2 = w.P2, cw = w.cw, hmax = w.hmax, sv = w.sv, so = w.so, rot = w.rot;
     ws->rows = M;
     ws->P1 = P1;
     ws->P2 = P2;

@@ -78,6 +78,17 @@ typedef struct rs_fwd_ws {
     size_t hmax;         /* per-head scalar planes: small + k * rows * hmax, k = 0..3 */
 } rs_fwd_ws;
 
+/* Widths of the chunk scratch per row (what rs_fwd_ws holds for every stacked row): the widest
+ * first / second projection (P1, P2), conv or attention output (cw), per-head scalar planes (hmax),
+ * Mamba-2 inputs (sv) and SSM outputs (so), and the RoPE dims (rot). One definition for the CPU
+ * runner and the GPU scorer. */
+typedef struct rs_fwd_widths {
+    size_t P1, P2, cw, hmax, sv, so, rot;
+} rs_fwd_widths;
+
+/*! rs_fwd_widths_of() : the widths for model config c. */
+rs_fwd_widths rs_fwd_widths_of(const rs_model_config *c);
+
 /* What one chunk call needs. */
 typedef struct rs_fwd_args {
     const rs_model *m;
