@@ -27,7 +27,7 @@ for model in gdn-tiny mamba2-tiny; do
     "$RS" kl --device cuda --model data/models/$model --tokens "$TOK" --quiet "${pol[@]}" \
       --out "$OUTD/$model-gpu-$what.h5" > "$OUTD/$model-gpu-$what.txt" 2>&1
     r=$?
-    echo "kl --device cuda $model $what: exit $r, $(echo "$(date +%s.%N) - $t0" | bc) s wall"
+    echo "kl --device cuda $model $what: exit $r, $(python3 -c "import time; print(round(time.time() - $t0, 1))") s wall"
     [ $r = 0 ] || { rc=1; tail -5 "$OUTD/$model-gpu-$what.txt"; }
   done
 done
