@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name)
 {
@@ -76,4 +79,39 @@ int rs_test_out_has(const char *dir, const char *needle)
     if (!found) fprintf(stderr, "output was:\n%s\n", zz);
     free(zz);
     return found;
+}
+
+double rs_test_timed_run(const char *dir, const char *cli, const char *args, const char *full)
+{
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    if (rs_test_sh(dir, "'%s' %s --out '%s'", cli, args, full) != 0) return -1.0;
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    return (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+}
+
+int rs_test_kill9_run(const char *cli, const char *args, const char *out, double wall, double lo, double hi)
+{
+    uint64_t rng = (uint64_t)time(NULL);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        unlink(out);
+        const double at = wall * (lo + (hi - lo) * rs_test_uniform(&rng));
+        const pid_t pid = fork();
+        if (pid < 0) return 0;
+        if (pid == 0) {
+            char cmd[4096];
+            snprintf(cmd, sizeof cmd, "exec '%s' %s --out '%s' >/dev/null 2>&1", cli, args, out);
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+        struct timespec ts = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9)};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int wst = 0;
+        waitpid(pid, &wst, 0);
+        const int interrupted = WIFSIGNALED(wst);
+        fprintf(stderr, "kill -9 after %.2f s of %.2f s: %s\n", at, wall, interrupted ? "interrupted" : "had finished");
+        if (interrupted) return 1;
+    }
+    return 0;
 }

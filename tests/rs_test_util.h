@@ -22,6 +22,15 @@ int rs_test_sh(const char *dir, const char *fmt, ...)
 /* The last rs_test_sh output in dir contains needle (the output is printed to stderr when not). */
 int rs_test_out_has(const char *dir, const char *needle);
 
+/* Time `'cli' args --out full` (must exit 0: returns its wall seconds, or -1), for
+ * rs_test_kill9_run. */
+double rs_test_timed_run(const char *dir, const char *cli, const char *args, const char *full);
+
+/* Start `'cli' args --out out` and kill -9 it after a random fraction in [lo, hi) of `wall`
+ * seconds (out removed first); up to 3 attempts until the kill lands before the command
+ * finishes. Prints each attempt to stderr; returns 1 if a run was interrupted, else 0. */
+int rs_test_kill9_run(const char *cli, const char *args, const char *out, double wall, double lo, double hi);
+
 /* Bit pattern of a float and back. */
 uint32_t rs_test_f2u(float x);
 float rs_test_u2f(uint32_t u);

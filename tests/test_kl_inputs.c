@@ -725,33 +725,10 @@ static void test_kill9_token_ids(void **state)
     snprintf(cut, sizeof cut, "%s/kcut.h5", g_dir);
     snprintf(args, sizeof args, "kl --model '%s' --token-ids '%s' --tokens 1024 --chunk 16 --seed 3 --threads 1 --quiet "
              "--policy shared:nvfp4-sr", GDN_TINY, raw);
-    struct timespec w0, w1;
-    clock_gettime(CLOCK_MONOTONIC, &w0);
-    assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, args, full), 0);
-    clock_gettime(CLOCK_MONOTONIC, &w1);
-    const double wall = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
-    uint64_t rng = (uint64_t)time(NULL);
-    int interrupted = 0;
-    for (int attempt = 0; attempt < 3 && !interrupted; attempt++) {
-        unlink(cut);
-        const double at = wall * (0.2 + 0.6 * rs_test_uniform(&rng));
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            char cmd[4096];
-            snprintf(cmd, sizeof cmd, "exec '%s' %s --out '%s' >/dev/null 2>&1", g_cli, args, cut);
-            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-            _exit(127);
-        }
-        struct timespec ts = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9)};
-        nanosleep(&ts, NULL);
-        kill(pid, SIGKILL);
-        int wst = 0;
-        waitpid(pid, &wst, 0);
-        interrupted = WIFSIGNALED(wst);
-        print_message("kill -9 after %.2f s of %.2f s: %s\n", at, wall, interrupted ? "interrupted" : "had finished");
-    }
-    assert_true(interrupted);
+    const double wall = rs_test_timed_run(g_dir, g_cli, args, full);
+    assert_true(wall >= 0.0);
+    /* kill -9 somewhere in the middle 20% .. 80% of the run's wall time */
+    assert_true(rs_test_kill9_run(g_cli, args, cut, wall, 0.2, 0.8));
     struct stat sb;
     if (stat(cut, &sb) == 0) assert_int_equal(rs_test_sh(g_dir, "'%s' %s --resume --out '%s'", g_cli, args, cut), 0);
     else assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, args, cut), 0);
