@@ -8,8 +8,9 @@
  *   [run descriptors R x rs_scan_run][run lists R x int][marks R x n_layers x H int64]
  *   [states: run r, layer l, head h, state s at state_off(r) + ((l H + h) ns_r + s) d_v d_k floats]
  * each part starting at a multiple of 256 bytes. Runs with one running state (conv, shared) and
- * with two (split) are launched separately (NS = 1, 2: fewer registers for the former); the run
- * lists map blockIdx.y to the run.
+ * with two (split) are launched separately (NS = 1, 2: fewer registers for the former), the latter
+ * on a side stream so that the two run side by side (forked from and joined to the caller's stream
+ * by events); the run lists map blockIdx.y to the run.
  */
 #include <cuda_runtime.h>
 
@@ -34,6 +35,11 @@ struct rs_cuda_scan {
     int *d_list; /* [n1 one-state runs][n2 two-state runs] */
     int64_t *d_marks;
     float *d_states;
+    /* the two-state launch runs beside the one-state launch (different runs, disjoint data): a side
+     * stream forked from and joined to the caller's stream by events, created only when both kinds
+     * of runs exist */
+    cudaStream_t side;
+    cudaEvent_t ev_fork, ev_join;
 };
 
 /* ---- configuration ------------------------------------------------------------------------- */
@@ -128,6 +134,9 @@ extern "C" void rs_cuda_scan_free(rs_cuda_scan *s)
 {
     if (!s) return;
     if (s->slab) cudaFree(s->slab);
+    if (s->ev_fork) cudaEventDestroy(s->ev_fork);
+    if (s->ev_join) cudaEventDestroy(s->ev_join);
+    if (s->side) cudaStreamDestroy(s->side);
     free(s->layer_ids);
     free(s->pos);
     free(s);
@@ -180,7 +189,19 @@ extern "C" rs_status rs_cuda_scan_create(const rs_cuda_scan_config *cfg, rs_cuda
     for (int r = 0; r < R; ++r)
         if (runs[r].ns == 2) list[s->n1 + s->n2++] = r;
 
-    cudaError_t e = cudaMalloc((void **)&s->slab, lay.total);
+    cudaError_t e = cudaSuccess;
+    if (s->n1 > 0 && s->n2 > 0) {
+        e = cudaStreamCreateWithFlags(&s->side, cudaStreamNonBlocking);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev_fork, cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev_join, cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            rs_cuda_scan_free(s);
+            free(runs);
+            free(list);
+            return rs_error_set(RS_E_CUDA, "%s: side stream / events: %s", who, cudaGetErrorString(e));
+        }
+    }
+    e = cudaMalloc((void **)&s->slab, lay.total);
     if (e != cudaSuccess) {
         s->slab = NULL;
         rs_cuda_scan_free(s);
@@ -225,6 +246,18 @@ extern "C" rs_status rs_cuda_scan_reset(rs_cuda_scan *s, rs_cuda_stream st)
 
 static bool aligned16_(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* RS_CUDA_SCAN_SERIAL=1: both launches on the caller's stream, one after the other (for timing
+ * comparisons; the results are the same bits either way). Read once. */
+static bool getenv_serial_()
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("RS_CUDA_SCAN_SERIAL");
+        v = e && e[0] == '1';
+    }
+    return v == 1;
+}
+
 extern "C" rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cuda_scan_io *io, rs_cuda_stream st)
 {
     static const char who[] = "rs_cuda_scan_chunk";
@@ -250,7 +283,14 @@ extern "C" rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cud
     a.pos0 = s->pos[layer];
     a.T = io->T, a.H = s->H, a.hpg = s->H / s->G, a.d_v = s->d_v, a.n_layers = s->n_layers, a.layer = layer;
     a.layer_id = s->layer_ids[layer];
-    cudaStream_t cs = (cudaStream_t)st;
+    cudaStream_t cs = (cudaStream_t)st, cs2 = cs;
+    const bool fork = s->side && !getenv_serial_();
+    if (fork) { /* cs2 starts after everything queued on cs so far; cs continues after cs2's launch */
+        cudaError_t e = cudaEventRecord(s->ev_fork, cs);
+        if (e == cudaSuccess) e = cudaStreamWaitEvent(s->side, s->ev_fork, 0);
+        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: fork: %s", who, cudaGetErrorString(e));
+        cs2 = s->side;
+    }
     if (s->n1 > 0) {
         a.list = s->d_list;
         if (gdn) rs_scan_launch_gdn(s->rpw, 1, a, s->n1, cs);
@@ -260,9 +300,11 @@ extern "C" rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cud
     }
     if (s->n2 > 0) {
         a.list = s->d_list + s->n1;
-        if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, s->n2, cs);
-        else rs_scan_launch_mamba2(s->rpw, 2, a, s->n2, cs);
-        const cudaError_t e = cudaGetLastError();
+        if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, s->n2, cs2);
+        else rs_scan_launch_mamba2(s->rpw, 2, a, s->n2, cs2);
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess && fork) e = cudaEventRecord(s->ev_join, cs2);
+        if (e == cudaSuccess && fork) e = cudaStreamWaitEvent(cs, s->ev_join, 0);
         if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
     }
     s->pos[layer] += (uint64_t)io->T;

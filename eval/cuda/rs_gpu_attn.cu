@@ -1,4 +1,5 @@
-/* rs_gpu_attn.cu — causal GQA attention (rsg_attention), flash style on CUDA cores in fp32.
+/* rs_gpu_attn.cu — causal GQA attention (rsg_attention): the dispatch (RSG_ATTN_*; the 3xTF32
+ * tensor-core kernel is rs_gpu_attn_tc.cu) and the flash-style kernel on CUDA cores in fp32 (simt).
  *
  * Block = (query tile of 64 rows, KV head g, run r); 256 threads. The rows of (r, g) are
  * i = t * rep + hh (chunk position t, query head g * rep + hh; rep = H / Hkv), as the CPU's
@@ -25,7 +26,10 @@
  * the CPU sums in another order anyway). Keys past pos0 + t score -inf (weight exactly 0).
  * Tolerance against the CPU op: see eval/cuda/tests/test_gpu_ops.cu. */
 #include <cuda_pipeline.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "rs_gpu_attn_impl.h"
 #include "rs_gpu_common.cuh"
 
 namespace {
@@ -219,6 +223,23 @@ template <int NC> rs_status attn_launch_(const rsg_attn_args *a, int rows, int r
 
 } // namespace
 
+int rsg_attention_default_impl(void)
+{
+    /* read once; an unknown value keeps the default (the launcher never prints) */
+    static int impl = 0;
+    if (impl == 0) {
+        const char *e = getenv("RS_GPU_ATTN");
+        impl = e && strcmp(e, "simt") == 0 ? RSG_ATTN_SIMT : RSG_ATTN_TF32X3;
+    }
+    return impl;
+}
+
+const char *rsg_attention_impl_name(int impl)
+{
+    if (impl == RSG_ATTN_DEFAULT) impl = rsg_attention_default_impl();
+    return impl == RSG_ATTN_SIMT ? "simt" : "tf32x3";
+}
+
 rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s)
 {
     RSG_REQUIRE(a, "rsg_attention: NULL arguments");
@@ -230,10 +251,13 @@ rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s)
                 "rsg_attention: bad arguments (R %d, T %d, H %d, Hkv %d, hd %d, pos0 %lld, cap %zu, ldq %zu, "
                 "q_hstride %d, ldo %zu)",
                 a->R, a->T, a->H, a->Hkv, a->hd, (long long)a->pos0, a->cap, a->ldq, a->q_hstride, a->ldo);
+    RSG_REQUIRE(a->impl >= RSG_ATTN_DEFAULT && a->impl <= RSG_ATTN_TF32X3, "rsg_attention: unknown kernel %d", a->impl);
     if (a->R == 0 || a->T == 0) return RS_OK;
     const int rep = a->H / a->Hkv, rows = a->T * rep;
     const bool vec = a->hd % 4 == 0 && ((uintptr_t)a->Kc % 16) == 0 && ((uintptr_t)a->Vc % 16) == 0;
     cudaStream_t st = rsg_stream(s);
+    const int impl = a->impl == RSG_ATTN_DEFAULT ? rsg_attention_default_impl() : a->impl;
+    if (impl == RSG_ATTN_TF32X3) return rsg_attention_tc(a, rows, rep, vec, st);
     switch ((a->hd + 63) / 64) {
     case 1: return attn_launch_<1>(a, rows, rep, vec, st);
     case 2: return attn_launch_<2>(a, rows, rep, vec, st);

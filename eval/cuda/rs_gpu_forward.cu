@@ -173,6 +173,7 @@ static rs_status attn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     aa.scale = (float)(1.0 / sqrt((double)hd));
     aa.O = im->conv;
     aa.ldo = H * hd;
+    aa.impl = RSG_ATTN_DEFAULT; /* tf32x3, or RS_GPU_ATTN=simt */
     GTRY(rsg_attention(&aa, im->s));
     rs_gpu_mark(im, GS_ATTN);
     if (ac->output_gate) {

@@ -99,8 +99,9 @@ rs_status rsg_kv_append(int R, int T, int Hkv, int hd, int64_t pos0, size_t cap,
  * cache positions 0 .. pos0 + t of run r (Kc, Vc [R][Hkv][cap][hd], KV head h / (H/Hkv)),
  * scores scaled by `scale`; output at O + (r*T + t)*ldo + h*hd. hd <= 256, R <= 65535,
  * pos0 + T <= cap, pos0 + T < 2^31; reads only positions < pos0 + T. Blocks of 64 query rows
- * x 64-key tiles, up to 212 KiB of dynamic shared memory (set per launch with
- * cudaFuncSetAttribute); cp.async when hd % 4 == 0 and Kc, Vc are 16-byte aligned. */
+ * x 64-key tiles (simt) or 32-key tiles (tf32x3), up to 212 / 200 KiB of dynamic shared memory
+ * (set per launch with cudaFuncSetAttribute); cp.async / float4 loads when hd % 4 == 0 and Kc, Vc
+ * are 16-byte aligned. */
 typedef struct rsg_attn_args {
     int R, T, H, Hkv, hd;
     int64_t pos0;
@@ -112,8 +113,20 @@ typedef struct rsg_attn_args {
     float scale;
     float *O;
     size_t ldo;
+    int impl; /* RSG_ATTN_*: which kernel (0 = the default; zero-initialised callers get it) */
 } rsg_attn_args;
 rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s);
+
+/* Attention kernels. RSG_ATTN_DEFAULT: RSG_ATTN_TF32X3, or what the environment variable
+ * RS_GPU_ATTN names ("tf32x3" or "simt"; read once) for comparisons. RSG_ATTN_SIMT: fp32 FMAs
+ * on the CUDA cores (rs_gpu_attn.cu). RSG_ATTN_TF32X3: mma.sync TF32 tensor cores with the 3xTF32
+ * split (a = hi + lo, hi*hi' + hi*lo' + lo*hi') for Q K^T and P V, fp32 accumulation and an fp32
+ * online softmax (rs_gpu_attn_tc.cu): errors at fp32-noise level (test_gpu_ops measures both
+ * against a double reference). Both are deterministic. */
+enum { RSG_ATTN_DEFAULT = 0, RSG_ATTN_SIMT = 1, RSG_ATTN_TF32X3 = 2 };
+/* the kernel RSG_ATTN_DEFAULT resolves to, and a kernel's name ("simt", "tf32x3") */
+int rsg_attention_default_impl(void);
+const char *rsg_attention_impl_name(int impl);
 
 /* Qwen3.5 output gate: O[row*ldo + h*hd + i] *= sigmoid(Q[row*ldq + h*q_hstride + hd + i]). */
 rs_status rsg_attn_gate(int M, int H, int hd, float *O, size_t ldo, const float *Q, size_t ldq,

@@ -242,9 +242,11 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     rs_gpu_plan_free(&p);
     RS_TRY(st);
     snprintf(im->describe, sizeof im->describe,
-             "cuda: %s (device %d, %d SMs, %.0f GiB), driver %s, runtime %s, cuBLAS %s, compute %s, plan %.2f GiB",
+             "cuda: %s (device %d, %d SMs, %.0f GiB), driver %s, runtime %s, cuBLAS %s, compute %s, attention %s, "
+             "plan %.2f GiB",
              im->info.name, im->info.ordinal, im->info.sm_count, im->info.total_gib, im->info.driver, im->info.runtime,
-             im->info.cublas, rs_compute_mode_name(cfg->compute), (double)im->device_bytes / 1073741824.0);
+             im->info.cublas, rs_compute_mode_name(cfg->compute), rsg_attention_impl_name(RSG_ATTN_DEFAULT),
+             (double)im->device_bytes / 1073741824.0);
     return reset_(sc);
 }
 

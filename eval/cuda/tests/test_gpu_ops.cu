@@ -6,6 +6,8 @@
  * full: the padding of strided rows (ld > n) and everything an op must not touch must keep its
  * bits. Tolerances, with their reasons, sit next to each check. Exit 0 if all pass, 1 if one
  * fails, 77 without a GPU. Usage: test_gpu_ops [--quick] (smaller shapes, for compute-sanitizer).
+ * Attention: both kernels (RSG_ATTN_SIMT, RSG_ATTN_TF32X3) on every case; RS_ATTN_BENCH=1 (without
+ * --quick) also times them at the evaluator's shapes (printout only).
  */
 #include <cuda_runtime.h>
 
@@ -457,9 +459,16 @@ static void test_attention_case(const AttnCase &k)
     float *dKc = dK + (k.misalign ? 1 : 0), *dVc = dV + (k.misalign ? 1 : 0); /* misalign: no cp.async */
     CK(cudaMemcpy(dKc, Kc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dVc, Vc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
-    rsg_attn_args a = {k.R, k.T, k.H, k.Hkv, hd, k.pos0, k.cap, dQ, ldq, qs, dKc, dVc, scale, dO, ldo};
-    RSK(rsg_attention(&a, 0));
-    vf g = dget(dO, O0.size()), c = O0;
+    /* both kernels on the same inputs: g[0] simt (fp32 CUDA cores), g[1] tf32x3 (tensor cores) */
+    vf g[2];
+    for (int ki = 0; ki < 2; ki++) {
+        CK(cudaMemcpy(dO, O0.data(), O0.size() * sizeof(float), cudaMemcpyHostToDevice));
+        rsg_attn_args a = {k.R, k.T, k.H, k.Hkv, hd, k.pos0, k.cap, dQ, ldq, qs, dKc, dVc, scale, dO, ldo,
+                           ki ? RSG_ATTN_TF32X3 : RSG_ATTN_SIMT};
+        RSK(rsg_attention(&a, 0));
+        g[ki] = dget(dO, O0.size());
+    }
+    vf c = O0;
     vf scratch((size_t)g_be->n_threads * RS_ATTN_BLOCK_ROWS * k.cap);
     for (int r = 0; r < k.R; r++) {
         rs_attn_args ca;
@@ -471,15 +480,18 @@ static void test_attention_case(const AttnCase &k)
         RSK(g_be->ops->attention(g_be, &ca));
     }
     /* float64 reference: o64 and A = sum_j p_j |v_j| per output element (the scale of the sum).
-     * Tolerance |gpu - cpu| <= 2e-5 A and |gpu - o64| <= 2e-5 A: the kernels differ from the CPU
-     * only in summation order (fmaf dot products of hd terms vs dot8_, online rescaling vs one
-     * max, O accumulated over n keys either way) and in expf (<= 3 ulp). With these data the
-     * score sums have |s| ~ 1 and fp32 random-walk errors ~ sqrt(hd) eps |s| ~ 1e-6; p moves by
-     * that relatively, O by that times A; the n-term O sum adds ~ sqrt(n) eps A ~ 2e-6 at
-     * n = 1000. 2e-5 leaves ~10x. (Worst-case bounds n eps are far looser and not what a broken
-     * kernel would show: a wrong mask, row or scale moves O by O(A).) */
-    double w_cpu = 0.0, w_64 = 0.0;
-    size_t pad = 0;
+     * Tolerance |gpu - cpu| <= 2e-5 A and |gpu - o64| <= 2e-5 A, for both kernels: the simt kernel
+     * differs from the CPU only in summation order (fmaf dot products of hd terms vs dot8_, online
+     * rescaling vs one max, O accumulated over n keys either way) and in expf (<= 3 ulp). With these
+     * data the score sums have |s| ~ 1 and fp32 random-walk errors ~ sqrt(hd) eps |s| ~ 1e-6; p
+     * moves by that relatively, O by that times A; the n-term O sum adds ~ sqrt(n) eps A ~ 2e-6 at
+     * n = 1000. 2e-5 leaves ~10x. The tf32x3 kernel adds per product ~2^-22 relative (the dropped
+     * lo * lo' and the rounding / truncation of lo), the same order as fp32 rounding, so the same bound holds;
+     * plain TF32 (2^-11 per input) would be ~1e-3 A and fail it by 50x. (Worst-case bounds n eps are
+     * far looser and not what a broken kernel would show: a wrong mask, row or scale moves O by
+     * O(A).) The printout also gives |tf32x3 - simt| / A. */
+    double w_cpu[2] = {0.0, 0.0}, w_64[2] = {0.0, 0.0}, w_ts = 0.0;
+    size_t pad[2] = {0, 0};
     std::vector<double> s(k.cap), o64(hd), A(hd);
     for (int r = 0; r < k.R; r++)
         for (int t = 0; t < k.T; t++)
@@ -504,14 +516,81 @@ static void test_attention_case(const AttnCase &k)
                 for (int d = 0; d < hd; d++) {
                     const size_t i = row * ldo + (size_t)h * hd + d;
                     const double Ad = A[d] / sum;
-                    w_cpu = std::max(w_cpu, std::isnan(g[i]) ? INFINITY : fabs(g[i] - c[i]) / Ad);
-                    w_64 = std::max(w_64, std::isnan(g[i]) ? INFINITY : fabs(g[i] - o64[d] / sum) / Ad);
+                    for (int ki = 0; ki < 2; ki++) {
+                        const float gi = g[ki][i];
+                        w_cpu[ki] = std::max(w_cpu[ki], std::isnan(gi) ? INFINITY : fabs(gi - c[i]) / Ad);
+                        w_64[ki] = std::max(w_64[ki], std::isnan(gi) ? INFINITY : fabs(gi - o64[d] / sum) / Ad);
+                    }
+                    w_ts = std::max(w_ts, fabs((double)g[1][i] - g[0][i]) / Ad);
                 }
             }
-    for (size_t i = 0; i < g.size(); i++) pad += (i % ldo) >= (size_t)k.H * hd && !same_bits(g[i], c[i]);
-    report(k.name, w_cpu <= 2e-5 && w_64 <= 2e-5 && pad == 0,
-           "max |gpu-cpu|/A %.2e, |gpu-f64|/A %.2e (<= 2e-5), %zu padding elements changed", w_cpu, w_64, pad);
+    for (int ki = 0; ki < 2; ki++) {
+        for (size_t i = 0; i < g[ki].size(); i++)
+            pad[ki] += (i % ldo) >= (size_t)k.H * hd && !same_bits(g[ki][i], c[i]);
+        char name[256];
+        snprintf(name, sizeof name, "%s [%s]", k.name, ki ? "tf32x3" : "simt");
+        report(name, w_cpu[ki] <= 2e-5 && w_64[ki] <= 2e-5 && pad[ki] == 0,
+               "max |gpu-cpu|/A %.2e, |gpu-f64|/A %.2e (<= 2e-5), %zu padding elements changed", w_cpu[ki],
+               w_64[ki], pad[ki]);
+    }
+    printf("   %s: max |tf32x3 - simt| / A %.2e\n", k.name, w_ts);
     dfree(dQ), dfree(dO), dfree(dK), dfree(dV);
+}
+
+/* Timing of both kernels at the evaluator's shapes (reference + 4 runs, a chunk of 256 at a long
+ * context): not a pass / fail check, the numbers for docs/evaluator.md. The caches hold random
+ * values made on the device; the two outputs are compared (max |diff| / max |o|) as a sanity check. */
+__global__ void fill_rand_k_(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t z = seed + i * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        x[i] = lo + (hi - lo) * (float)((double)(z >> 11) * 0x1.0p-53);
+    }
+}
+
+static void bench_attention(int R, int T, int H, int Hkv, int hd, int64_t pos0, const char *name)
+{
+    const size_t cap = (size_t)pos0 + T, nc = (size_t)R * Hkv * cap * hd, nq = (size_t)R * T * H * hd;
+    float *dK, *dV, *dQ, *dO[2];
+    if (cudaMalloc((void **)&dK, nc * 4) != cudaSuccess || cudaMalloc((void **)&dV, nc * 4) != cudaSuccess) {
+        cudaGetLastError();
+        printf("bench %s: no memory, skipped\n", name);
+        return;
+    }
+    CK(cudaMalloc((void **)&dQ, nq * 4));
+    CK(cudaMalloc((void **)&dO[0], nq * 4));
+    CK(cudaMalloc((void **)&dO[1], nq * 4));
+    fill_rand_k_<<<1024, 256>>>(dK, nc, 1, -1.0f, 1.0f);
+    fill_rand_k_<<<1024, 256>>>(dV, nc, 2, -1.0f, 1.0f);
+    fill_rand_k_<<<1024, 256>>>(dQ, nq, 3, -1.0f, 1.0f);
+    float ms[2];
+    for (int ki = 0; ki < 2; ki++) {
+        rsg_attn_args a = {R, T, H, Hkv, hd, pos0, cap, dQ, (size_t)H * hd, hd, dK, dV,
+                           (float)(1.0 / sqrt((double)hd)), dO[ki], (size_t)H * hd, ki ? RSG_ATTN_TF32X3 : RSG_ATTN_SIMT};
+        RSK(rsg_attention(&a, 0)); /* warm-up */
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        const int reps = 3;
+        CK(cudaEventRecord(e0));
+        for (int it = 0; it < reps; it++) RSK(rsg_attention(&a, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaEventElapsedTime(&ms[ki], e0, e1));
+        ms[ki] /= reps;
+        cudaEventDestroy(e0), cudaEventDestroy(e1);
+    }
+    vf o0 = dget(dO[0], nq), o1 = dget(dO[1], nq);
+    double dmax = 0.0, omax = 0.0;
+    for (size_t i = 0; i < nq; i++) dmax = std::max(dmax, (double)fabsf(o0[i] - o1[i])), omax = std::max(omax, (double)fabsf(o0[i]));
+    const double flop = 4.0 * R * H * (double)T * (pos0 + (T + 1) / 2.0) * hd;
+    printf("bench %s: simt %.3f ms (%.1f TFLOP/s), tf32x3 %.3f ms (%.1f fp32-equivalent TFLOP/s), speed-up %.2fx, "
+           "max |diff| / max |o| %.2e\n",
+           name, ms[0], flop / ms[0] * 1e-9, ms[1], flop / ms[1] * 1e-9, ms[0] / ms[1], dmax / omax);
+    dfree(dK), dfree(dV), dfree(dQ), dfree(dO[0]), dfree(dO[1]);
 }
 
 static void test_attention()
@@ -519,12 +598,20 @@ static void test_attention()
     const bool q = g_quick;
     const AttnCase cs[] = {
         {2, q ? 16 : 64, 16, 4, 256, q ? 40 : 200, q ? 60u : 300u, true, false, 1.0f, "attention: Qwen3.5-4B heads, hd=256, T=64, pos0=200"},
+        {2, q ? 20 : 256, 16, 4, 256, q ? 45 : 301, q ? 70u : 560u, true, false, 1.0f, "attention: Qwen3.5-4B chunk 256, pos0=301 (ragged tiles)"},
         {3, 1, 16, 4, 256, q ? 100 : 1000, q ? 101u : 1001u, true, false, 4.0f, "attention: decode T=1, pos0=1000, peaky scores"},
         {2, q ? 40 : 130, 8, 2, 128, 0, q ? 40u : 130u, false, false, 1.0f, "attention: Nemotron hd=128, prefill T=130"},
+        {2, q ? 13 : 200, 40, 8, 128, q ? 19 : 77, q ? 40u : 300u, false, false, 2.0f, "attention: Nemotron-3-Nano-4B heads (40/8, hd=128), T=200, pos0=77"},
         {1, 7, 6, 2, 80, 33, 45, false, false, 1.0f, "attention: hd=80 rep=3 (padded dims, partial tile)"},
         {2, 5, 4, 4, 30, 3, 9, false, false, 1.0f, "attention: hd=30 rep=1 (scalar loads)"},
         {2, 9, 8, 1, 64, 70, 80, false, true, 1.0f, "attention: hd=64 MQA, misaligned caches"}};
     for (const AttnCase &k : cs) test_attention_case(k);
+    if (!q && getenv("RS_ATTN_BENCH")) {
+        bench_attention(5, 256, 16, 4, 256, 8192, "Qwen3.5-4B R=5 T=256 pos0=8192");
+        bench_attention(5, 256, 16, 4, 256, 65536, "Qwen3.5-4B R=5 T=256 pos0=65536");
+        bench_attention(5, 512, 16, 4, 256, 65536, "Qwen3.5-4B R=5 T=512 pos0=65536");
+        bench_attention(5, 256, 40, 8, 128, 65536, "Nemotron-3-Nano-4B R=5 T=256 pos0=65536");
+    }
 }
 
 static void test_gate_mlp()
@@ -717,12 +804,14 @@ static void test_invalid()
     float *d = nullptr;
     CK(cudaMalloc((void **)&d, 1024 * sizeof(float)));
     int n_ok = 0, n = 0;
-    rsg_attn_args a = {1, 1, 4, 2, 257, 0, 4, d, 2000, 257, d, d, 1.0f, d, 2000};
+    rsg_attn_args a = {1, 1, 4, 2, 257, 0, 4, d, 2000, 257, d, d, 1.0f, d, 2000, 0};
     n++, n_ok += rsg_attention(&a, 0) == RS_E_INVAL; /* hd > 256 */
     a.hd = 64, a.q_hstride = 64, a.H = 3;
     n++, n_ok += rsg_attention(&a, 0) == RS_E_INVAL; /* H % Hkv != 0 */
     a.H = 4, a.pos0 = 4;
     n++, n_ok += rsg_attention(&a, 0) == RS_E_INVAL; /* pos0 + T > cap */
+    a.pos0 = 0, a.impl = 7;
+    n++, n_ok += rsg_attention(&a, 0) == RS_E_INVAL; /* unknown kernel */
     n++, n_ok += rsg_conv1d(1, 1, 8, 9, d, 8, d, d, nullptr, 1, d + 100, 8, 0) == RS_E_INVAL;            /* K > 8 */
     n++, n_ok += rsg_rmsnorm_gated(1, 100, 30, d, 100, d, 100, d, 30, 1e-6f, RS_GATE_AFTER_NORM, d, 100, 0) == RS_E_INVAL;
     n++, n_ok += rsg_rmsnorm(1, 100, d, 99, d, 1e-6f, RS_NORM_PLAIN, d, 100, 0) == RS_E_INVAL;            /* ld < n */

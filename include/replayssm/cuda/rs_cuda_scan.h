@@ -118,7 +118,10 @@ void rs_cuda_scan_free(rs_cuda_scan *s);
 rs_status rs_cuda_scan_reset(rs_cuda_scan *s, rs_cuda_stream st);
 
 /*! rs_cuda_scan_chunk() : the next io->T positions of SSM layer `layer` (ordinal) for every run
- *  and head; the layer's position advances by T. @return RS_OK, RS_E_INVAL (T outside
+ *  and head; the layer's position advances by T. Split runs (two states) run on a side stream
+ *  of the object, forked from st and joined back to it by events (so everything queued on st
+ *  after the call waits for them; RS_CUDA_SCAN_SERIAL=1 keeps both launches on st, same bits).
+ *  @return RS_OK, RS_E_INVAL (T outside
  *  1..max_chunk, NULL pointers, layer out of range, misaligned v/k/q or short strides),
  *  RS_E_CUDA (launch failed). */
 rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cuda_scan_io *io, rs_cuda_stream st);
