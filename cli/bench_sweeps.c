@@ -223,16 +223,20 @@ int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
     print_header("non-flush ReplaySSM step reading a low-precision checkpoint, B = 256, L = 16, h = 7 (x = vs fp32)");
     double base = 0;
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
-        rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
-        k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
-        /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
-        char v[24];
-        snprintf(v, sizeof v, "nonflush-h7-%s", fmtname(fs[i]));
-        bn_row *r = bn_run(c, "lp", m, &k, v);
-        if (!r) return 1;
-        if (i == 0) base = r->median_us;
-        r->speedup = base / r->median_us;
-        print_row(r, r->speedup);
+        /* low-precision formats: the default kernel (v4) and, side by side, v3 (variant suffix -v3) */
+        for (int lpk = 0; lpk <= 3; lpk += 3) {
+            if (lpk && fs[i] == RS_FMT_FP32) break;
+            rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
+            k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i], k.lp_kernel = lpk;
+            /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
+            char v[24];
+            snprintf(v, sizeof v, "nonflush-h7-%s%s", fmtname(fs[i]), lpk ? "-v3" : "");
+            bn_row *r = bn_run(c, "lp", m, &k, v);
+            if (!r) return 1;
+            if (i == 0) base = r->median_us;
+            r->speedup = base / r->median_us;
+            print_row(r, r->speedup);
+        }
     }
     return 0;
 }

@@ -37,6 +37,8 @@ extern "C" size_t rs_cuda_dtype_bytes(rs_cuda_dtype t) { return t == RS_CUDA_F32
 static int g_rs_wph = 0; /* rs_cuda_set_warps_per_head */
 extern "C" void rs_cuda_set_warps_per_head(int wph) { g_rs_wph = wph > 0 ? wph : 0; }
 extern "C" int rs_cuda_get_warps_per_head(void) { return g_rs_wph; }
+static int g_rs_lp_hpw = 0; /* rs_cuda_set_lp_heads_per_warp */
+extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ? hpw : 0; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -315,6 +317,81 @@ __device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_c
     }
 }
 
+/* Flush rows [r_begin, r_end) of head bh: S = P_ckpt S_ckpt + sum_j P_j v_j k_j^T (GDN: then the
+ * current token's u from S_{t-1} k), o = S q, S_ckpt <- S (fp32, 4 rows a chunk, the next chunk
+ * prefetched). Shared by rs_k_replay_main and the wide low-precision kernel (rs_cuda_lpread.cuh). */
+template <int FAM, int RDT, bool TWO>
+__device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
+                                                  size_t kg, int dv, int r_begin, int r_end, int lane, int hn, int last,
+                                                  float P0, float P1, float pck, float4 kc4, float4 q4, float alpha,
+                                                  float beta)
+{
+    const int L = st.L;
+    constexpr int RF = 4;
+    float4 cs[RF], ns[RF];
+    float cv0[RF], cv1[RF], nv0[RF], nv1[RF], cvv[RF], nvv[RF];
+#pragma unroll
+    for (int r = 0; r < RF; ++r) cs[r] = rs_ld4(st.S_ckpt + (bh * dv + r_begin + r) * RS_CUDA_DK + 4 * lane);
+    replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
+    if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + r_begin, cvv);
+    for (int row = r_begin; row < r_end; row += RF) {
+        const bool more = row + RF < r_end;
+        if (more) {
+#pragma unroll
+            for (int r = 0; r < RF; ++r) ns[r] = rs_ld4(st.S_ckpt + (bh * dv + row + RF + r) * RS_CUDA_DK + 4 * lane);
+            replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, row + RF, lane, hn, last, nv0, nv1);
+            if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + row + RF, nvv);
+        }
+        const size_t grow0 = bh * dv + row;
+        float cp0[RF], cp1[RF];
+#pragma unroll
+        for (int r = 0; r < RF; ++r) cp0[r] = P0 * cv0[r], cp1[r] = P1 * cv1[r], cs[r] = rs_scale4(pck, cs[r]);
+        int j = 0;
+        for (; j + 4 <= last + 1; j += 4) { /* 4 key loads in flight */
+            float4 kj[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) kj[u] = rs_ring_k4<RDT>(st.ring_k, (kg * L + j + u) * RS_CUDA_DK, lane);
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int r = 0; r < RF; ++r)
+                    cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j + u < 32 ? cp0[r] : cp1[r], (j + u) & 31), kj[u], cs[r]);
+        }
+        for (; j <= last; ++j) {
+            const float4 kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+#pragma unroll
+            for (int r = 0; r < RF; ++r) cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j < 32 ? cp0[r] : cp1[r], j & 31), kj, cs[r]);
+        }
+        if (FAM == RS_SSM_GDN) {
+            float x[RF];
+#pragma unroll
+            for (int r = 0; r < RF; ++r) x[r] = rs_dot4(cs[r], kc4);
+            rs_warp_sum_t<RF>(x, lane);
+#pragma unroll
+            for (int r = 0; r < RF; ++r) {
+                const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
+                const float u = rs_ring_round<RDT>(beta * (cvv[r] - alpha * sk));
+                cs[r] = rs_fma4(u, kc4, rs_scale4(alpha, cs[r]));
+            }
+        }
+        float x[RF];
+#pragma unroll
+        for (int r = 0; r < RF; ++r) {
+            x[r] = rs_dot4(cs[r], q4);
+            *reinterpret_cast<float4 *>(st.S_ckpt + (grow0 + r) * RS_CUDA_DK + 4 * lane) = cs[r];
+        }
+        rs_warp_sum_t<RF>(x, lane);
+        if (lane % (32 / RF) == 0) io.o[grow0 + lane / (32 / RF)] = x[0];
+        if (more) {
+#pragma unroll
+            for (int r = 0; r < RF; ++r) cs[r] = ns[r], cv0[r] = nv0[r], cv1[r] = nv1[r], cvv[r] = nvv[r];
+        }
+    }
+}
+
+/* the wide low-precision read kernel (v4), which calls replay_flush_rows for its flush rows */
+#include "rs_cuda_lpread.cuh"
+
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */>
 __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
@@ -411,67 +488,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
         return;
     }
 
-    /* ---- flush: S = P_ckpt S_ckpt + sum_j P_j v_j k_j^T, o = S q, S_ckpt <- S (fp32, 4 rows a chunk) ---- */
-    constexpr int RF = 4;
-    float4 cs[RF], ns[RF];
-    float cv0[RF], cv1[RF], nv0[RF], nv1[RF], cvv[RF], nvv[RF];
-#pragma unroll
-    for (int r = 0; r < RF; ++r) cs[r] = rs_ld4(st.S_ckpt + (bh * dv + r_begin + r) * RS_CUDA_DK + 4 * lane);
-    replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
-    if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + r_begin, cvv);
-    for (int row = r_begin; row < r_end; row += RF) {
-        const bool more = row + RF < r_end;
-        if (more) {
-#pragma unroll
-            for (int r = 0; r < RF; ++r) ns[r] = rs_ld4(st.S_ckpt + (bh * dv + row + RF + r) * RS_CUDA_DK + 4 * lane);
-            replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, row + RF, lane, hn, last, nv0, nv1);
-            if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + row + RF, nvv);
-        }
-        const size_t grow0 = bh * dv + row;
-        float cp0[RF], cp1[RF];
-#pragma unroll
-        for (int r = 0; r < RF; ++r) cp0[r] = P0 * cv0[r], cp1[r] = P1 * cv1[r], cs[r] = rs_scale4(pck, cs[r]);
-        int j = 0;
-        for (; j + 4 <= last + 1; j += 4) { /* 4 key loads in flight */
-            float4 kj[4];
-#pragma unroll
-            for (int u = 0; u < 4; ++u) kj[u] = rs_ring_k4<RDT>(st.ring_k, (kg * L + j + u) * RS_CUDA_DK, lane);
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-#pragma unroll
-                for (int r = 0; r < RF; ++r)
-                    cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j + u < 32 ? cp0[r] : cp1[r], (j + u) & 31), kj[u], cs[r]);
-        }
-        for (; j <= last; ++j) {
-            const float4 kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
-#pragma unroll
-            for (int r = 0; r < RF; ++r) cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j < 32 ? cp0[r] : cp1[r], j & 31), kj, cs[r]);
-        }
-        if (FAM == RS_SSM_GDN) {
-            float x[RF];
-#pragma unroll
-            for (int r = 0; r < RF; ++r) x[r] = rs_dot4(cs[r], kc4);
-            rs_warp_sum_t<RF>(x, lane);
-#pragma unroll
-            for (int r = 0; r < RF; ++r) {
-                const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
-                const float u = rs_ring_round<RDT>(beta * (cvv[r] - alpha * sk));
-                cs[r] = rs_fma4(u, kc4, rs_scale4(alpha, cs[r]));
-            }
-        }
-        float x[RF];
-#pragma unroll
-        for (int r = 0; r < RF; ++r) {
-            x[r] = rs_dot4(cs[r], q4);
-            *reinterpret_cast<float4 *>(st.S_ckpt + (grow0 + r) * RS_CUDA_DK + 4 * lane) = cs[r];
-        }
-        rs_warp_sum_t<RF>(x, lane);
-        if (lane % (32 / RF) == 0) io.o[grow0 + lane / (32 / RF)] = x[0];
-        if (more) {
-#pragma unroll
-            for (int r = 0; r < RF; ++r) cs[r] = ns[r], cv0[r] = nv0[r], cv1[r] = nv1[r], cvv[r] = nvv[r];
-        }
-    }
+    replay_flush_rows<FAM, RDT, TWO>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4, q4, alpha, beta);
 }
 
 __global__ void rs_k_replay_advance(int32_t *fill, int batch, int L)
@@ -480,27 +497,71 @@ __global__ void rs_k_replay_advance(int32_t *fill, int batch, int L)
     if (b < batch) fill[b] = fill[b] + 1 == L ? 0 : fill[b] + 1;
 }
 
-template <int FAM, int RDT, int CKF, int RPW>
-static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
-                          const rs_ckpt_src &src, cudaStream_t s)
+template <int FAM, int RDT>
+static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+                               cudaStream_t s)
 {
     const int grp = d->heads / d->key_heads;
     const size_t psmem = sizeof(float) * (2 * RS_CUDA_LMAX + (size_t)grp * st->L);
     rs_k_replay_prep<FAM, RDT><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_PREP_WARPS, psmem, s>>>(*d, *io,
                                                                                                             *st);
+}
+
+template <int FAM, int RDT, int CKF, int RPW>
+static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+                          const rs_ckpt_src &src, cudaStream_t s)
+{
+    replay_prep_launch<FAM, RDT>(d, io, st, s);
     const rs_geom g = rs_replay_geom(d, RPW);
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
     if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
     else rs_k_replay_main<FAM, RDT, CKF, RPW, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
 }
 
-/* rows per chunk (RPW) by checkpoint format: 16 B of fp32 state per lane and row-chunk (4 rows),
- * fp16/bf16 8 rows, fp8/nvfp4 16 rows (GDN 8: its two sums per row share one 32-lane reduction) */
+/* v4: a warp walks the 16-row chunks of one head, or of a power-of-two slice of it (rs_replay_geom:
+ * ~128 warps per SM, as v3), or with rs_cuda_set_lp_heads_per_warp(hpw > 1) those of hpw whole heads
+ * of one key group as one pipeline (measured slower at B = 256 with this kernel's serial head-table
+ * set-up: docs/kernels-notes.md v4b, so not the default); 1, 2 or 4 warps a block so that the
+ * dynamic shared memory (per warp: the head tables and the stages) stays within the 48 KB that
+ * needs no opt-in attribute (so the first launch may sit inside a graph capture) */
+template <int FAM, int RDT, int CKF>
+static void replay_launch_wide(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+                               const rs_ckpt_src &src, cudaStream_t s)
+{
+    replay_prep_launch<FAM, RDT>(d, io, st, s);
+    rs_geom g = rs_replay_geom(d, RS_LPW_ROWS);
+    unsigned hpw = 1;
+    if (g_rs_lp_hpw) {
+        while (2 * hpw <= (unsigned)g_rs_lp_hpw && g.grp % (2 * hpw) == 0) hpw *= 2;
+        g.wph = 1, g.rows = d->d_v;
+    }
+    const int sb = rs_lpw_stage_bytes(CKF, RDT, st->L);
+    const int cb = (int)((sizeof(float) * hpw * rs_lpw_head_floats(st->L) + 15) / 16 * 16);
+    const size_t per_warp = (size_t)cb + (size_t)rs_lpw_stages<CKF>() * sb;
+    unsigned wpb = 4;
+    while (wpb > 1 && wpb * per_warp > 48u * 1024u) wpb /= 2;
+    const size_t warps = (size_t)g.BH / hpw * g.wph;
+    const unsigned blocks = (unsigned)((warps + wpb - 1) / wpb);
+    const size_t smem = wpb * per_warp;
+    if (st->L > 32)
+        rs_k_replay_lpw<FAM, RDT, CKF, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    else rs_k_replay_lpw<FAM, RDT, CKF, false><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+}
+
 template <int FAM, int RDT>
-static void replay_launch_ckf(int ckf, int rpw, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_ckf(int ckf, int rpw, bool wide, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     constexpr int RLP = FAM == RS_SSM_GDN ? 8 : 16;
+    if (wide) {
+        switch (ckf) {
+        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(d, io, st, src, s); return;
+        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(d, io, st, src, s); return;
+        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(d, io, st, src, s); return;
+        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(d, io, st, src, s); return;
+        default: break;
+        }
+    }
     switch (ckf) {
     case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(d, io, st, src, s); break;
     case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(d, io, st, src, s); break;
@@ -521,6 +582,16 @@ static int replay_rpw(rs_ssm_family fam, int ckf, int knob)
     return fam == RS_SSM_GDN ? 8 : 16;
 }
 
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* v4 needs 16-byte aligned codes, ring values and v (its 16-byte cp.async pieces); else v3 runs */
+extern "C" int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
+{
+    if (!io || !st || !st->ckpt_read || st->ckpt_read->fmt.kind == RS_FMT_FP32) return 0;
+    if (st->lp_kernel == 3) return 3;
+    return aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v) ? 4 : 3;
+}
+
 extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                                            const rs_cuda_replay_state *st, rs_cuda_stream s)
 {
@@ -532,6 +603,8 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
              RS_CUDA_LMAX);
     RS_CHECK(st->rows_per_warp == 0 || st->rows_per_warp == 4 || st->rows_per_warp == 8, RS_E_INVAL,
              "%s: rows_per_warp = %d (need 0, 4 or 8)", who, st->rows_per_warp);
+    RS_CHECK(st->lp_kernel == 0 || st->lp_kernel == 3, RS_E_INVAL, "%s: lp_kernel = %d (need 0 or 3)", who,
+             st->lp_kernel);
     const int rpw = replay_rpw(fam, st->ckpt_read ? (int)st->ckpt_read->fmt.kind : (int)RS_FMT_FP32, st->rows_per_warp);
     RS_CHECK(dims->d_v % rpw == 0, RS_E_SHAPE, "%s: d_v = %d is not a multiple of %d rows per chunk", who, dims->d_v,
              rpw);
@@ -548,12 +621,13 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         ckf = (int)q->fmt.kind;
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
+    const bool wide = rs_cuda_replay_lp_version(io, st) == 4;
     if (fam == RS_SSM_MAMBA2) {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
     } else {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
     }
     return rs_cuda_launch_status(who);
 }

@@ -22,8 +22,11 @@
  *   - the flushed row's new fp32 checkpoint against the engine's state (<= k_tol_engine) and
  *     float64 (<= 1e-5); the other rows' checkpoints unchanged (bits);
  *   - requant: the flushed row's bytes == rs_quantize (RTN) of its new checkpoint, the other rows'
- *     bytes unchanged; the fill counters after advance.
+ *     bytes unchanged; the fill counters after advance;
+ *   - which kernel ran (rs_cuda_replay_lp_version: v4 by default, v3 when asked), each version on
+ *     every shape and format, and (Mamba-2) a bf16 ring with bf16-exact v and k.
  * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_lpread [--quick]
+ * (--quick, for compute-sanitizer: v4 only, on Nemotron-3-Super and Qwen3.5-4B)
  */
 #include "cuda_test_util.h"
 #include "replayssm/engine/rs_head.h"
@@ -72,8 +75,12 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
     }
 }
 
-static void test_lp_reads(const Shape &s, const char *fmtstr)
+/* lpk: rs_cuda_replay_state.lp_kernel (0 = v4, 3 = v3); bf16ring (Mamba-2 only): a bf16 ring with
+ * bf16-exact v and k, so the ring stores them unchanged and the engine (fp32 records) stays the
+ * reference, as in test_cuda_decode */
+static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag)
 {
+    const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
     const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
     const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes in the joint step */
     const size_t E = (size_t)dv * DK, row = (size_t)H * E, nS = B * row, nout1 = (size_t)H * dv;
@@ -118,11 +125,14 @@ static void test_lp_reads(const Shape &s, const char *fmtstr)
     std::vector<float> og(nout1 * B), oe(nout1 * B);
     for (int b = 0; b < B; ++b) {
         const rs_qtensor v = row_view(dq, row, b);
-        const rs_cuda_replay_state st = {dS + b * row, drv + (size_t)b * H * L * dv, drk + (size_t)b * G * L * DK,
-                                         dra + (size_t)b * H * L, RS_CUDA_F32, L, dfill + b, dwork, &v, 0};
+        /* ring views in bytes: the ring elements are rdt, not float */
+        const size_t es = rs_cuda_dtype_bytes(rdt);
+        const rs_cuda_replay_state st = {dS + b * row, (uint8_t *)drv + es * b * H * L * dv,
+                                         (uint8_t *)drk + es * b * G * L * DK, dra + (size_t)b * H * L, rdt, L,
+                                         dfill + b, dwork, &v, 0, lpk};
         const rs_ssm_step_io sio = io1.io();
         for (int j = 0; j < fill0[b]; ++j) {
-            ct_gen_step(s, 1, false, rate, in);
+            ct_gen_step(s, 1, bf16ring, rate, in);
             io1.upload(in);
             RSK(rs_cuda_replay_decode(s.fam, &d1, &sio, &st, nullptr));
             RSK(rs_cuda_replay_requant(&d1, &st, nullptr)); /* no flush: must change nothing */
@@ -134,10 +144,11 @@ static void test_lp_reads(const Shape &s, const char *fmtstr)
         }
     }
     /* the joint step */
-    ct_gen_step(s, B, false, rate, in);
+    ct_gen_step(s, B, bf16ring, rate, in);
     io4.upload(in);
     const rs_ssm_step_io sio4 = io4.io();
-    const rs_cuda_replay_state st4 = {dS, drv, drk, dra, RS_CUDA_F32, L, dfill, dwork, &dq, 0};
+    const rs_cuda_replay_state st4 = {dS, drv, drk, dra, rdt, L, dfill, dwork, &dq, 0, lpk};
+    const int version = rs_cuda_replay_lp_version(&sio4, &st4); /* the kernel that must run */
     RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
     RSK(rs_cuda_replay_requant(&d4, &st4, nullptr));
     RSK(rs_cuda_replay_advance(dfill, B, L, nullptr));
@@ -147,6 +158,14 @@ static void test_lp_reads(const Shape &s, const char *fmtstr)
     CK(cudaDeviceSynchronize());
     d2h(og, io4.o), d2h(Snew, dS), d2h(rv, drv), d2h(rk, drk), d2h(ra, dra), d2h(fill, dfill);
     CK(cudaMemcpy(hq2.codes, dq.codes, qbytes, cudaMemcpyDeviceToHost));
+    if (bf16ring) { /* the rings hold bf16 codes in the first half of their bytes */
+        std::vector<uint16_t> c(rv.size());
+        memcpy(c.data(), rv.data(), c.size() * 2);
+        for (size_t i = 0; i < c.size(); ++i) rv[i] = rs_bf16_decode(c[i]);
+        c.resize(rk.size());
+        memcpy(c.data(), rk.data(), c.size() * 2);
+        for (size_t i = 0; i < c.size(); ++i) rk[i] = rs_bf16_decode(c[i]);
+    }
     e_eng = fmax(e_eng, ct_rel(og, oe));
 
     /* float64 of the joint step from the same bytes and records; the flushing row's new state */
@@ -199,9 +218,10 @@ static void test_lp_reads(const Shape &s, const char *fmtstr)
         fill_ok &= fill[b] == (fill0[b] + 1) % L;
     }
     char name[128];
-    snprintf(name, sizeof name, "lp-read %s %s %s", ct_fam(s), s.name, fmtstr);
+    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s", version, tag, ct_fam(s), s.name, fmtstr,
+             bf16ring ? " bf16 ring" : "");
     ct_report(name,
-              lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
+              version == (lpk == 3 ? 3 : 4) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
                   kept_bits == 0 && rq_ok && fill_ok,
               "vs engine %s (L-1): LP %zu bits differ, out %.2e, flushed state %.2e; vs f64: out %.2e state %.2e; "
               "kept ckpt %zu bits differ; requant %s; fill %s",
@@ -217,13 +237,26 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_lpread");
     if (rc) return rc;
-    for (const Shape &s : ct_shapes)
-        for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
-            /* fp8/nvfp4: one warp walks every row of its head (multi-chunk prefetch at 16 or 8 rows
-             * a chunk); fp16/bf16: the automatic geometry */
-            rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
-            test_lp_reads(s, f);
-        }
+    /* both kernel versions: v4 (lp_kernel 0, the default) with its automatic geometry and with 4 heads
+     * per warp (one pipeline across the heads of a key group: 2 for Qwen3.5-4B's groups), and v3 (kept
+     * for side-by-side benchmarks) */
+    /* --quick (compute-sanitizer): v4 only, one Mamba-2 and one GDN shape */
+    for (int mode = 0; mode < (ct_quick ? 2 : 3); ++mode) {
+        const int lpk = mode == 2 ? 3 : 0;
+        rs_cuda_set_lp_heads_per_warp(mode == 1 ? 4 : 0);
+        for (const Shape &s : ct_shapes)
+            for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
+                if (ct_quick && (&s == &ct_shapes[0] || &s == &ct_shapes[3])) continue;
+                /* fp8/nvfp4: one warp walks every row of its head (multi-chunk prefetch: v3 at 16 or 8
+                 * rows a chunk, v4 chunks of 16 rows through its 3-4-stage pipeline, slots reused at
+                 * d_v >= 80); fp16/bf16: the automatic geometry (one chunk a warp at these B) */
+                rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
+                const char *tag = mode == 1 ? " hpw4" : "";
+                test_lp_reads(s, f, lpk, false, tag);
+                if (s.fam == RS_SSM_MAMBA2) test_lp_reads(s, f, lpk, true, tag);
+            }
+    }
+    rs_cuda_set_lp_heads_per_warp(0);
     rs_cuda_set_warps_per_head(0);
     return ct_finish("test_cuda_lpread");
 }

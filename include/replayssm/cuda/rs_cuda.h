@@ -155,6 +155,10 @@ typedef struct rs_cuda_replay_state {
                                    (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
     int rows_per_warp;         /* tuning, fp32 reads only: rows per prefetched chunk, 4 (0 = default) or 8;
                                   low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
+    int lp_kernel;             /* low-precision read kernel: 0 = v4 (default: 16-byte pieces per lane through
+                                  a per-warp cp.async pipeline; needs 16-byte aligned codes, ring_v and io->v,
+                                  else v3 runs), 3 = v3 (4 columns per lane, register prefetch), kept for
+                                  side-by-side benchmarks; fp32 reads ignore it */
 } rs_cuda_replay_state;
 
 /*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
@@ -163,6 +167,10 @@ size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
 /*! rs_cuda_replay_decode() : one ReplaySSM decode step of B x H heads (per-row flush). */
 rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                                 const rs_cuda_replay_state *st, rs_cuda_stream s);
+
+/*! rs_cuda_replay_lp_version() : the kernel version that rs_cuda_replay_decode runs for the non-flush
+ *  rows of these arguments: 0 (no low-precision copy: the fp32 read), 3 or 4 (see lp_kernel). */
+int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
 
 /*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
  *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to
@@ -218,6 +226,12 @@ rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *a
  *  0 (default) picks the smallest wph that gives ~32 warps per SM. Process-wide, not thread-safe. */
 void rs_cuda_set_warps_per_head(int wph);
 int rs_cuda_get_warps_per_head(void);
+
+/*! rs_cuda_set_lp_heads_per_warp() : tuning and testing knob of the v4 low-precision read kernel: each
+ *  warp walks hpw whole value heads of one key group (the largest power of two <= hpw dividing H/G;
+ *  it overrides rs_cuda_set_warps_per_head there). 0 (default): one head, or a slice of one, a warp.
+ *  Process-wide, not thread-safe. */
+void rs_cuda_set_lp_heads_per_warp(int hpw);
 
 /*! rs_cuda_dtype_bytes() : 4, 2, 2. */
 size_t rs_cuda_dtype_bytes(rs_cuda_dtype t);

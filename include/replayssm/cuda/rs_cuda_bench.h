@@ -48,6 +48,7 @@ typedef struct rs_bench_case {
     rs_cuda_dtype ring_dtype;  /* F32 or BF16 */
     rs_format_kind read_fmt;   /* standard replay: checkpoint read by non-flush rows (FP32 = S_ckpt) */
     int rows_per_warp;         /* 0 = the launcher's default */
+    int lp_kernel;             /* standard replay, low-precision read: rs_cuda_replay_state.lp_kernel (0 = v4, 3 = v3) */
     int reps;                  /* timed graph replays (>= 1) */
     int warmup;                /* untimed graph replays */
 } rs_bench_case;

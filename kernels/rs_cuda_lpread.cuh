@@ -1,0 +1,331 @@
+/* rs_cuda_lpread.cuh — the wide low-precision read kernel of ReplaySSM standard decode (issue 18,
+ * kernel version v4; docs/kernels.md "Low-precision reads", docs/kernels-notes.md "v4").
+ * Included once, by rs_cuda_decode.cu, after replay_flush_rows (which its flush rows call).
+ *
+ * Why a second kernel: v3 (rs_k_replay_main with CKF != FP32) gives a lane 4 columns of a row, so an
+ * fp8 row is a 4-byte load per lane and an nvfp4 row 2 + 1 bytes, and it prefetches the next chunk
+ * in registers (128-167 registers at 16 rows a chunk, 8-12 warps per SM): only ~2 KB in flight
+ * per warp, ~24 KB per SM, which by Little's law caps fp8 at ~2 TB/s (measured 1.7-2.2 TB/s).
+ * v4 moves every byte of the non-flush step through a per-warp cp.async pipeline in shared
+ * memory (RS_LPW_STAGES chunks of 16 rows in flight per warp, no registers held by loads in
+ * flight), with 16-byte pieces:
+ *   - a chunk = 16 rows of the checkpoint copy, contiguous in memory; piece p of lane l is bytes
+ *     (32 p + l) * 16 of it, so lane l always holds the same E columns: E = 8 (fp16/bf16, 16 lanes
+ *     a row), 16 (fp8: one 16-byte load = 16 E4M3 codes, 8 lanes a row), 32 (nvfp4: 32 E2M1 codes
+ *     = two NVFP4 blocks, 4 lanes a row); q (and GDN's k) for those columns sit in registers;
+ *   - scales once per chunk: fp8's 16 row scales (one per row: d_k = 128 is one fp8 block), the
+ *     chunk's 128 nvfp4 block-scale bytes (one 4-byte copy per lane);
+ *   - the ring values of the committed records (16 rows each) and this step's v for the rows.
+ * Dequantisation in registers: fp16 by cvt, bf16 by a shift, E4M3 by the packed
+ * cvt.rn.f16x2.e4m3x2 (two codes per instruction), E2M1 by word-wide bit moves: the 3 magnitude bits
+ * of each nibble land in binary16 bits 9..11 and the sign in bit 15 (value * 2^-14, exact; the
+ * 2^14 is folded into the block multiplier), four half2 words per 32-bit code word, in the element
+ * order (0,4), (1,5), (2,6), (3,7): q is held in that order, so no shuffle of codes is needed.
+ * Sums: a lane forms its E-column partial dot per row (times the row's or block's multiplier and
+ * P_ckpt) and adds the records j = li, li + LPR, ... of the ring sum (li = lane's column group), so
+ * one transposed reduction over the LPR lanes of a row (log2 LPR shuffle rounds) finishes both.
+ * Flush rows (fill + 1 == L) read and write the fp32 S_ckpt exactly as v3 (replay_flush_rows).
+ * Results equal v3's up to fp32 summation order (both are checked against the engine and float64).
+ */
+#ifndef RS_CUDA_LPREAD_CUH
+#define RS_CUDA_LPREAD_CUH
+
+#define RS_LPW_ROWS 16  /* rows per chunk */
+#define RS_LPW_STAGES 4 /* chunks in flight per warp (3 loading while one is computed) */
+
+/* ---- cp.async (sm_80+) ---- */
+__device__ __forceinline__ unsigned rs_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void rs_cp16(void *dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void rs_cp4(void *dst, const void *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void rs_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void rs_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+/* ---- per-format geometry ---- */
+template <int CKF> struct rs_lpw {
+    static constexpr int RB = CKF == RS_FMT_NVFP4 ? 64 : CKF == RS_FMT_FP8 ? 128 : 256; /* row bytes */
+    static constexpr int E = RB == 64 ? 32 : RB == 128 ? 16 : 8;                       /* columns per lane */
+    static constexpr int LPR = RS_CUDA_DK / E;                                         /* lanes per row */
+    static constexpr int RA = 32 / LPR;                                                /* rows per piece */
+    static constexpr int NP = RS_LPW_ROWS / RA;                                        /* pieces per lane and chunk */
+    static constexpr int SCB = CKF == RS_FMT_FP8 ? 64 : CKF == RS_FMT_NVFP4 ? 128 : 0; /* scale bytes per chunk */
+};
+/* ring record stride in a stage: 16 rows + 16 bytes of padding (bank spread of the record reads) */
+__host__ __device__ __forceinline__ int rs_lpw_rstride(int rdt) { return rdt == RS_CUDA_F32 ? 80 : 48; }
+/* bytes of one stage: checkpoint pieces, L - 1 ring records, this step's v (16 floats), scales */
+__host__ __device__ __forceinline__ int rs_lpw_stage_bytes(int ckf, int rdt, int L)
+{
+    const int rb = ckf == RS_FMT_NVFP4 ? 64 : ckf == RS_FMT_FP8 ? 128 : 256;
+    const int scb = ckf == RS_FMT_FP8 ? 64 : ckf == RS_FMT_NVFP4 ? 128 : 0;
+    return RS_LPW_ROWS * rb + (L - 1) * rs_lpw_rstride(rdt) + 64 + scb;
+}
+
+/* decoder element order within 8 consecutive columns (nvfp4: the four half2 words of a code word) */
+template <int CKF> __device__ __forceinline__ constexpr int rs_lpw_perm(int k)
+{
+    return CKF == RS_FMT_NVFP4 ? (k >> 1) + 4 * (k & 1) : k;
+}
+
+/* the E columns of one 16-byte piece as floats (decoder order), into e[] */
+template <int CKF> __device__ __forceinline__ void rs_lpw_decode(uint4 raw, float *e)
+{
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        if constexpr (CKF == RS_FMT_FP16) {
+            const float2 a = rs_h2f2(w[i]);
+            e[2 * i] = a.x, e[2 * i + 1] = a.y;
+        } else if constexpr (CKF == RS_FMT_BF16) {
+            e[2 * i] = rs_bf16lo(w[i]), e[2 * i + 1] = rs_bf16hi(w[i]);
+        } else if constexpr (CKF == RS_FMT_FP8) {
+            const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w[i] & 0xFFFFu), __NV_E4M3);
+            const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w[i] >> 16), __NV_E4M3);
+            const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h0));
+            const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h1));
+            e[4 * i] = a.x, e[4 * i + 1] = a.y, e[4 * i + 2] = b.x, e[4 * i + 3] = b.y;
+        } else { /* E2M1: nibble k of w = element 8i + k */
+            const uint32_t x = w[i];
+            const uint32_t ha = ((x << 9) & 0x0E000E00u) | ((x << 12) & 0x80008000u); /* (0, 4) */
+            const uint32_t hb = ((x << 5) & 0x0E000E00u) | ((x << 8) & 0x80008000u);  /* (1, 5) */
+            const uint32_t hc = ((x << 1) & 0x0E000E00u) | ((x << 4) & 0x80008000u);  /* (2, 6) */
+            const uint32_t hd = ((x >> 3) & 0x0E000E00u) | (x & 0x80008000u);         /* (3, 7) */
+            const float2 a = rs_h2f2(ha), b = rs_h2f2(hb), c = rs_h2f2(hc), d = rs_h2f2(hd);
+            e[8 * i] = a.x, e[8 * i + 1] = a.y, e[8 * i + 2] = b.x, e[8 * i + 3] = b.y;
+            e[8 * i + 4] = c.x, e[8 * i + 5] = c.y, e[8 * i + 6] = d.x, e[8 * i + 7] = d.y;
+        }
+    }
+}
+
+/* one ring value (row rr of the record at p) as fp32 */
+template <int RDT> __device__ __forceinline__ float rs_lpw_ringval(const unsigned char *p, int rr)
+{
+    if constexpr (RDT == RS_CUDA_F32) return reinterpret_cast<const float *>(p)[rr];
+    else return __uint_as_float((uint32_t)reinterpret_cast<const uint16_t *>(p)[rr] << 16);
+}
+
+/* per-head scalars after the two coefficient arrays of a head's table (floats) */
+#define RS_LPW_HS 8
+__host__ __device__ __forceinline__ int rs_lpw_head_floats(int L) { return 2 * L + RS_LPW_HS; }
+/* chunks in flight per warp (the same for every format: 3 stages for fp16/bf16 measured slower, v4b) */
+template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stages() { return RS_LPW_STAGES; }
+
+/* A warp owns a slice of gm.rows rows of one head (hpw = 1, the default), or `hpw` consecutive value
+ * heads of one (row, key head) (hpw | H/G; they share fill, q and k), and walks their chunks as one
+ * sequence through its pipeline (the start-up latency, fill -> ring pieces -> first chunk, paid
+ * once per hpw heads; but the head tables below are filled head after head, serially, which cost
+ * more than that saved at B = 256: docs/kernels-notes.md v4b). coef_bytes: the per-warp tables. */
+template <int FAM, int RDT, int CKF, bool TWO>
+__global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+                                                       rs_ckpt_src src, rs_geom gm, int hpw, int stage_bytes,
+                                                       int coef_bytes)
+{
+    using F = rs_lpw<CKF>;
+    constexpr int NS = rs_lpw_stages<CKF>();
+    extern __shared__ __align__(16) unsigned char rs_lpw_sm[];
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (gw >= gm.BH / (unsigned)hpw * gm.wph) return; /* whole warps */
+    const unsigned item = gw / gm.wph, part = gw % gm.wph;
+    const size_t bh0 = (size_t)item * hpw; /* first value head of the warp */
+    const unsigned b = (unsigned)(bh0 / gm.H), hd0 = (unsigned)(bh0 % gm.H);
+    const size_t kg = (size_t)b * gm.G + hd0 / gm.grp;
+    const int dv = d.d_v, L = st.L;
+    const int r_begin = (int)part * gm.rows, r_end = r_begin + gm.rows;
+    const int nch = (r_end - r_begin) / RS_LPW_ROWS, ntot = nch * hpw;
+    constexpr int ESZ = RDT == RS_CUDA_F32 ? 4 : 2, PR = ESZ; /* 16-byte pieces per ring record (16 rows) */
+    const int rstr = rs_lpw_rstride(RDT);
+    const int ring_off = RS_LPW_ROWS * F::RB, vc_off = ring_off + (L - 1) * rstr, sc_off = vc_off + 64;
+    unsigned char *wsm = rs_lpw_sm + (size_t)wib * (coef_bytes + NS * stage_bytes);
+    float *tab = reinterpret_cast<float *>(wsm);
+    unsigned char *stg = wsm + coef_bytes;
+
+    /* the checkpoint pieces of the first chunks do not depend on fill: issue them first */
+    auto issue_codes = [&](int c) {
+        unsigned char *sg = stg + (c % NS) * stage_bytes;
+        const size_t grow0 = (bh0 + c / nch) * dv + r_begin + (c % nch) * RS_LPW_ROWS;
+        const unsigned char *cb = src.codes + grow0 * F::RB;
+#pragma unroll
+        for (int p = 0; p < F::NP; ++p) rs_cp16(sg + (p * 32 + lane) * 16, cb + (p * 32 + lane) * 16);
+    };
+    const int npre = ntot < NS - 1 ? ntot : NS - 1;
+    for (int c = 0; c < npre; ++c) issue_codes(c);
+
+    const int hn = st.fill[b];
+    const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
+    const int WS = replay_ws(L);
+
+    if (hn + 1 == L) { /* flush: v3's path (fp32 S_ckpt read and written), head by head */
+        rs_cp_commit();
+        rs_cp_wait<0>(); /* the early pieces are not used */
+        const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
+        float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (FAM == RS_SSM_GDN) kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
+        for (int hh = 0; hh < hpw; ++hh) {
+            const size_t bh = bh0 + hh;
+            const float *w = st.work + bh * WS;
+            float P0 = 0.f, P1 = 0.f, alpha = 0.f, beta = 0.f;
+            if (lane <= last) P0 = w[lane];
+            if (TWO && lane + 32 <= last) P1 = w[lane + 32];
+            if (FAM == RS_SSM_GDN) alpha = io.alpha[bh], beta = io.beta[bh];
+            replay_flush_rows<FAM, RDT, TWO>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, w[3 * L], kc4,
+                                             q4, alpha, beta);
+        }
+        return;
+    }
+
+    /* ---- non-flush: o from one pass over the low-precision copy ---- */
+    /* head tables: cq[L], ck[L] (GDN), then pck, alpha, beta, k.q, sdec */
+    const int HF = rs_lpw_head_floats(L);
+    for (int hh = 0; hh < hpw; ++hh) {
+        const size_t bh = bh0 + hh;
+        const float *w = st.work + bh * WS;
+        float *t = tab + hh * HF;
+        for (int j = lane; j <= last; j += 32) {
+            t[j] = w[L + j];
+            if (FAM == RS_SSM_GDN) t[L + j] = w[2 * L + j];
+        }
+        if (lane == 0) {
+            t[2 * L] = w[3 * L];
+            if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = w[3 * L + 1];
+            if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
+        }
+    }
+    const int li = lane % F::LPR, grp = lane / F::LPR; /* column group; row within a piece */
+
+    /* q (GDN: and this step's k) for the lane's E columns, in decoder order */
+    float qv[F::E], kv[FAM == RS_SSM_GDN ? F::E : 1];
+    {
+        float t[F::E];
+        rs_ring_ld<RS_CUDA_F32, F::E>(io.q, kg * RS_CUDA_DK + (size_t)li * F::E, t);
+#pragma unroll
+        for (int i = 0; i < F::E; ++i) qv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
+        if constexpr (FAM == RS_SSM_GDN) {
+            rs_ring_ld<RDT, F::E>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + (size_t)li * F::E, t);
+#pragma unroll
+            for (int i = 0; i < F::E; ++i) kv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
+        }
+    }
+
+    /* the rest of a chunk: ring records 0..hn-1 and v of its 16 rows, scales */
+    auto issue_rest = [&](int c) {
+        unsigned char *sg = stg + (c % NS) * stage_bytes;
+        const size_t bh = bh0 + c / nch;
+        const int row = r_begin + (c % nch) * RS_LPW_ROWS;
+        const size_t grow0 = bh * dv + row;
+        const unsigned char *rv = static_cast<const unsigned char *>(st.ring_v);
+        for (int t = lane; t < hn * PR; t += 32) {
+            const int j = t / PR, qq = t % PR;
+            rs_cp16(sg + ring_off + j * rstr + qq * 16, rv + ((bh * L + j) * dv + row) * ESZ + qq * 16);
+        }
+        if (lane < 4) rs_cp16(sg + vc_off + lane * 16, io.v + grow0 + 4 * lane);
+        if constexpr (CKF == RS_FMT_FP8) {
+            if (lane < 16) rs_cp4(sg + sc_off + 4 * lane, src.scale_inv + grow0 + lane);
+        } else if constexpr (CKF == RS_FMT_NVFP4) {
+            rs_cp4(sg + sc_off + 4 * lane, src.bscale + grow0 * (RS_CUDA_DK / RS_NVFP4_BLOCK) + 4 * lane);
+        }
+    };
+    for (int s = 0; s < NS - 1; ++s) {
+        if (s < ntot) issue_rest(s);
+        rs_cp_commit();
+    }
+    for (int c = 0; c < ntot; ++c) {
+        rs_cp_wait<NS - 2>(); /* chunk c has landed (this lane's copies) */
+        __syncwarp();         /* ... and every lane's; all lanes are done with chunk c - 1 and the tables */
+        if (c + NS - 1 < ntot) { /* into chunk c - 1's slot */
+            issue_codes(c + NS - 1);
+            issue_rest(c + NS - 1);
+        }
+        rs_cp_commit();
+
+        const unsigned char *sg = stg + (c % NS) * stage_bytes;
+        const float *vc = reinterpret_cast<const float *>(sg + vc_off);
+        const int hh = c / nch;
+        const size_t bh = bh0 + hh;
+        const float *t = tab + hh * HF;
+        const float pck = t[2 * L];
+        const int row = r_begin + (c % nch) * RS_LPW_ROWS;
+        const size_t grow0 = bh * dv + row;
+        float xq[F::NP], xk[F::NP];
+#pragma unroll
+        for (int p = 0; p < F::NP; ++p) {
+            const int rr = p * F::RA + grp; /* row within the chunk */
+            float e[F::E];
+            rs_lpw_decode<CKF>(*reinterpret_cast<const uint4 *>(sg + (p * 32 + lane) * 16), e);
+            if constexpr (CKF == RS_FMT_NVFP4) {
+                /* two NVFP4 blocks (16 columns each), each with its E4M3 block scale */
+                const float sdec = t[2 * L + 4];
+                const uint16_t sb2 = *reinterpret_cast<const uint16_t *>(sg + sc_off + rr * 8 + 2 * li);
+                float dq[2] = {0.f, 0.f}, dk[2] = {0.f, 0.f};
+#pragma unroll
+                for (int i = 0; i < F::E; ++i) {
+                    dq[i >> 4] = __fmaf_rn(e[i], qv[i], dq[i >> 4]);
+                    if constexpr (FAM == RS_SSM_GDN) dk[i >> 4] = __fmaf_rn(e[i], kv[i], dk[i >> 4]);
+                }
+                float m[2];
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const __half_raw hs = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)((sb2 >> (8 * k)) & 0xFFu), __NV_E4M3);
+                    m[k] = __fmul_rn(__fmul_rn(__half2float(*reinterpret_cast<const __half *>(&hs)), sdec), 16384.0f);
+                }
+                xq[p] = __fmul_rn(pck, __fmaf_rn(m[1], dq[1], __fmul_rn(m[0], dq[0])));
+                if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmul_rn(pck, __fmaf_rn(m[1], dk[1], __fmul_rn(m[0], dk[0])));
+            } else {
+                float dq0 = 0.f, dq1 = 0.f, dk0 = 0.f, dk1 = 0.f; /* two chains each */
+#pragma unroll
+                for (int i = 0; i < F::E; i += 2) {
+                    dq0 = __fmaf_rn(e[i], qv[i], dq0), dq1 = __fmaf_rn(e[i + 1], qv[i + 1], dq1);
+                    if constexpr (FAM == RS_SSM_GDN)
+                        dk0 = __fmaf_rn(e[i], kv[i], dk0), dk1 = __fmaf_rn(e[i + 1], kv[i + 1], dk1);
+                }
+                float pm = pck;
+                if constexpr (CKF == RS_FMT_FP8) pm = __fmul_rn(pck, reinterpret_cast<const float *>(sg + sc_off)[rr]);
+                xq[p] = __fmul_rn(pm, dq0 + dq1);
+                if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmul_rn(pm, dk0 + dk1);
+            }
+        }
+        /* the lane's share of the record sum: records li, li + LPR, ... */
+        for (int j = li; j <= last; j += F::LPR) {
+            const float cq = t[j], ck = FAM == RS_SSM_GDN ? t[L + j] : 0.f;
+            const unsigned char *rp = sg + ring_off + j * rstr;
+#pragma unroll
+            for (int p = 0; p < F::NP; ++p) {
+                const int rr = p * F::RA + grp;
+                const float v = FAM == RS_SSM_MAMBA2 && j == hn ? rs_ring_round<RDT>(vc[rr]) : rs_lpw_ringval<RDT>(rp, rr);
+                xq[p] = __fmaf_rn(cq, v, xq[p]);
+                if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmaf_rn(ck, v, xk[p]);
+            }
+        }
+        if constexpr (FAM == RS_SSM_MAMBA2) {
+            rs_wsum_step<F::NP, F::LPR / 2>::run(xq, lane); /* lane li holds piece li / 2 of its row group */
+            if ((li & 1) == 0) io.o[grow0 + (li >> 1) * F::RA + grp] = xq[0];
+            if (lane < RS_LPW_ROWS) { /* this step's record */
+                const float v = rs_ring_round<RDT>(vc[lane]);
+                const size_t e = (bh * L + hn) * dv + row + lane;
+                if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = v;
+                else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(v);
+            }
+        } else {
+            const float alpha = t[2 * L + 1], beta = t[2 * L + 2], kqc = t[2 * L + 3];
+            float x[2 * F::NP];
+#pragma unroll
+            for (int p = 0; p < F::NP; ++p) x[p] = xk[p], x[F::NP + p] = xq[p];
+            rs_wsum_step<2 * F::NP, F::LPR / 2>::run(x, lane); /* lane li: S_{t-1} k (li < NP) or S_{t-1} q of piece li % NP */
+            const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], F::NP);
+            if (li < F::NP) {
+                const int rr = li * F::RA + grp;
+                const float u = rs_ring_round<RDT>(beta * (vc[rr] - alpha * x[0]));
+                io.o[grow0 + rr] = __fmaf_rn(u, kqc, alpha * sq);
+                const size_t e = (bh * L + hn) * dv + row + rr;
+                if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = u;
+                else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(u);
+            }
+        }
+    }
+}
+
+#endif /* RS_CUDA_LPREAD_CUH */
