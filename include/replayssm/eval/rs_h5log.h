@@ -5,8 +5,12 @@
  * NLL and top-1 per position), /runs/runNN (none in a reference-only log, n_runs 0; one group per policy run: attributes policy,
  * window, seed, formats; per-position kl, nll, dp, top1_agree; first non-finite position/layer/
  * head per book; summary attributes once finished), /windows (the position windows of the
- * summary). Per-position datasets are [book, position], chunked (1, chunk) with shuffle +
- * deflate, NaN-filled, and extended along position as positions arrive.
+ * summary), /provenance (model files' SHA-256, host, BLAS, compiler, the history of invocations).
+ * Per-position datasets are [book, position] (position extent = the longest book), chunked
+ * (1, chunk) with shuffle + deflate, NaN-filled, with netCDF-4 dimension scales; the root holds
+ * coordinates (book, position, run = policy strings, window, seed) and virtual datasets stacking
+ * the runs into (run, book, position), so xr.open_dataset(path, engine="h5netcdf") reads the log
+ * as one xarray Dataset (format version 2; version 1 logs are still read and resumed).
  *
  * Crash safety (a process killed at any point, e.g. kill -9):
  *  - every HDF5 chunk of a per-position dataset is written once, whole (rs_h5log_write_chunk
