@@ -240,6 +240,10 @@ rs_status rs_kleval_run(rs_kleval *ev)
     ev->stop = 0;
     int finished = 0;
     const volatile sig_atomic_t *cancel = ev->cfg.cancel;
+    /* prepare first, so a signal that arrived while the model was loaded and hashed stops before
+     * the first chunk */
+    if (!ev->prepared && !ev->finished && ev->failed == RS_KLEVAL_STAGE_NONE && !ev->stopped)
+        RS_TRY(rs_kleval_prepare(ev));
     while (!finished && !ev->stop) {
         if (cancel && *cancel) return interrupt_(ev);
         RS_TRY(rs_kleval_step(ev, &finished));
