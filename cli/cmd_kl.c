@@ -272,6 +272,7 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     c.git_commit = RS_GIT_COMMIT;
     c.on_event = on_event_;
     c.user = &pr;
+    c.cancel = rs_cli_signals_install(); /* Ctrl-C / SIGTERM: finish the chunk, close "interrupted" */
     rs_kleval *ev = NULL;
     rs_status st = rs_kleval_create(&c, &ev);
     free(cmdline);
@@ -281,7 +282,12 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     }
     st = rs_kleval_run(ev);
     if (pr.drawn) fprintf(stderr, "\n");
-    const int rc = st != RS_OK ? report_failure_(o, rs_kleval_failed_stage(ev)) : 0;
+    int rc = st != RS_OK ? report_failure_(o, rs_kleval_failed_stage(ev)) : 0;
+    if (rc == 0 && rs_kleval_get_result(ev)->interrupted) {
+        rc = rs_cli_interrupted(o->cmd, o->out, stderr);
+        rs_kleval_free(ev);
+        return rc;
+    }
     if (rc == 0) print_summary_(o, rs_kleval_get_result(ev), stdout);
     if (rc == 0) print_cost_(rs_kleval_get_result(ev), stderr); /* timings: not in the stdout summary */
     rs_kleval_free(ev);

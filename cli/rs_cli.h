@@ -4,6 +4,7 @@
 #ifndef RS_CLI_H
 #define RS_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "replayssm/eval/rs_h5log.h" /* defines: rs_h5log_ref_summary */
@@ -39,5 +40,12 @@ const char *rs_cli_esc(const char *s, char *buf, size_t n);
  * print it before their tables. Returns the lines printed (0: the run stayed finite). */
 size_t rs_cli_print_nonfinite(FILE *f, const rs_h5log *lg, size_t run, const char *policy, size_t window,
                               const rs_kl_summary *s);
+
+/* cli/cli_signal.c: rs_cli_signals_install() makes SIGINT / SIGTERM set the returned flag (give
+ * it to rs_kleval_config.cancel; a second signal ends the process at once); rs_cli_interrupted()
+ * prints the one-line "interrupted ... --resume" message to f and returns the exit status
+ * 128 + signal (130 SIGINT, 143 SIGTERM). */
+const volatile sig_atomic_t *rs_cli_signals_install(void);
+int rs_cli_interrupted(const char *cmd, const char *out, FILE *f);
 
 #endif

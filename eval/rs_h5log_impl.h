@@ -23,6 +23,11 @@ struct rs_h5log {
     uint64_t width;      /* current extent of the position dimension */
     char *path;          /* where the file is now */
     char *final_path;    /* where rs_h5log_finish moves it (a --force run's "<out>.partial"); NULL: in place */
+    /* /provenance (rs_h5log_prov.c) */
+    size_t n_hist;
+    char *(*hist)[5];    /* [n_hist] command_line, start_time, end_time, status, host */
+    size_t n_files;
+    rs_h5log_file_hash *files; /* [n_files] (strings owned) */
 };
 
 /* the per-position datasets of the reference, and of each run group (/runs/runNN/<name>) */
@@ -44,6 +49,28 @@ rs_status rs_h5log_check_meta_(const rs_h5log_meta *m);
 
 /* rs_h5log_write_skeleton_() : every group, dataset and root attribute of a new log. */
 rs_status rs_h5log_write_skeleton_(hid_t f, const rs_h5log_meta *m);
+
+/* rs_h5log_width_of_() : the position extent of a new log (the longest book, at least 1). */
+hsize_t rs_h5log_width_of_(const rs_h5log_meta *m);
+
+/* rs_h5log_write_xr_() (rs_h5log_xr.c) : the root-level netCDF coordinates (book, position, run,
+ * window, seed) and the virtual (run, book, position) variables over the run groups. */
+rs_status rs_h5log_write_xr_(hid_t f, const rs_h5log_meta *m);
+
+/* rs_h5log_write_prov_() (rs_h5log_prov.c) : /provenance: its attributes, the model files'
+ * digests, the history (m->history, then this invocation, status "running"). */
+rs_status rs_h5log_write_prov_(hid_t f, const rs_h5log_meta *m);
+
+/* rs_h5log_load_prov_() (rs_h5log_prov.c) : the history and file digests of an opened log into
+ * the handle (version 1: one history entry from the root attributes, no files); validated. */
+rs_status rs_h5log_load_prov_(rs_h5log *lg, uint64_t version);
+
+/* rs_h5log_free_prov_() : release what rs_h5log_load_prov_ loaded. */
+void rs_h5log_free_prov_(rs_h5log *lg);
+
+/* rs_h5log_end_history_() (rs_h5log_prov.c) : this invocation's history entry (the last) gets
+ * end_time and status. */
+rs_status rs_h5log_end_history_(rs_h5log *lg, const char *end_time, const char *status);
 
 /* rs_h5log_build_() : a new log for `meta` at tmp ("<out>.tmp.<pid>", replaced if it is this
  * process's own leftover), skeleton written and flushed, opened writable; the caller places it.

@@ -36,7 +36,15 @@ static rs_status expect_u64_(hid_t o, const char *name, uint64_t want, const cha
 static rs_status expect_root_(hid_t f, const rs_h5log_meta *e, const char *path)
 {
     RS_TRY(rs_h5log_check_meta_(e));
-    RS_TRY(expect_str_(f, "model_config_hash", e->model_config_hash, path));
+    /* a version 1 log hashed config.json alone (fnv1a64): compared with that digest */
+    char have_hash[128] = "";
+    RS_TRY(rs_h5_attr_get_str(f, "model_config_hash", have_hash, sizeof have_hash));
+    if (!strncmp(have_hash, "fnv1a64:", 8) && e->model_config_hash_v1)
+        RS_TRY(expect_str_(f, "model_config_hash", e->model_config_hash_v1, path));
+    else
+        RS_CHECK(!strcmp(have_hash, e->model_config_hash ? e->model_config_hash : ""), RS_E_INVAL,
+                 "--resume: %s was written with model_config_hash = '%s', this command has '%s' (the model's "
+                 "config.json or weights changed)", path, have_hash, e->model_config_hash ? e->model_config_hash : "");
     RS_TRY(expect_str_(f, "model_type", e->model_type, path));
     RS_TRY(expect_str_(f, "tokenizer", e->tokenizer, path));
     /* the tokenizer file's digest where the log records one (logs written before it do not) */
@@ -249,8 +257,9 @@ static rs_status open_checked_(hid_t f, const char *path, long long file_size, c
                             RS_H5LOG_FORMAT);
     uint64_t ver = 0, nb = 0, nr = 0, tokens = 0, chunk = 0;
     RS_TRY(rs_h5_attr_get_u64(f, "format_version", &ver));
-    RS_CHECK(ver == RS_H5LOG_FORMAT_VERSION, RS_E_FORMAT, "%s: log format version %llu, this build reads version %d",
-             path, (unsigned long long)ver, RS_H5LOG_FORMAT_VERSION);
+    RS_CHECK(ver >= RS_H5LOG_FORMAT_VERSION_MIN && ver <= RS_H5LOG_FORMAT_VERSION, RS_E_FORMAT,
+             "%s: log format version %llu, this build reads versions %d to %d", path, (unsigned long long)ver,
+             RS_H5LOG_FORMAT_VERSION_MIN, RS_H5LOG_FORMAT_VERSION);
     RS_TRY(count_(f, "n_books", 1, RS_H5LOG_MAX_BOOKS, &nb, path));
     RS_TRY(count_(f, "n_runs", 0, RS_H5LOG_MAX_RUNS, &nr, path));
     RS_TRY(count_(f, "tokens", 1, RS_H5LOG_MAX_TOKENS, &tokens, path));
@@ -260,7 +269,10 @@ static rs_status open_checked_(hid_t f, const char *path, long long file_size, c
     RS_TRY(rs_h5log_alloc_((size_t)nb, (size_t)nr, &lg));
     lg->tokens = tokens;
     lg->chunk = chunk;
+    lg->file = f; /* for rs_h5log_load_prov_; cleared again on failure (the caller closes f) */
     rs_status st = read_layout_(f, path, file_size, lg);
+    if (st == RS_OK) st = rs_h5log_load_prov_(lg, ver);
+    lg->file = -1;
     if (st == RS_OK && expect) st = expect_runs_books_(f, lg, expect, path);
     if (st == RS_OK) st = rs_h5log_set_path_(lg, 0, path);
     if (st != RS_OK) {
@@ -317,9 +329,27 @@ rs_status rs_h5log_open(const char *path, int writable, const rs_h5log_meta *exp
      * indexed but not committed, index nodes newer than the end-of-allocation mark) is dropped,
      * and the old file stays intact until the rename. */
     char first_start[64] = "";
-    if (rs_h5_attr_get_str(old->file, "start_time", first_start, sizeof first_start) != RS_OK) first_start[0] = '\0';
+    if (old->n_hist > 0 && old->hist[0][1]) /* the first invocation's start (not the last resume's) */
+        snprintf(first_start, sizeof first_start, "%s", old->hist[0][1]);
+    else if (rs_h5_attr_get_str(old->file, "start_time", first_start, sizeof first_start) != RS_OK)
+        first_start[0] = '\0';
+    /* the history: the old log's invocations, then this one (rs_h5log_write_prov_ appends it) */
+    rs_h5log_meta e2 = *expect;
+    size_t nh = old->n_hist < RS_H5LOG_MAX_HISTORY ? old->n_hist : RS_H5LOG_MAX_HISTORY - 1;
+    rs_h5log_history *hist = (rs_h5log_history *)calloc(nh + 1, sizeof *hist);
+    if (!hist) {
+        rs_h5log_close(old);
+        return rs_error_set(RS_E_NOMEM, "h5log: out of memory");
+    }
+    for (size_t i = 0; i < nh; i++) { /* the newest ones where there are too many */
+        char *const *h = old->hist[old->n_hist - nh + i];
+        hist[i] = (rs_h5log_history){h[0], h[1], h[2], h[3], h[4]};
+    }
+    e2.n_history = nh;
+    e2.history = hist;
     rs_h5log *lg = NULL;
-    rs_status st = rs_h5log_build_(tmp, expect, &lg);
+    rs_status st = rs_h5log_build_(tmp, &e2, &lg);
+    free(hist);
     if (st == RS_OK) st = rs_h5_attr_set_str(lg->file, "first_start_time", first_start);
     if (st == RS_OK) st = rs_h5log_copy_committed_(old, lg);
     if (st == RS_OK && rename(tmp, src) != 0)

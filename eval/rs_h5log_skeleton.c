@@ -3,6 +3,7 @@
  * is moved into place is complete except for the per-position values. */
 #include "rs_h5log_impl.h"
 #include "rs_h5attr.h"
+#include "rs_h5dims.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,11 +20,25 @@ static rs_status describe_(hid_t loc, const char *path, const char *name, const 
     return st;
 }
 
-/* [n_books, 0 .. unlimited] per-position dataset, chunk (1, chunk), shuffle + deflate. */
-static rs_status make_pos_ds_(hid_t g, const char *name, hid_t type, const void *fill, size_t n_books,
-                              uint64_t chunk, const char *desc, const char *units)
+/* the position extent of every per-position dataset: the longest book (format version 2; version
+ * 1 grew it as positions arrived, maximum dims [B, unlimited]). Fixed, so the netCDF dimension
+ * `position` has one length and no HDF5 chunk is ever allocated before it is written. */
+hsize_t rs_h5log_width_of_(const rs_h5log_meta *m)
 {
-    hsize_t dims[2] = {n_books, 0}, maxd[2] = {n_books, H5S_UNLIMITED}, ch[2] = {1, chunk};
+    hsize_t w = 1;
+    for (size_t b = 0; b < m->n_books; b++)
+        if (m->book_len[b] > w) w = m->book_len[b];
+    return w;
+}
+
+/* [n_books, width] per-position dataset, chunk (1, chunk), shuffle + deflate, with the
+ * netCDF / CF attributes long_name and units (units "1": dimensionless; none for token ids). */
+static rs_status make_pos_ds_(hid_t g, const char *name, hid_t type, const void *fill, const rs_h5log_meta *m,
+                              const char *desc, const char *units)
+{
+    const size_t n_books = m->n_books;
+    const hsize_t width = rs_h5log_width_of_(m), chunk = m->chunk < width ? m->chunk : width;
+    hsize_t dims[2] = {n_books, width}, maxd[2] = {n_books, width}, ch[2] = {1, chunk};
     hid_t sp = H5Screate_simple(2, dims, maxd);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, 2, ch);
@@ -37,8 +52,20 @@ static rs_status make_pos_ds_(hid_t g, const char *name, hid_t type, const void 
     if (d < 0) return rs_h5_fail(RS_E_IO, "cannot create dataset %s", name);
     rs_status st = rs_h5_attr_set_str(d, "dims", "book,position");
     if (st == RS_OK) st = rs_h5_attr_set_str(d, "description", desc);
+    if (st == RS_OK) st = rs_h5_attr_set_str(d, "long_name", desc);
     if (st == RS_OK && units) st = rs_h5_attr_set_str(d, "units", units);
     H5Dclose(d);
+    static const char *const bp[2] = {"book", "position"};
+    if (st == RS_OK) st = rs_h5_attach_dims(g, name, 2, bp);
+    return st;
+}
+
+/* the group's own netCDF dimensions book [n_books] and (width != 0) position [width], so each
+ * group opens in xarray with named dimensions (and datasets of several groups concatenate) */
+static rs_status group_dims_(hid_t g, size_t n_books, hsize_t width)
+{
+    rs_status st = rs_h5_dim_only(g, "book", n_books);
+    if (st == RS_OK && width) st = rs_h5_dim_only(g, "position", width);
     return st;
 }
 
@@ -57,7 +84,10 @@ static rs_status make_small_ds_(hid_t g, const char *name, hid_t type, const voi
     if (d < 0) return rs_h5_fail(RS_E_IO, "cannot create dataset %s", name);
     rs_status st = rs_h5_attr_set_str(d, "dims", "book");
     if (st == RS_OK) st = rs_h5_attr_set_str(d, "description", desc);
+    if (st == RS_OK) st = rs_h5_attr_set_str(d, "long_name", desc);
     H5Dclose(d);
+    static const char *const b1[1] = {"book"};
+    if (st == RS_OK) st = rs_h5_attach_dims(g, name, 1, b1);
     return st;
 }
 
@@ -130,6 +160,10 @@ static rs_status windows_(hid_t f)
     TRY_(rs_h5_ds_create_write(g, "end", H5P_DEFAULT, H5T_NATIVE_UINT64, 1, &d, hi));
     TRY_(describe_(g, "start", "description", "first position of each summary window"));
     TRY_(describe_(g, "end", "description", "end (exclusive) of each summary window"));
+    static const char *const w1[1] = {"summary_window"};
+    TRY_(rs_h5_dim_only(g, "summary_window", d));
+    TRY_(rs_h5_attach_dims(g, "start", 1, w1));
+    TRY_(rs_h5_attach_dims(g, "end", 1, w1));
     H5Gclose(g);
     return st;
 }
@@ -141,10 +175,15 @@ static rs_status books_(hid_t f, const rs_h5log_meta *m)
     const hsize_t d = m->n_books;
     hid_t t = rs_h5_vlen_str_type();
     rs_status st = t >= 0 ? RS_OK : rs_h5_fail(RS_E_IO, "cannot make a string type");
+    TRY_(group_dims_(g, m->n_books, 0));
     TRY_(rs_h5_ds_create_write(g, "id", H5P_DEFAULT, t, 1, &d, m->book_ids));
     TRY_(rs_h5_ds_create_write(g, "title", H5P_DEFAULT, t, 1, &d, m->book_titles));
     TRY_(rs_h5_ds_create_write(g, "length", H5P_DEFAULT, H5T_NATIVE_UINT64, 1, &d, m->book_len));
     TRY_(describe_(g, "length", "description", "positions evaluated in this book (<= tokens)"));
+    static const char *const b1[1] = {"book"};
+    TRY_(rs_h5_attach_dims(g, "id", 1, b1));
+    TRY_(rs_h5_attach_dims(g, "title", 1, b1));
+    TRY_(rs_h5_attach_dims(g, "length", 1, b1));
     const int64_t zero = 0;
     TRY_(make_small_ds_(g, "completed_positions", H5T_NATIVE_INT64, &zero, m->n_books,
                         "positions of this book written and committed; values past it are not valid"));
@@ -159,12 +198,11 @@ static rs_status reference_(hid_t f, const rs_h5log_meta *m)
     const int32_t m1 = -1;
     hid_t g = H5Gcreate2(f, "reference", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return rs_h5_fail(RS_E_IO, "cannot create group /reference");
-    rs_status st = make_pos_ds_(g, "next_token", H5T_NATIVE_INT32, &m1, m->n_books, m->chunk,
-                                "true next token y_t (the input at position t+1)", NULL);
-    TRY_(make_pos_ds_(g, "nll", H5T_NATIVE_DOUBLE, &nan, m->n_books, m->chunk, "-log p_ref(y_t) of the fp32 reference",
-                      "nats"));
-    TRY_(make_pos_ds_(g, "top1", H5T_NATIVE_INT32, &m1, m->n_books, m->chunk, "argmax of the reference distribution",
+    rs_status st = group_dims_(g, m->n_books, rs_h5log_width_of_(m));
+    TRY_(make_pos_ds_(g, "next_token", H5T_NATIVE_INT32, &m1, m, "true next token y_t (the input at position t+1)",
                       NULL));
+    TRY_(make_pos_ds_(g, "nll", H5T_NATIVE_DOUBLE, &nan, m, "-log p_ref(y_t) of the fp32 reference", "nats"));
+    TRY_(make_pos_ds_(g, "top1", H5T_NATIVE_INT32, &m1, m, "argmax of the reference distribution", NULL));
     TRY_(rs_h5_attr_set_str(g, "policy", "fp32"));
     H5Gclose(g);
     return st;
@@ -189,12 +227,11 @@ static rs_status run_group_(hid_t g, size_t r, const rs_h5log_meta *m)
     TRY_(rs_h5_attr_set_u64(rg, "window", ri->window));
     TRY_(rs_h5_attr_set_u64(rg, "seed", ri->seed));
     TRY_(rs_h5_attr_set_u64(rg, "index", r));
-    TRY_(make_pos_ds_(rg, "kl", H5T_NATIVE_DOUBLE, &nan, m->n_books, m->chunk, "KL(p_ref || p_run) at each position",
-                      "nats"));
-    TRY_(make_pos_ds_(rg, "nll", H5T_NATIVE_DOUBLE, &nan, m->n_books, m->chunk, "-log p_run(y_t)", "nats"));
-    TRY_(make_pos_ds_(rg, "dp", H5T_NATIVE_DOUBLE, &nan, m->n_books, m->chunk, "p_run(y_t) - p_ref(y_t)", NULL));
-    TRY_(make_pos_ds_(rg, "top1_agree", H5T_NATIVE_UINT8, &z, m->n_books, m->chunk, "1 if argmax p_run == argmax p_ref",
-                      NULL));
+    TRY_(group_dims_(rg, m->n_books, rs_h5log_width_of_(m)));
+    TRY_(make_pos_ds_(rg, "kl", H5T_NATIVE_DOUBLE, &nan, m, "KL(p_ref || p_run) at each position", "nats"));
+    TRY_(make_pos_ds_(rg, "nll", H5T_NATIVE_DOUBLE, &nan, m, "-log p_run(y_t)", "nats"));
+    TRY_(make_pos_ds_(rg, "dp", H5T_NATIVE_DOUBLE, &nan, m, "p_run(y_t) - p_ref(y_t)", "1"));
+    TRY_(make_pos_ds_(rg, "top1_agree", H5T_NATIVE_UINT8, &z, m, "1 if argmax p_run == argmax p_ref", "1"));
     TRY_(make_small_ds_(rg, "first_nonfinite_position", H5T_NATIVE_INT64, &mone, m->n_books,
                         "first position whose run logits were NaN/Inf (-1: none)"));
     TRY_(make_small_ds_(rg, "first_nonfinite_layer", H5T_NATIVE_INT32, &m1, m->n_books,
@@ -216,6 +253,8 @@ rs_status rs_h5log_write_skeleton_(hid_t f, const rs_h5log_meta *m)
     if (g < 0) return rs_h5_fail(RS_E_IO, "cannot create group /runs");
     for (size_t r = 0; r < m->n_runs && st == RS_OK; r++) st = run_group_(g, r, m);
     H5Gclose(g);
+    TRY_(rs_h5log_write_xr_(f, m));
+    TRY_(rs_h5log_write_prov_(f, m));
     return st;
 }
 

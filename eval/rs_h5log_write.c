@@ -18,6 +18,7 @@ const char *const rs_h5log_run_ds_[4] = {"kl", "nll", "dp", "top1_agree"};
 void rs_h5log_free_(rs_h5log *lg)
 {
     if (!lg) return;
+    rs_h5log_free_prov_(lg);
     for (size_t i = 0; lg->book_ids && i < lg->n_books; i++) free(lg->book_ids[i]);
     for (size_t i = 0; lg->policies && i < lg->n_runs; i++) free(lg->policies[i]);
     free(lg->book_ids);
@@ -168,6 +169,7 @@ rs_status rs_h5log_finish(rs_h5log *lg, const char *end_time, const rs_kl_summar
     }
     if (st == RS_OK) st = rs_h5_attr_set_str(lg->file, "end_time", end_time);
     if (st == RS_OK) st = rs_h5_attr_set_str(lg->file, "status", "complete");
+    if (st == RS_OK) st = rs_h5log_end_history_(lg, end_time, "complete");
     if (st == RS_OK) st = rs_h5log_flush_(lg);
     if (st != RS_OK || !lg->final_path) return st;
     /* a --force run: the complete log now replaces the old one. Never move a file another

@@ -202,6 +202,7 @@ rs_status rs_kleval_step(rs_kleval *ev, int *finished)
     if (ev->finished) return RS_OK;
     RS_CHECK(ev->failed == RS_KLEVAL_STAGE_NONE, RS_E_STATE,
              "rs_kleval_step: the evaluation failed earlier (the committed chunks are kept)");
+    RS_CHECK(!ev->stopped, RS_E_STATE, "rs_kleval_step: the evaluation was interrupted (the log is closed; resume it)");
     if (!ev->prepared) RS_TRY(rs_kleval_prepare(ev));
     RS_TRY(rs_kleval_next_chunk(ev));
     if (ev->book >= ev->res.n_books) { /* every position committed */
@@ -214,12 +215,39 @@ rs_status rs_kleval_step(rs_kleval *ev, int *finished)
     return RS_OK;
 }
 
+/* stopped by cfg.cancel between two chunks: every chunk computed so far is committed and
+ * flushed; mark the log interrupted (root status, end_time, this invocation's history entry)
+ * and close it, so nothing is left "running" */
+static rs_status interrupt_(rs_kleval *ev)
+{
+    ev->res.interrupted = 1;
+    if (!ev->lg) return RS_OK; /* stopped before the log existed (while preparing): nothing written */
+    char t_end[32];
+    rs_kleval_iso_now(t_end, sizeof t_end);
+    rs_status st = rs_h5log_interrupt(ev->lg, t_end);
+    const rs_status cs = rs_h5log_close(ev->lg);
+    ev->lg = NULL;
+    if (st == RS_OK) st = cs;
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_FINISH, st, "cannot close the interrupted log");
+    ev->failed = RS_KLEVAL_STAGE_NONE; /* not a failure: later steps are refused by `stopped` */
+    ev->stopped = 1;
+    return RS_OK;
+}
+
 rs_status rs_kleval_run(rs_kleval *ev)
 {
     RS_CHECK(ev != NULL, RS_E_INVAL, "rs_kleval_run: NULL evaluation");
     ev->stop = 0;
     int finished = 0;
-    while (!finished && !ev->stop) RS_TRY(rs_kleval_step(ev, &finished));
+    const volatile sig_atomic_t *cancel = ev->cfg.cancel;
+    /* prepare first, so a signal that arrived while the model was loaded and hashed stops before
+     * the first chunk */
+    if (!ev->prepared && !ev->finished && ev->failed == RS_KLEVAL_STAGE_NONE && !ev->stopped)
+        RS_TRY(rs_kleval_prepare(ev));
+    while (!finished && !ev->stop) {
+        if (cancel && *cancel) return interrupt_(ev);
+        RS_TRY(rs_kleval_step(ev, &finished));
+    }
     return RS_OK;
 }
 

@@ -53,6 +53,7 @@ struct rs_kleval {
     /* prepare */
     rs_kleval_stage failed;   /* where the evaluation stopped on an error */
     int prepared, finished, stop;
+    int stopped;              /* interrupted by cfg.cancel: the log is closed */
     char start_time[32];
     rs_tokenizer tok;         /* rs_tokenizer_open; freed by rs_kleval_free */
     rs_model model;

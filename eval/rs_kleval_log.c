@@ -2,6 +2,7 @@
  * configuration that --resume compares), creating or resuming it, and at the end the
  * summaries computed from the stored per-position arrays (so quantiles are exact and a resumed
  * log is summarised over all its positions, not only over those computed in this process). */
+#define _XOPEN_SOURCE 700 /* realpath (XSI), with the project's _POSIX_C_SOURCE 200809L */
 #include "rs_kleval_impl.h"
 
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "replayssm/quant/rs_format.h"
 #include "rs_check.h"
+#include "rs_provenance.h"
 
 #define RS_KLEVAL_FMT_MAX 48
 #define RS_KLEVAL_LOG_EXTRA 5 /* device_kind, compute, device, input, input_files; + 2 per input file */
@@ -53,7 +55,18 @@ typedef struct log_meta {
     rs_h5log_extra *extra;             /* [RS_KLEVAL_LOG_EXTRA + 2 n_input_files] */
     char (*keys)[RS_KLEVAL_KEY_MAX];   /* [2 n_input_files] input_file_<i>, input_sha256_<i> */
     char n_files[24];
+    rs_prov_files pf;                  /* the model folder's files and digests */
+    rs_prov_env env;                   /* host, CPU, BLAS, compiler (and GPU) */
+    char *abs_model, *abs_data, *abs_tok; /* absolute paths (realpath), NULL: as given */
+    char **abs_in;                     /* [n_input_files] */
+    size_t n_abs_in;
 } log_meta;
+
+/* realpath of p, or NULL (then the path is recorded as given) */
+static char *abs_(const char *p)
+{
+    return p && p[0] ? realpath(p, NULL) : NULL;
+}
 
 static void meta_free_(log_meta *m)
 {
@@ -64,6 +77,12 @@ static void meta_free_(log_meta *m)
     free(m->fmt);
     free(m->extra);
     free(m->keys);
+    rs_prov_files_free(&m->pf);
+    free(m->abs_model);
+    free(m->abs_data);
+    free(m->abs_tok);
+    for (size_t i = 0; m->abs_in && i < m->n_abs_in; i++) free(m->abs_in[i]);
+    free(m->abs_in);
 }
 
 static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
@@ -74,7 +93,19 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     snprintf(m->cfg_hash, sizeof m->cfg_hash, "unknown");
     char cfgp[4096];
     snprintf(cfgp, sizeof cfgp, "%s/config.json", c->model_dir);
-    hash_file_(cfgp, m->cfg_hash, sizeof m->cfg_hash);
+    hash_file_(cfgp, m->cfg_hash, sizeof m->cfg_hash); /* format 1's model_config_hash (resume of such logs) */
+    /* every model file's SHA-256; --resume takes unchanged files' digests (same size and mtime)
+     * from the log it continues instead of reading them again */
+    rs_h5log_file_hash *cache = NULL;
+    size_t n_cache = 0;
+    if (c->output == RS_KLEVAL_OUT_RESUME) (void)rs_h5log_read_files(c->out_path, &cache, &n_cache);
+    rs_status hs = rs_prov_hash_files(c->model_dir, cache, n_cache, &m->pf);
+    rs_h5log_files_free(cache, n_cache);
+    RS_TRY(hs);
+    rs_prov_env_get(&m->env, strcmp(c->device_kind, "cpu") ? ev->describe : NULL);
+    m->abs_model = abs_(c->model_dir);
+    m->abs_data = c->input == RS_KLEVAL_INPUT_PG19 ? abs_(c->data_dir) : NULL;
+    m->abs_tok = abs_(ev->tok.path);
     m->bid = (const char **)calloc(B, sizeof(char *));
     m->btitle = (const char **)calloc(B, sizeof(char *));
     m->blen = (uint64_t *)calloc(B, sizeof(uint64_t));
@@ -83,7 +114,11 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     const size_t nf = c->input == RS_KLEVAL_INPUT_PG19 ? 0 : c->n_input_files;
     m->extra = (rs_h5log_extra *)calloc(RS_KLEVAL_LOG_EXTRA + 2 * nf, sizeof *m->extra);
     m->keys = calloc(2 * nf + 1, sizeof *m->keys);
-    RS_CHECK(m->bid && m->btitle && m->blen && m->ri && m->fmt && m->extra && m->keys, RS_E_NOMEM, "out of memory");
+    m->abs_in = (char **)calloc(nf + 1, sizeof(char *));
+    RS_CHECK(m->bid && m->btitle && m->blen && m->ri && m->fmt && m->extra && m->keys && m->abs_in, RS_E_NOMEM,
+             "out of memory");
+    m->n_abs_in = nf;
+    for (size_t i = 0; i < nf; i++) m->abs_in[i] = abs_(ev->files[i].path);
     for (size_t b = 0; b < B; b++) {
         m->bid[b] = ev->books[b].id;
         m->btitle[b] = ev->books[b].title;
@@ -106,13 +141,20 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     h->git_commit = c->git_commit;
     h->command_line = c->command_line;
     h->start_time = ev->start_time;
-    h->model_path = c->model_dir;
+    h->model_path = m->abs_model ? m->abs_model : c->model_dir;
     const int pg19 = c->input == RS_KLEVAL_INPUT_PG19; /* other inputs have no data folder or split */
-    h->data_path = pg19 ? c->data_dir : "";
-    h->model_config_hash = m->cfg_hash;
+    h->data_path = pg19 ? (m->abs_data ? m->abs_data : c->data_dir) : "";
+    /* the digest of every model file (weights, config, tokenizer): other weights, other hash */
+    h->model_config_hash = m->pf.model_hash;
+    h->model_config_hash_v1 = m->cfg_hash;
+    h->n_files = m->pf.n;
+    h->files = m->pf.files;
+    h->n_provenance = m->env.n;
+    h->provenance = m->env.attrs;
+    h->host = m->env.host;
     h->model_type = ev->model.cfg.model_type;
     h->tokenizer = ev->tok.name ? ev->tok.name : "none"; /* token-id inputs: no tokenizer */
-    h->tokenizer_file = ev->tok.path;
+    h->tokenizer_file = m->abs_tok ? m->abs_tok : ev->tok.path;
     h->tokenizer_sha256 = ev->tok.sha256;
     h->split = pg19 ? c->split : "";
     h->short_books = c->short_books == RS_KLEVAL_SHORT_TRUNCATE ? "truncate" : "skip";
@@ -139,7 +181,7 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
         for (size_t i = 0; i < nf; i++) {
             snprintf(m->keys[2 * i], RS_KLEVAL_KEY_MAX, "input_file_%zu", i);
             snprintf(m->keys[2 * i + 1], RS_KLEVAL_KEY_MAX, "input_sha256_%zu", i);
-            m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i], ev->files[i].path, 0};
+            m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i], m->abs_in[i] ? m->abs_in[i] : ev->files[i].path, 0};
             m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i + 1], ev->files[i].sha256, 1};
         }
     }

@@ -32,26 +32,28 @@ echo "bootstrap: dependencies present"
 req="$(cd "$(dirname "$0")/.." && pwd)/notebooks/requirements.txt"
 py_fail() {
   echo "bootstrap: $1" >&2
-  echo "bootstrap: the notebooks/ figure scripts and the 'notebooks' test need Python 3 with numpy, h5py and" >&2
-  echo "bootstrap: matplotlib: run 'python3 -m pip install -r notebooks/requirements.txt' yourself (on a" >&2
+  echo "bootstrap: the notebooks/ figure scripts and the 'notebooks' / 'xarray_log' tests need Python 3 with numpy," >&2
+  echo "bootstrap: h5py, matplotlib, xarray and h5netcdf: run 'python3 -m pip install -r notebooks/requirements.txt' yourself (on a" >&2
   echo "bootstrap: system Python that refuses pip, inside a venv: python3 -m venv .venv && . .venv/bin/activate)." >&2
   if [ -n "${RS_REQUIRE_PYTHON:-}" ]; then exit 1; fi
   echo "bootstrap: continuing without them (ctest reports the 'notebooks' test as skipped)" >&2
 }
 if ! command -v python3 > /dev/null 2>&1; then
   py_fail "no python3 on PATH"
-elif python3 -c 'import sys, numpy, h5py, matplotlib
+elif python3 -c 'import sys, numpy, h5py, matplotlib, xarray, h5netcdf, pandas
 want = dict(l.split("==") for l in open(sys.argv[1]).read().split() if "==" in l)
-have = {"numpy": numpy.__version__, "h5py": h5py.__version__, "matplotlib": matplotlib.__version__}
+have = {"numpy": numpy.__version__, "h5py": h5py.__version__, "matplotlib": matplotlib.__version__,
+        "xarray": xarray.__version__, "h5netcdf": h5netcdf.__version__, "pandas": pandas.__version__}
 sys.exit(0 if all(have[k] == v for k, v in want.items()) else 1)' "$req" > /dev/null 2>&1; then
   echo "bootstrap: Python modules of notebooks/requirements.txt present ($(command -v python3))"
 elif python3 -m pip install -q -r "$req"; then
   echo "bootstrap: installed notebooks/requirements.txt for $(command -v python3)"
-elif apt-get install -y -qq --no-install-recommends python3-numpy python3-h5py python3-matplotlib > /dev/null \
-     && /usr/bin/python3 -c 'import numpy, h5py, matplotlib' > /dev/null 2>&1; then
+elif apt-get install -y -qq --no-install-recommends python3-numpy python3-h5py python3-matplotlib \
+       python3-xarray python3-h5netcdf > /dev/null \
+     && /usr/bin/python3 -c 'import numpy, h5py, matplotlib, xarray, h5netcdf' > /dev/null 2>&1; then
   # fallback: Debian's modules for /usr/bin/python3 (older than the pins; the notebooks test
   # falls back to that interpreter when python3 on PATH lacks the modules)
-  echo "bootstrap: pip failed; installed Debian's python3-numpy/h5py/matplotlib for /usr/bin/python3 instead"
+  echo "bootstrap: pip failed; installed Debian's python3-numpy/h5py/matplotlib/xarray/h5netcdf for /usr/bin/python3 instead"
 else
   py_fail "python3 -m pip install -r notebooks/requirements.txt failed (see above)"
 fi

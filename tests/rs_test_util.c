@@ -90,6 +90,31 @@ double rs_test_timed_run(const char *dir, const char *cli, const char *args, con
     return (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
 }
 
+int rs_test_signal_run(const char *cli, const char *args, const char *out, const char *errfile, double at, int sig,
+                       int count)
+{
+    unlink(out);
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "exec '%s' %s --out '%s' >/dev/null 2>'%s'", cli, args, out, errfile);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    struct timespec ts = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9)};
+    nanosleep(&ts, NULL);
+    kill(pid, sig);
+    if (count > 1) {
+        const struct timespec gap = {0, 20000000L}; /* 20 ms: inside one chunk of the signal test */
+        nanosleep(&gap, NULL);
+        kill(pid, sig);
+    }
+    int wst = 0;
+    if (waitpid(pid, &wst, 0) != pid) return -1;
+    return wst;
+}
+
 int rs_test_kill9_run(const char *cli, const char *args, const char *out, double wall, double lo, double hi)
 {
     uint64_t rng = (uint64_t)time(NULL);

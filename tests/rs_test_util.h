@@ -31,6 +31,12 @@ double rs_test_timed_run(const char *dir, const char *cli, const char *args, con
  * finishes. Prints each attempt to stderr; returns 1 if a run was interrupted, else 0. */
 int rs_test_kill9_run(const char *cli, const char *args, const char *out, double wall, double lo, double hi);
 
+/* Start `'cli' args --out out` (stderr to errfile, out removed first), send it signal `sig`
+ * after `at` seconds and, with count 2, once more 20 ms later; returns the wait status (waitpid)
+ * or -1. rs_test_kill9_run is this with SIGKILL at a random moment. */
+int rs_test_signal_run(const char *cli, const char *args, const char *out, const char *errfile, double at, int sig,
+                       int count);
+
 /* Bit pattern of a float and back. */
 uint32_t rs_test_f2u(float x);
 float rs_test_u2f(uint32_t u);

@@ -485,6 +485,38 @@ static size_t fz_edit_(hid_t f, unsigned op, unsigned sel, uint64_t v)
     return SIZE_MAX;
 }
 
+/* format 2's /provenance (history, model files), edited by the records after the first 160 bytes
+ * (so the committed corpus, all shorter, keeps its meaning) */
+static const char *fz_prov_ds[] = {"/provenance/history_command_line", "/provenance/history_status",
+                                   "/provenance/history_end_time", "/provenance/file_name",
+                                   "/provenance/file_sha256", "/provenance/file_size", "/provenance/file_mtime_ns"};
+
+static void fz_prov_edit_(hid_t f, unsigned op, unsigned sel, uint64_t v)
+{
+    const char *ds = fz_prov_ds[sel % FZ_COUNT(fz_prov_ds)];
+    switch (op % 3) {
+    case 0: H5Ldelete(f, (sel >> 4) & 1 ? "/provenance" : ds, H5P_DEFAULT); break;
+    case 1: { /* another rank, extent (up to past the readers' bounds) or type */
+        H5Ldelete(f, ds, H5P_DEFAULT);
+        const int rank = (v >> 20) & 1 ? 2 : 1;
+        hsize_t dims[2] = {v % 5000, 1 + (v >> 13) % 3};
+        hid_t t = -1;
+        switch ((v >> 24) % 3) {
+        case 0: t = H5Tcopy(H5T_NATIVE_UINT8); break;
+        case 1: t = H5Tcopy(H5T_NATIVE_INT64); break;
+        default: t = H5Tcopy(H5T_C_S1), H5Tset_size(t, H5T_VARIABLE); break;
+        }
+        hid_t sp = H5Screate_simple(rank, dims, NULL);
+        hid_t d = H5Dcreate2(f, ds, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (d >= 0) H5Dclose(d);
+        H5Sclose(sp);
+        H5Tclose(t);
+        break;
+    }
+    default: fz_attr_(f, "/provenance", (sel >> 4) & 1 ? "host" : "blas", H5T_NATIVE_UINT64, 1, &v); break;
+    }
+}
+
 static void fz_accepted_(const char *T, const char *path, int64_t *completed)
 {
     rs_h5log *lg = NULL;
@@ -535,6 +567,11 @@ int rs_fuzz_h5log(const uint8_t *data, size_t size)
         for (int k = 0; k < 8; k++) v |= (uint64_t)data[i + 2 + k] << (8 * k);
         const size_t c = fz_edit_(f, data[i], data[i + 1], v);
         if (c != SIZE_MAX) cut = c;
+    }
+    for (size_t i = 160; i + 10 <= size && i < 240; i += 10) {
+        uint64_t v = 0;
+        for (int k = 0; k < 8; k++) v |= (uint64_t)data[i + 2 + k] << (8 * k);
+        fz_prov_edit_(f, data[i], data[i + 1], v);
     }
     H5Eclear2(H5E_DEFAULT);
     if (H5Fclose(f) < 0) rs_fuzz_fail(T, "cannot close the copy");

@@ -5,8 +5,12 @@
  * NLL and top-1 per position), /runs/runNN (none in a reference-only log, n_runs 0; one group per policy run: attributes policy,
  * window, seed, formats; per-position kl, nll, dp, top1_agree; first non-finite position/layer/
  * head per book; summary attributes once finished), /windows (the position windows of the
- * summary). Per-position datasets are [book, position], chunked (1, chunk) with shuffle +
- * deflate, NaN-filled, and extended along position as positions arrive.
+ * summary), /provenance (model files' SHA-256, host, BLAS, compiler, the history of invocations).
+ * Per-position datasets are [book, position] (position extent = the longest book), chunked
+ * (1, chunk) with shuffle + deflate, NaN-filled, with netCDF-4 dimension scales; the root holds
+ * coordinates (book, position, run = policy strings, window, seed) and virtual datasets stacking
+ * the runs into (run, book, position), so xr.open_dataset(path, engine="h5netcdf") reads the log
+ * as one xarray Dataset (format version 2; version 1 logs are still read and resumed).
  *
  * Crash safety (a process killed at any point, e.g. kill -9):
  *  - every HDF5 chunk of a per-position dataset is written once, whole (rs_h5log_write_chunk
@@ -59,7 +63,13 @@ extern "C" {
 #endif
 
 #define RS_H5LOG_FORMAT "replayssm-kl-log"
-#define RS_H5LOG_FORMAT_VERSION 1
+/* 2: netCDF-4 dimensions and root-level (run, book, position) variables, fixed position extent,
+ * /provenance (weight-file digests, resume history, host, BLAS, compiler); version 1 logs are
+ * still read and resumed (docs/hdf5-layout.md "Versions"). */
+#define RS_H5LOG_FORMAT_VERSION 2
+#define RS_H5LOG_FORMAT_VERSION_MIN 1 /* the oldest layout this build reads */
+#define RS_H5LOG_MAX_FILES 4096u      /* weight files recorded per log */
+#define RS_H5LOG_MAX_HISTORY 4096u    /* invocations recorded per log */
 
 /* Bounds of what a log may describe; create refuses more, open refuses a file claiming more
  * (the CLI's own limits are far lower: 131072 tokens, 64 runs). */
@@ -86,6 +96,22 @@ typedef struct rs_h5log_extra {
     int compare;
 } rs_h5log_extra;
 
+/* A model file's digest (/provenance/files): name relative to the model folder, size and
+ * modification time (the cache key: --resume rehashes only files whose size or mtime changed). */
+typedef struct rs_h5log_file_hash {
+    const char *name;    /* "model.safetensors" */
+    uint64_t size;       /* bytes */
+    int64_t mtime_ns;    /* st_mtim in nanoseconds since the epoch */
+    const char *sha256;  /* 64 hex digits of the file's bytes (== sha256sum) */
+} rs_h5log_file_hash;
+
+/* One invocation of the evaluation (/provenance/history, oldest first). */
+typedef struct rs_h5log_history {
+    const char *command_line, *start_time, *end_time; /* end_time "" while it runs */
+    const char *status;                               /* "running", "complete", "interrupted" */
+    const char *host;
+} rs_h5log_history;
+
 typedef struct rs_h5log_meta {
     /* provenance (not compared on resume) */
     const char *tool_version, *git_commit, *command_line, *start_time, *model_path, *data_path;
@@ -105,6 +131,17 @@ typedef struct rs_h5log_meta {
     const rs_h5log_run_info *runs;  /* [n_runs] */
     size_t n_extra;                 /* further root attributes (rs_h5log_extra) */
     const rs_h5log_extra *extra;    /* [n_extra] */
+    /* format version 2 (all optional: NULL / 0 leaves them out) */
+    const char *model_config_hash_v1; /* "fnv1a64:<hex>" of config.json alone: what a version 1
+                                         log recorded as model_config_hash; --resume of such a log
+                                         compares this instead */
+    size_t n_files;                   /* the model folder's files and digests (/provenance/files) */
+    const rs_h5log_file_hash *files;  /* [n_files] */
+    size_t n_provenance;              /* attributes of /provenance: host, cpu, blas, compiler, ... */
+    const rs_h5log_extra *provenance; /* [n_provenance] (compare ignored) */
+    const char *host;                 /* this invocation's host name (history) */
+    size_t n_history;                 /* earlier invocations (set by --resume from the old log) */
+    const rs_h5log_history *history;  /* [n_history]; this invocation is appended after them */
 } rs_h5log_meta;
 
 /* Per-position values of one run for one chunk write, each [n]. */
@@ -214,6 +251,29 @@ rs_status rs_h5log_partial_path(const char *path, char *buf, size_t bufsize);
 /*! rs_h5log_file_path() : where the open log's file is now: `path`, or "<path>.partial" for a
  *  --force run (or its --resume) until rs_h5log_finish has moved it. */
 const char *rs_h5log_file_path(const rs_h5log *lg);
+
+/*! rs_h5log_interrupt() : mark an unfinished log as stopped on request (a signal): root status
+ *  = "interrupted", end_time, and the same in this invocation's history entry; flushed. The
+ *  committed positions stay valid and --resume continues the log. */
+rs_status rs_h5log_interrupt(rs_h5log *lg, const char *end_time);
+
+/*! rs_h5log_history_count() / rs_h5log_get_history() : the invocations recorded in the log
+ *  (/provenance/history; a version 1 log: one, from its root attributes). field is
+ *  "command_line", "start_time", "end_time", "status" or "host". */
+size_t rs_h5log_history_count(const rs_h5log *lg);
+rs_status rs_h5log_get_history(const rs_h5log *lg, size_t i, const char *field, char *buf, size_t bufsize);
+
+/*! rs_h5log_file_count() / rs_h5log_get_file() : the model files recorded with their digests
+ *  (/provenance/files; none in a version 1 log). Strings point into the handle. */
+size_t rs_h5log_file_count(const rs_h5log *lg);
+rs_status rs_h5log_get_file(const rs_h5log *lg, size_t i, rs_h5log_file_hash *out);
+
+/*! rs_h5log_read_files() : the recorded model files of the log at `path` (or of "<path>.partial"
+ *  when that exists, the log --resume continues) without validating the rest, for the digest
+ *  cache of --resume. *out / *n get a copy (free with rs_h5log_files_free); a missing or
+ *  unreadable log gives n = 0 and RS_OK (the digests are then computed). */
+rs_status rs_h5log_read_files(const char *path, rs_h5log_file_hash **out, size_t *n);
+void rs_h5log_files_free(rs_h5log_file_hash *files, size_t n);
 
 /*! rs_h5log_close() : flush and close; accepts NULL. */
 rs_status rs_h5log_close(rs_h5log *lg);

@@ -27,8 +27,10 @@
  *   rs_kleval_step(ev, &done)   one chunk of positions of one book (forward, compare, write,
  *                               commit); after the last chunk: the summaries, the log finished
  *                               and closed, *done = 1.
- *   rs_kleval_run(ev)           prepare if needed, then steps until done or until the event
- *                               callback asks to stop (returns non-zero after a PROGRESS event).
+ *   rs_kleval_run(ev)           prepare if needed, then steps until done, until the event
+ *                               callback asks to stop (returns non-zero after a PROGRESS event)
+ *                               or until *cfg.cancel is set (a signal: the log is then closed
+ *                               with status "interrupted").
  *   rs_kleval_get_result(ev)    the plan, the cost counters, and once complete the summaries.
  *   rs_kleval_free(ev)          closes an unfinished log: its committed positions stay valid and
  *                               a later evaluation with output = RS_KLEVAL_OUT_RESUME continues
@@ -44,6 +46,7 @@
 #ifndef RS_KLEVAL_H
 #define RS_KLEVAL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -155,6 +158,11 @@ typedef struct rs_kleval_config {
     const char *git_commit;   /* ["unknown"] */
     rs_kleval_event_fn on_event; /* NULL: no events */
     void *user;               /* passed to on_event */
+    /* stop on request (a signal handler sets it; NULL: never): rs_kleval_run reads it before
+     * every chunk, so the chunk in flight is finished, committed and flushed; then the log is
+     * marked status "interrupted" and closed, rs_kleval_run returns RS_OK with result
+     * complete == 0, interrupted == 1, and RS_KLEVAL_OUT_RESUME continues it bit for bit. */
+    const volatile sig_atomic_t *cancel;
 } rs_kleval_config;
 
 /* Which step of an evaluation failed (rs_kleval_failed_stage). */
@@ -200,6 +208,7 @@ typedef struct rs_kleval_result {
     size_t reference_positions;   /* positions the fp32 reference was forwarded for */
     const char *device;           /* after prepare: the scorer's description (rs_scorer ops->describe) */
     rs_scorer_stats stats;        /* the scorer's cost counters: stage seconds, peak device bytes */
+    int interrupted;              /* 1: stopped by cfg.cancel (log closed as status "interrupted") */
 } rs_kleval_result;
 
 typedef struct rs_kleval rs_kleval;

@@ -1,0 +1,173 @@
+/* test_kl_cli_signal.c — `replayssm kl` stopped by SIGINT / SIGTERM (issue 17 acceptance 2;
+ * cli/cli_signal.c, rs_kleval_config.cancel) on the fixture model gdn-tiny-random and the PG-19
+ * excerpts of tests/fixtures/pg19-mini:
+ *  - SIGINT in the middle of the run: exit status 130, one line naming --resume on stderr, the
+ *    log closed with status "interrupted" (root and history) holding a committed prefix, and
+ *    --resume completes it to datasets equal bit for bit to an uninterrupted run's;
+ *  - SIGTERM: the same with exit status 143;
+ *  - a second SIGINT 20 ms after the first (inside the chunk in flight): the process ends at
+ *    once by the signal; the log still opens and --resume completes it, bit for bit equal.
+ * The CLI is RS_CLI_PATH (override with the environment variable RS_KL_CLI). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "replayssm/eval/rs_h5log.h"
+#include "rs_test_util.h"
+
+static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024], g_args[2048], g_full[600];
+static double g_wall;
+
+static int setup_(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/rs_klsig_XXXXXX");
+    if (!mkdtemp(g_dir)) return -1;
+    snprintf(g_data, sizeof g_data, "%s/pg19", g_dir);
+    const char *e = getenv("RS_KL_CLI");
+    snprintf(g_cli, sizeof g_cli, "%s", e && e[0] ? e : RS_CLI_PATH);
+    char fx[1024];
+    rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
+    rs_test_fixture_path(g_gdn, sizeof g_gdn, "models/gdn-tiny-random");
+    if (rs_test_sh(g_dir, "cp -r '%s' '%s'", fx, g_data) != 0) return -1;
+    /* chunks of 64 positions (~0.1 s each here), so a second signal 20 ms after the first lands
+     * inside the chunk in flight */
+    snprintf(g_args, sizeof g_args, "kl --model '%s' --data '%s' --books 2 --tokens 640 --chunk 64 --seed 3 "
+             "--policy shared:nvfp4-sr,split:nvfp4-rtn/fp16-sr --threads 1 --quiet", g_gdn, g_data);
+    snprintf(g_full, sizeof g_full, "%s/full.h5", g_dir);
+    g_wall = rs_test_timed_run(g_dir, g_cli, g_args, g_full);
+    fprintf(stderr, "uninterrupted run: %.2f s\n", g_wall);
+    return g_wall > 0.0 ? 0 : -1;
+}
+
+static int teardown_(void **state)
+{
+    (void)state;
+    return rs_test_sh("/tmp", "rm -rf '%s'", g_dir);
+}
+
+/* every committed dataset of two logs identical, bit for bit, and both complete */
+static void compare_logs_(const char *a, const char *b)
+{
+    rs_h5log *x = NULL, *y = NULL;
+    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
+    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
+    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
+    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
+    const char *names[] = {"kl", "nll", "dp", "top1_agree"}, *rnames[] = {"nll", "next_token", "top1"};
+    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
+        const size_t n = (size_t)rs_h5log_completed(x, bk);
+        assert_int_equal(rs_h5log_completed(y, bk), (int64_t)n);
+        assert_int_equal(n, rs_h5log_book_len(x, bk));
+        double *d1 = calloc(n, 8), *d2 = calloc(n, 8);
+        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++)
+            for (size_t k = 0; k < (r < 0 ? 3u : 4u); k++) {
+                assert_int_equal(rs_h5log_read_row(x, r, r < 0 ? rnames[k] : names[k], bk, n, d1), RS_OK);
+                assert_int_equal(rs_h5log_read_row(y, r, r < 0 ? rnames[k] : names[k], bk, n, d2), RS_OK);
+                assert_memory_equal(d1, d2, n * 8);
+            }
+        free(d1);
+        free(d2);
+    }
+    char s1[64], s2[64];
+    assert_int_equal(rs_h5log_get_attr_string(x, "/", "status", s1, sizeof s1), RS_OK);
+    assert_int_equal(rs_h5log_get_attr_string(y, "/", "status", s2, sizeof s2), RS_OK);
+    assert_string_equal(s1, "complete");
+    assert_string_equal(s2, "complete");
+    rs_h5log_close(x);
+    rs_h5log_close(y);
+}
+
+/* the run stopped by `sig` (count times) somewhere in the middle; returns its wait status */
+static int stopped_run_(const char *out, const char *err, int sig, int count)
+{
+    uint64_t rng = (uint64_t)time(NULL);
+    int wst = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        const double at = g_wall * (0.25 + 0.4 * rs_test_uniform(&rng));
+        wst = rs_test_signal_run(g_cli, g_args, out, err, at, sig, count);
+        fprintf(stderr, "signal %d (x%d) after %.2f s of %.2f s: wait status 0x%x\n", sig, count, at, g_wall, wst);
+        if (!(WIFEXITED(wst) && WEXITSTATUS(wst) == 0)) break; /* not finished before the signal */
+    }
+    return wst;
+}
+
+static void graceful_(int sig, int want_rc, const char *name)
+{
+    char out[600], err[600], buf[256];
+    snprintf(out, sizeof out, "%s/%s.h5", g_dir, name);
+    snprintf(err, sizeof err, "%s/%s.err", g_dir, name);
+    const int wst = stopped_run_(out, err, sig, 1);
+    assert_true(WIFEXITED(wst));
+    assert_int_equal(WEXITSTATUS(wst), want_rc);
+    size_t n = 0;
+    char *msg = (char *)rs_test_read_file(err, &n);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "interrupted by"));
+    assert_non_null(strstr(msg, "--resume"));
+    free(msg);
+    rs_h5log *lg = NULL;
+    assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
+    assert_int_equal(rs_h5log_get_attr_string(lg, "/", "status", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "interrupted");
+    assert_int_equal(rs_h5log_get_history(lg, rs_h5log_history_count(lg) - 1, "status", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "interrupted");
+    const int64_t done = rs_h5log_completed(lg, 0) + rs_h5log_completed(lg, 1);
+    assert_true(done < 2 * 640); /* stopped before the end */
+    rs_h5log_close(lg);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' %s --resume --out '%s'", g_cli, g_args, out), 0);
+    compare_logs_(g_full, out);
+}
+
+static void test_sigint(void **state)
+{
+    (void)state;
+    graceful_(SIGINT, 130, "int");
+}
+
+static void test_sigterm(void **state)
+{
+    (void)state;
+    graceful_(SIGTERM, 143, "term");
+}
+
+static void test_second_sigint_kills(void **state)
+{
+    (void)state;
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/twice.h5", g_dir);
+    snprintf(err, sizeof err, "%s/twice.err", g_dir);
+    const int wst = stopped_run_(out, err, SIGINT, 2);
+    assert_true(WIFSIGNALED(wst));
+    assert_int_equal(WTERMSIG(wst), SIGINT);
+    struct stat sb;
+    if (stat(out, &sb) == 0) { /* the committed prefix is valid and resumes */
+        rs_h5log *lg = NULL;
+        assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
+        rs_h5log_close(lg);
+        assert_int_equal(rs_test_sh(g_dir, "'%s' %s --resume --out '%s'", g_cli, g_args, out), 0);
+    } else { /* killed before the skeleton was in place */
+        assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, g_args, out), 0);
+    }
+    compare_logs_(g_full, out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sigint),
+        cmocka_unit_test(test_sigterm),
+        cmocka_unit_test(test_second_sigint_kills),
+    };
+    return cmocka_run_group_tests(tests, setup_, teardown_);
+}
