@@ -8,6 +8,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "replayssm/common/rs_status.h"
+#include "replayssm/theory/rs_theory.h" /* rs_theory_model_find */
 
 int rs_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -289,4 +293,26 @@ void rs_cli_help(const rs_cli_spec *s, FILE *f)
         fputc('\n', f);
         lines_(f, s->epilog, 0, "\n");
     }
+}
+
+int rs_cli_shape_name(const char *cmd, const char *shape, const char *model, const char **out)
+{
+    *out = shape ? shape : "all";
+    if (!model) return 0;
+    struct stat sb;
+    if (stat(model, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return rs_cli_usage_error(cmd, "--model %s: a checkpoint folder; %s works on the built-in model shapes: "
+                                  "pass --shape NAME (nemotron-3-nano-4b, nemotron-3-super, qwen3.5-4b, qwen3.5-122b, "
+                                  "all)", model, cmd);
+    if (shape) return rs_cli_usage_error(cmd, "--model names a checkpoint folder and '%s' is none; the shape is "
+                                         "--shape %s", model, shape);
+    const rs_model_shape *ms = NULL;
+    if (strcmp(model, "all") && rs_theory_model_find(model, &ms) != RS_OK)
+        return rs_cli_usage_error(cmd, "--model takes a checkpoint folder and '%s' is none; for a built-in model "
+                                  "shape use --shape NAME (nemotron-3-nano-4b, nemotron-3-super, qwen3.5-4b, "
+                                  "qwen3.5-122b, all)", model);
+    /* the old spelling of a built-in shape (notebooks/reproduce.sh, kernels/run_gpu.sh use it) */
+    fprintf(stderr, "replayssm %s: note: --model %s is the old spelling of --shape %s\n", cmd, model, model);
+    *out = model;
+    return 0;
 }

@@ -104,6 +104,13 @@ int rs_cli_usage_error(const char *cmd, const char *fmt, ...)
 /* rs_cli_parse_size() : a non-negative decimal integer (no sign, no blanks); 1 ok, 0 not one. */
 int rs_cli_parse_size(const char *s, size_t *out);
 
+/* rs_cli_shape_name() : the built-in model shape of `theory` / `bench` from --shape (shape) and
+ * --model (model; NULL when not given): --model is a checkpoint folder in every command, so a
+ * folder here is refused with a pointer to --shape, and so is a name that is neither a folder nor
+ * a built-in shape; a built-in shape name after --model (the old spelling) is taken with a note
+ * on stderr. *out: the shape name or "all". Returns 0, or 2 after printing the error. */
+int rs_cli_shape_name(const char *cmd, const char *shape, const char *model, const char **out);
+
 /* Shared option declarations: one spelling, one check, one help text and one default. */
 #define RS_CLI_OPT_SEED(dst)                                                                                \
     {"--seed", NULL, RS_CLI_U64, "S", "seed of every random draw (SR, synthetic data, Monte Carlo)",    \
@@ -116,5 +123,10 @@ int rs_cli_parse_size(const char *s, size_t *out);
 #define RS_CLI_OPT_SHAPE(dst)                                                                               \
     {"--shape", NULL, RS_CLI_STR, "NAME", "built-in model shape: nemotron-3-nano-4b, nemotron-3-super,\n"   \
      "qwen3.5-4b, qwen3.5-122b, or all", "[all]", (dst), 0, 0, NULL, NULL, NULL, 0}
+#define RS_CLI_OPT_MODEL_SHAPE(dst)                                                                         \
+    {"--model", NULL, RS_CLI_STR, "DIR", "a checkpoint folder, as in every command: refused here (use\n"    \
+     "--shape); a built-in shape name is taken as --shape NAME", NULL, (dst), 0, 0, NULL, NULL, NULL, 0}
+#define RS_CLI_OPT_OUT(dst, what, def)                                                                      \
+    {"--out", NULL, RS_CLI_STR, "FILE", what, def, (dst), 0, 0, NULL, NULL, NULL, 0}
 
 #endif /* RS_CLI_OPTS_H */
