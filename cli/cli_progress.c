@@ -164,6 +164,18 @@ static void draw_terminal_(rs_cli_progress *p, const rs_kleval_event *e)
             }
             if (need <= width) break;
         }
+        if (lvl == 2 && !p->legend) { /* the run numbers' legend, once, above the line */
+            size_t col = (size_t)fprintf(stderr, "%sruns:", p->drawn ? "\r\033[K" : "");
+            for (size_t r = 0; r < e->n_runs; r++) {
+                char lab[160];
+                label_(p, r, 0, lab, sizeof lab);
+                const size_t w = strlen(lab) + 6 + (r >= 10) + (r >= 100);
+                if (col + w > width) col = (size_t)fprintf(stderr, "\n     ");
+                col += (size_t)fprintf(stderr, " #%zu %s", r, lab);
+            }
+            fprintf(stderr, "\n");
+            p->legend = 1;
+        }
         for (size_t r = 0; r < e->n_runs; r++) {
             char lab[160], piece[200], more[32];
             label_(p, r, lvl, lab, sizeof lab);

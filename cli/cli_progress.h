@@ -2,8 +2,8 @@
  * PROGRESS events (replayssm/eval/rs_kleval.h), in cli_progress.c:
  *   - stderr a terminal: one line redrawn in place (at most twice a second), labelled and as wide
  *     as the terminal (TIOCGWINSZ, else $COLUMNS, else 80): book, position, tok/s, ETA and the
- *     running mean KL of every run, the policy names abbreviated (then run numbers, then "+N
- *     more") until the line fits;
+ *     running mean KL of every run, the policy names abbreviated (then run numbers "#r", with a
+ *     legend "#r = policy" printed once above the line, then "+N more") until the line fits;
  *   - stderr not a terminal (a batch job, nohup, a file): one plain self-contained line every
  *     `every` seconds ("replayssm kl: progress: ..."), and a last one when the evaluation ends;
  *   - quiet: nothing.
@@ -29,6 +29,7 @@ typedef struct rs_cli_progress {
     int mode;      /* 0 off, 1 terminal line, 2 plain lines */
     double every;  /* plain: seconds between lines */
     int drawn;     /* terminal: a line is on the screen */
+    int legend;    /* terminal: the run-number legend was printed */
     double last_print;
     /* the cost fit: (mid position of a chunk within its book, seconds per position) */
     double pos_s[RS_CLI_PROGRESS_SAMPLES], cost_s[RS_CLI_PROGRESS_SAMPLES];
