@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bench.h"   /* rows, sweeps, the writer */
+#include "cli_opts.h" /* the option grammar */
 #include "rs_cli.h"  /* rs_cli_fail */
 
 #ifndef RS_GIT_COMMIT
@@ -24,42 +25,54 @@
 #define BN_DEFAULT_REPS 50
 #define BN_DEFAULT_OUT "bench.h5"
 
-static void usage(FILE *out)
+static const char k_about[] =
+    "GPU benchmark of the CUDA decode kernels (needs a CUDA build and a GPU):\n"
+    "  copy     device-to-device copy ceiling (bytes read + written)\n"
+    "  std      standard decode, fp32 state, L = 16: conventional vs ReplaySSM,\n"
+    "           B in {1, 8, 32, 128, 256, 512}, flush cost amortised over the window\n"
+    "  window   ReplaySSM, L in {4, 8, 16, 32, 64}, B = 256\n"
+    "  verify   speculative verification, T in {1, 2, 4, 6, 8}, a = 1 and a = T, B = 256:\n"
+    "           snapshot baseline (1R + T W) vs ReplaySSM output-only (+ UT solve, GDN)\n"
+    "  lp       ReplaySSM non-flush step reading an fp32 / fp16 / fp8 / nvfp4 checkpoint\n"
+    "Timing: CUDA graphs of consecutive steps over rotating input sets larger than the L2,\n"
+    "CUDA events, warm-up, median of N replays. Every row reports achieved GB/s of the\n"
+    "bytes that must move and % of the measured copy bandwidth; std rows also carry the\n"
+    "traffic model of theory/ (replayssm/theory/rs_theory.h, C.3).";
+
+/* the options (cli_opts.h), parsed the same way with and without CUDA */
+typedef struct bench_opts {
+    const char *out, *shape, *model_arg, *sweeps;
+    int force, quick, reps;
+} bench_opts;
+
+static int parse_bench_(int argc, char **argv, bench_opts *b)
 {
-    fprintf(out,
-            "usage: replayssm bench [--out FILE.h5] [--force] [--model NAME|all] [--sweep LIST]\n"
-            "                       [--reps N] [--quick]\n\n"
-            "GPU benchmark of the CUDA decode kernels (needs a CUDA build and a GPU):\n"
-            "  copy     device-to-device copy ceiling (bytes read + written)\n"
-            "  std      standard decode, fp32 state, L = 16: conventional vs ReplaySSM,\n"
-            "           B in {1, 8, 32, 128, 256, 512}, flush cost amortised over the window\n"
-            "  window   ReplaySSM, L in {4, 8, 16, 32, 64}, B = 256\n"
-            "  verify   speculative verification, T in {1, 2, 4, 6, 8}, a = 1 and a = T, B = 256:\n"
-            "           snapshot baseline (1R + T W) vs ReplaySSM output-only (+ UT solve, GDN)\n"
-            "  lp       ReplaySSM non-flush step reading an fp32 / fp16 / fp8 / nvfp4 checkpoint\n"
-            "Timing: CUDA graphs of consecutive steps over rotating input sets larger than the L2,\n"
-            "CUDA events, warm-up, median of N replays. Every row reports achieved GB/s of the\n"
-            "bytes that must move and %% of the measured copy bandwidth; std rows also carry the\n"
-            "traffic model of theory/ (replayssm/theory/rs_theory.h, C.3).\n\n"
-            "options:\n"
-            "  --out FILE    HDF5 output (default %s); an existing FILE is kept unless --force\n"
-            "  --force       overwrite --out\n"
-            "  --model NAME  nemotron-3-nano-4b, nemotron-3-super, qwen3.5-4b, qwen3.5-122b, all (default)\n"
-            "  --sweep LIST  comma-separated subset of copy,std,window,verify,lp (default all)\n"
-            "  --reps N      timed graph replays per case, >= 1 (default %d)\n"
-            "  --quick       B = 256 only in std, T in {1, 8} in verify (smoke test)\n",
-            BN_DEFAULT_OUT, BN_DEFAULT_REPS);
+    const rs_cli_opt opts[] = {
+        RS_CLI_OPT_OUT(&b->out, "HDF5 output; an existing FILE is kept unless --force", "[" BN_DEFAULT_OUT "]"),
+        RS_CLI_OPT_FORCE(&b->force),
+        RS_CLI_OPT_SHAPE(&b->shape),
+        RS_CLI_OPT_MODEL_SHAPE(&b->model_arg),
+        {"--sweep", NULL, RS_CLI_STR, "LIST", "comma-separated subset of copy,std,window,verify,lp", "[all]", &b->sweeps,
+         0, 0, NULL, NULL, NULL, 0},
+        {"--reps", NULL, RS_CLI_INT, "N", "timed graph replays per case", "[50]", &b->reps, 1, 100000, NULL, NULL, NULL,
+         0},
+        {"--quick", NULL, RS_CLI_FLAG, NULL, "B = 256 only in std, T in {1, 8} in verify (smoke test)", NULL, &b->quick,
+         0, 0, NULL, NULL, NULL, 0},
+    };
+    const rs_cli_spec spec = {"bench", "[--out FILE.h5] [--force] [--shape NAME|all] [--sweep LIST]\n"
+                              "[--reps N] [--quick]", k_about, opts, sizeof opts / sizeof opts[0], NULL, 0};
+    return rs_cli_parse(&spec, argc, argv, NULL, NULL, NULL);
 }
 
 #ifndef RS_HAVE_CUDA
 
 int rs_cmd_bench(int argc, char **argv)
 {
-    for (int i = 1; i < argc; ++i)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        }
+    bench_opts b = {BN_DEFAULT_OUT, NULL, NULL, "copy,std,window,verify,lp", 0, 0, BN_DEFAULT_REPS};
+    const int pr = parse_bench_(argc, argv, &b);
+    if (pr) return pr == 1 ? 0 : 2;
+    const char *model = NULL;
+    if (rs_cli_shape_name("bench", b.shape, b.model_arg, &model)) return 2;
     fprintf(stderr, "replayssm bench: built without CUDA: reconfigure with -DRS_CUDA=ON on a machine with nvcc "
                     "and run on a GPU\n");
     return 1;
@@ -80,39 +93,13 @@ static int has_sweep(const char *list, const char *name)
 
 int rs_cmd_bench(int argc, char **argv)
 {
-    const char *out = BN_DEFAULT_OUT, *model = "all", *sweeps = "copy,std,window,verify,lp";
-    int force = 0, quick = 0;
-    long reps = BN_DEFAULT_REPS;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--force")) { force = 1; continue; }
-        if (!strcmp(a, "--quick")) { quick = 1; continue; }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "replayssm bench: %s needs a value (or is unknown)\n", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--sweep")) sweeps = v;
-        else if (!strcmp(a, "--reps")) {
-            char *end = NULL;
-            reps = strtol(v, &end, 10);
-            if (!end || *end || reps < 1 || reps > 100000) {
-                fprintf(stderr, "replayssm bench: --reps needs an integer in 1..100000, not '%s'\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "replayssm bench: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    bench_opts b = {BN_DEFAULT_OUT, NULL, NULL, "copy,std,window,verify,lp", 0, 0, BN_DEFAULT_REPS};
+    const int pr = parse_bench_(argc, argv, &b);
+    if (pr) return pr == 1 ? 0 : 2;
+    const char *model = "all", *out = b.out, *sweeps = b.sweeps;
+    if (rs_cli_shape_name("bench", b.shape, b.model_arg, &model)) return 2;
+    const int force = b.force, quick = b.quick;
+    const long reps = b.reps;
     static const char *known[] = {"copy", "std", "window", "verify", "lp"};
     for (const char *p = sweeps; *p;) {
         size_t n = strcspn(p, ",");

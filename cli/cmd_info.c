@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_opts.h"
 #include "rs_cli.h"
 #include "replayssm/eval/rs_h5log.h"     /* defines: rs_h5log_open / summarize */
 #include "replayssm/eval/rs_hf_config.h" /* defines: rs_hf_config_load */
@@ -19,13 +20,19 @@
 #include "replayssm/common/rs_status.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
-static void usage_(FILE *f)
-{
-    fprintf(f, "usage: replayssm info FILE.h5|MODEL_DIR\n\n"
-               "  FILE.h5    a log of 'replayssm kl' / 'replayssm sweep': provenance, books and their\n"
-               "             committed positions, per-run summary (from the stored arrays)\n"
-               "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, sizes, state bytes\n");
-}
+static int g_all_stats; /* --all-stats */
+
+static const rs_cli_opt k_info_opts[] = {
+    {"--all-stats", NULL, RS_CLI_FLAG, NULL, "also the low KL percentiles and the Δp percentiles (as kl --all-stats)",
+     NULL, &g_all_stats, 0, 0, NULL, NULL, NULL, 0},
+};
+static const rs_cli_spec k_info_spec = {
+    "info", "[--all-stats] FILE.h5|MODEL_DIR",
+    "  FILE.h5    a log of 'replayssm kl' / 'replayssm sweep': provenance, books and their\n"
+    "             committed positions, and the summary table `kl` prints at its end (from the\n"
+    "             stored arrays, so an interrupted log is summarised too)\n"
+    "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, sizes, state bytes",
+    k_info_opts, sizeof k_info_opts / sizeof k_info_opts[0], NULL, 1};
 
 static int info_model_(const char *dir)
 {
@@ -147,7 +154,7 @@ static int info_log_(const char *path)
                                  "compute", "device", "input", "input_files", "data_path", "split", "short_books",
                                  "start_time", "end_time"};
     /* every string of the log goes through rs_cli_esc: a hostile log cannot send terminal controls */
-    char buf[4096], esc[4 * sizeof buf + 1], esc2[4 * 1024 + 1];
+    char buf[4096], esc[4 * sizeof buf + 1];
     printf("log        %s\n", rs_cli_esc(path, esc, sizeof esc));
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (rs_h5log_get_attr_string(lg, "/", keys[i], buf, sizeof buf) != RS_OK) continue;
@@ -179,9 +186,9 @@ static int info_log_(const char *path)
         rs_h5log_close(lg);
         return rc;
     }
-    rs_cli_print_reference(&rsum, stdout);
     const size_t R = rs_h5log_n_runs(lg);
     if (R == 0) {
+        rs_cli_print_summary(stdout, 0, NULL, NULL, NULL, &rsum, g_all_stats);
         printf("\nruns: none (a reference-only log: kl --policy none)\n");
         rs_h5log_close(lg);
         return 0;
@@ -211,15 +218,20 @@ static int info_log_(const char *path)
         blank = 1;
         rs_cli_print_nonfinite(stdout, lg, r, rs_h5log_policy(lg, r), (size_t)rs_h5log_window(lg, r), &sums[r]);
     }
-    if (rc == 0)
-        printf("\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L", "mean KL", "±se",
-               "median", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
-    for (size_t r = 0; r < R && rc == 0; r++) {
-        const rs_kl_summary s = sums[r];
-        printf("%-3zu %-26s %4llu %10.3e %9.2e %10.3e %10.3e %10.3e %10.3e %7.3f%% %8.3f %6zu\n", r,
-               rs_cli_esc(rs_h5log_policy(lg, r), esc2, sizeof esc2), (unsigned long long)rs_h5log_window(lg, r),
-               s.mean_kl, s.mean_kl_se, s.median_kl, s.p99_kl, s.p999_kl, s.max_kl, 100.0 * s.rms_dp, s.same_top1_pct,
-               s.n_nonfinite);
+    if (rc == 0) { /* the table `kl` prints at its end (cli_summary.c), then the reference's */
+        const char **pols = (const char **)calloc(R, sizeof *pols);
+        size_t *wins = (size_t *)calloc(R, sizeof *wins);
+        if (!pols || !wins) {
+            fprintf(stderr, "replayssm info: out of memory\n");
+            rc = 1;
+        }
+        for (size_t r = 0; r < R && rc == 0; r++) {
+            pols[r] = rs_h5log_policy(lg, r);
+            wins[r] = (size_t)rs_h5log_window(lg, r);
+        }
+        if (rc == 0) rs_cli_print_summary(stdout, R, pols, wins, sums, &rsum, g_all_stats);
+        free(pols);
+        free(wins);
     }
     free(sums);
     rs_h5log_close(lg);
@@ -228,14 +240,19 @@ static int info_log_(const char *path)
 
 int rs_cmd_info(int argc, char **argv)
 {
-    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage_(argc == 2 ? stdout : stderr);
-        return argc == 2 ? 0 : 2;
+    char *pos[1];
+    size_t n_pos = 0;
+    g_all_stats = 0;
+    const int pr = rs_cli_parse(&k_info_spec, argc, argv, NULL, pos, &n_pos);
+    if (pr) return pr == 1 ? 0 : 2;
+    if (n_pos != 1) {
+        rs_cli_help(&k_info_spec, stderr);
+        return 2;
     }
     struct stat sb;
-    if (stat(argv[1], &sb) != 0) {
-        fprintf(stderr, "replayssm info: %s does not exist\n", argv[1]);
+    if (stat(pos[0], &sb) != 0) {
+        fprintf(stderr, "replayssm info: %s does not exist\n", pos[0]);
         return 1;
     }
-    return S_ISDIR(sb.st_mode) ? info_model_(argv[1]) : info_log_(argv[1]);
+    return S_ISDIR(sb.st_mode) ? info_model_(pos[0]) : info_log_(pos[0]);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_progress.h"
 #include "kl_args.h"
 #include "rs_cli.h"
 #include "replayssm/eval/rs_h5log.h"
@@ -26,49 +27,27 @@
 static const char *const k_default_policies[] = {"shared:nvfp4-sr", "split:nvfp4-rtn/fp32",
                                                  "split:nvfp4-rtn/fp16-sr", "conv:fp16-sr"};
 
-static void usage_kl_(FILE *f)
+static const char k_kl_synopsis[] =
+    "[--model DIR] [--data DIR] [--split test] [--books N | --book-ids ID,...]\n"
+    "[--text FILE... | --token-ids FILE...] [--tokens N] [--policy P ...]\n"
+    "[--window L] [--seed S] [--threads N] [--device cpu|cuda[:N]]\n"
+    "[--compute fp32|tf32|bf16] [--chunk C] [--out F.h5] [--resume | --force]\n"
+    "[--quiet] [--progress-every SEC] [--all-stats] [--short skip|truncate]";
+static const char k_kl_about[] =
+    "Teacher-forced KL(p_fp32 || p_policy) per position of PG-19 books, logged to HDF5.\n"
+    "The fp32 reference runs in lockstep with every policy on the same tokens.";
+
+static void epilog_kl_(char *buf, size_t n)
 {
-    fprintf(f,
-            "usage: replayssm kl [--model DIR] [--data DIR] [--split test] [--books N | --book-ids ID[,ID...]]\n"
-            "                    [--text FILE... | --token-ids FILE...]\n"
-            "                    [--tokens N] [--policy P ...] [--window L] [--seed S]\n"
-            "                    [--threads N] [--device cpu|cuda[:N]] [--compute fp32|tf32|bf16] [--chunk C] [--out F.h5] [--resume] [--force] [--quiet]\n"
-            "                    [--short skip|truncate]\n\n"
-            "Teacher-forced KL(p_fp32 || p_policy) per position of PG-19 books, logged to HDF5.\n"
-            "The fp32 reference runs in lockstep with every policy on the same tokens.\n\n"
-            "  --model DIR     Hugging Face checkpoint (config.json + safetensors)  [%s]\n"
-            "  --data DIR      PG-19 layout root (metadata.csv, <split>/<id>.txt[.gz])  [%s]\n"
-            "  --split NAME    split folder  [test]\n"
-            "  --books N       first N books of metadata.csv found in the split  [1]\n"
-            "  --book-ids L    comma-separated book ids (repeatable)\n"
-            "  --text FILE...  text files (UTF-8 or Latin-1) instead of PG-19 books: each file one stream,\n"
-            "                  tokenized by the model's tokenizer as a book is; stream id = its base name\n"
-            "  --token-ids FILE...  token ids instead of text (no tokenizer): raw little-endian uint32\n"
-            "                  (one stream) or .npy [tokens] / [streams, tokens] of <u4 <i4 <u2 <i8 <u8;\n"
-            "                  every id < the model's vocab_size. --text / --token-ids exclude --data,\n"
-            "                  --split, --books, --book-ids; the log records the files' SHA-256\n"
-            "  --tokens N      positions per book or stream (needs N+1 tokens), at most %d  [%d]\n"
-            "  --policy P      state policy, repeatable or comma-separated:\n%s\n"
-            "                  or 'none': the fp32 reference alone (NLL, bits/token; a third of the\n"
-            "                  cost of one policy run), e.g. for a model's quality at long context\n"
-            "  --window L      replay window L  [%d]\n"
-            "  --seed S        stochastic-rounding seed  [0]\n"
-            "  --threads N     CPU threads  [OpenMP default]\n"
-            "  --device D      where the model runs: cpu, cuda or cuda:N (one GPU)  [cpu]\n"
-            "  --compute M     GEMM precision: fp32, tf32 or bf16 (cuda only; fp32 accumulation)  [fp32]\n"
-            "  --chunk C       positions per forward chunk and per HDF5 flush  [%d]\n"
-            "  --out F.h5      output log  [%s]\n"
-            "  --resume        continue an interrupted log (same configuration)\n"
-            "  --force         replace an existing output\n"
-            "  --quiet         no progress on stderr (also off when stderr is not a terminal)\n"
-            "  --short MODE    books / streams shorter than N+1 tokens: skip (report) or truncate  [skip]\n\n"
-            "Without --policy: %s, %s, %s, %s (each with the fp32 reference). With no options at all\n"
-            "this is the bundled default run (run it from the repository root).\n"
-            "Exit status: 0 ok, 1 failure (I/O, a missing book or file), 2 usage error or refused input\n"
-            "(the model's tokenizer: missing or malformed files, ids >= vocab_size; a malformed token-id file).\n",
-            RS_KL_DEFAULT_MODEL, RS_KL_DEFAULT_DATA, RS_KLEVAL_MAX_TOKENS, RS_KL_DEFAULT_TOKENS, rs_policy_forms(),
-            RS_KL_DEFAULT_WINDOW, RS_KL_DEFAULT_CHUNK, RS_KL_DEFAULT_OUT, k_default_policies[0],
-            k_default_policies[1], k_default_policies[2], k_default_policies[3]);
+    snprintf(buf, n,
+             "Without --policy: %s, %s, %s, %s\n"
+             "(each with the fp32 reference). With no options at all this is the bundled default run\n"
+             "(run it from the repository root).\n"
+             "Progress: on a terminal one line redrawn in place; otherwise a plain line every --progress-every\n"
+             "seconds and one at the end; --quiet: none. The summary (stdout) is the one `replayssm info` prints.\n"
+             "Exit status: 0 ok, 1 failure (I/O, a missing book or file), 2 usage error or refused input\n"
+             "(the model's tokenizer: missing or malformed files, ids >= vocab_size; a malformed token-id file).",
+             k_default_policies[0], k_default_policies[1], k_default_policies[2], k_default_policies[3]);
 }
 
 /* where the time went (the scorer's counters; the GPU scorer splits it by stage), on stderr after the
@@ -109,9 +88,7 @@ static char *join_argv_(int argc, char **argv)
 
 typedef struct printer {
     const rs_kl_opts *o;
-    int progress;      /* draw the progress line (stderr is a terminal, no --quiet) */
-    int drawn;         /* a progress line is on the screen */
-    double last_print; /* elapsed seconds of the last line */
+    rs_cli_progress prog; /* the progress report on stderr (cli_progress.h) */
 } printer;
 
 static int on_event_(const rs_kleval_event *e, void *user)
@@ -134,19 +111,7 @@ static int on_event_(const rs_kleval_event *e, void *user)
                 e->message[0] ? ": " : "", rs_cli_esc(e->message, msg, sizeof msg));
         break;
     }
-    case RS_KLEVAL_EVENT_PROGRESS:
-        if (!p->progress || (e->elapsed_s - p->last_print <= 0.5 && e->position < e->positions)) break;
-        p->last_print = e->elapsed_s;
-        p->drawn = 1;
-        const double rate = (double)(e->done - e->done_at_start) / (e->elapsed_s + 1e-9);
-        const double eta = rate > 0 ? (double)(e->total - e->done) / rate : 0;
-        fprintf(stderr, "\r[book %zu/%zu %s] pos %zu/%zu  %.0f tok/s  ETA %.0fs  KL:", e->book + 1, e->n_books,
-                e->book_id, e->position, e->positions, rate, eta);
-        if (e->n_runs == 0) fprintf(stderr, " - (reference %.4f bits/token)", e->ref_mean_nll / RS_CLI_LN2);
-        for (size_t r = 0; r < e->n_runs && r < 6; r++) fprintf(stderr, " %.3g", e->running[r].mean);
-        if (e->n_runs > 6) fprintf(stderr, " ...");
-        fprintf(stderr, "\033[K");
-        break;
+    case RS_KLEVAL_EVENT_PROGRESS: rs_cli_progress_event(&p->prog, e); break;
     }
     return 0;
 }
@@ -177,27 +142,10 @@ static void print_summary_(const rs_kl_opts *o, const rs_kleval_result *res, FIL
         rs_cli_print_nonfinite(f, lg, r, o->pol_str[r], o->win[r], &s[r]);
     }
     if (lg) rs_h5log_close(lg);
-    if (o->n_runs > 0) { /* --policy none: the reference's table alone */
-        fprintf(f, "\n%-3s %-26s %4s %10s %9s %10s %10s %10s %10s %10s %8s %8s %6s\n", "run", "policy", "L",
-                "mean KL", "±se", "median", "p90", "p99", "p99.9", "max", "RMS Δp", "top1 %", "n/f");
-        for (size_t r = 0; r < o->n_runs; r++) {
-            const rs_kl_summary *x = &s[r];
-            fprintf(f, "%-3zu %-26s %4zu %10.3e %9.2e %10.3e %10.3e %10.3e %10.3e %10.3e %7.3f%% %8.3f %6zu\n", r,
-                    o->pol_str[r], o->win[r], x->mean_kl, x->mean_kl_se, x->median_kl, x->p90_kl, x->p99_kl,
-                    x->p999_kl, x->max_kl, 100.0 * x->rms_dp, x->same_top1_pct, x->n_nonfinite);
-        }
-        fprintf(f, "\nmean KL by position window (nats):\n%-3s", "run");
-        rs_cli_print_window_header(f);
-        for (size_t r = 0; r < o->n_runs; r++) {
-            fprintf(f, "%-3zu", r);
-            for (size_t w = 0; w < RS_KL_N_WINDOWS; w++) {
-                if (s[r].window_n[w]) fprintf(f, " %10.3e", s[r].window_mean_kl[w]);
-                else fprintf(f, " %10s", "-");
-            }
-            fprintf(f, "\n");
-        }
-    }
-    rs_cli_print_reference(&res->reference, f);
+    const char *pols[RS_KL_MAX_RUNS];
+    for (size_t r = 0; r < o->n_runs; r++) pols[r] = o->pol_str[r];
+    /* the table `info` prints for the same log (cli_summary.c); --policy none: the reference alone */
+    rs_cli_print_summary(f, o->n_runs, pols, o->win, s, &res->reference, o->all_stats);
 }
 
 /* the failure of a prepared evaluation: the library's message, with a hint when a bundled
@@ -235,7 +183,11 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
         fprintf(stderr, "replayssm %s: out of memory\n", o->cmd);
         return 1;
     }
-    printer pr = {o, !o->quiet && isatty(2), 0, -1.0};
+    printer pr;
+    const char *pols[RS_KL_MAX_RUNS];
+    for (size_t r = 0; r < o->n_runs; r++) pols[r] = o->pol_str[r];
+    pr.o = o;
+    rs_cli_progress_init(&pr.prog, o->cmd, pols, o->win, o->n_runs, o->quiet, o->progress_every);
     rs_kleval_config c = rs_kleval_config_default();
     c.model_dir = o->model;
     c.input = o->input_kind == 1 ? RS_KLEVAL_INPUT_TEXT : o->input_kind == 2 ? RS_KLEVAL_INPUT_TOKEN_IDS : RS_KLEVAL_INPUT_PG19;
@@ -281,7 +233,7 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
         return 2;
     }
     st = rs_kleval_run(ev);
-    if (pr.drawn) fprintf(stderr, "\n");
+    rs_cli_progress_end(&pr.prog);
     int rc = st != RS_OK ? report_failure_(o, rs_kleval_failed_stage(ev)) : 0;
     if (rc == 0 && rs_kleval_get_result(ev)->interrupted) {
         rc = rs_cli_interrupted(o->cmd, o->out, stderr);
@@ -298,7 +250,9 @@ int rs_cmd_kl(int argc, char **argv)
 {
     rs_kl_opts o;
     rs_kl_opts_init(&o, "kl");
-    int pr = rs_kl_parse(argc, argv, &o, 0, usage_kl_);
+    char epilog[1024];
+    epilog_kl_(epilog, sizeof epilog);
+    int pr = rs_kl_parse(argc, argv, &o, 0, k_kl_synopsis, k_kl_about, epilog);
     if (pr) {
         rs_kl_opts_free(&o);
         return pr == 1 ? 0 : 2;

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "cli_opts.h"       /* the option grammar */
 #include "rs_cli.h"         /* rs_cli_fail */
 #include "replayssm/quant/rs_format.h"      /* rs_format_parse / print */
 #include "replayssm/eval/rs_h5io.h"          /* rs_h5_read_floats */
@@ -14,7 +16,6 @@
 #define QE_DEFAULT_ROWS 128   /* one SSM state: d_v x d_k */
 #define QE_DEFAULT_COLS 128
 #define QE_DEFAULT_TENSORS 64 /* matrices per distribution: 1M elements */
-#define QE_DEFAULT_SEED 0x5EEDull
 /* Synthetic elements per distribution without --max-elements: 2^26 (two float buffers of
  * 256 MiB, about a minute of work per format on one core). A typo such as --rows 100000
  * --tensors 64 (819M elements, hours) is refused with the product instead of started. */
@@ -23,39 +24,31 @@
 static const char *k_all_formats[] = {"bf16-rtn", "bf16-sr", "fp16-rtn", "fp16-sr", "fp8-rtn",
                                       "fp8-sr",   "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8"};
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: replayssm quant-error [--format F|all] [--rounding rtn|sr] [--rows R --cols C]\n"
-            "                             [--tensors N] [--dist gaussian|student-t3|positive|all]\n"
-            "                             [--seed S] [--input FILE.h5 --dataset NAME] [--max-elements N]\n\n"
-            "Quantizes matrices with each storage format and prints, per format:\n"
-            "  rel_fro   ||Q(x)-x||_F / ||x||_F\n"
-            "  max_abs   max |Q(x)-x|;  max_rel = max_abs / max|x|\n"
-            "  bias      mean (Q(x)-x);  bias_rel = bias / mean|x|\n"
-            "  B/elem    storage bytes per element, scales included\n\n"
-            "options:\n"
-            "  --format F      a format string (%s), or 'all' (default)\n"
-            "  --rounding M    override the rounding of --format (rtn or sr)\n"
-            "  --rows R --cols C  one tensor (one NVFP4 tensor scale) is R x C (default %dx%d)\n"
-            "  --tensors N     synthetic tensors per distribution (default %d)\n"
-            "  --dist D        synthetic distribution (default all)\n"
-            "  --seed S        seed of the synthetic data and of SR (default %llu)\n"
-            "  --input F --dataset D  quantize an HDF5 dataset instead (tensor = R x C if given,\n"
-            "                  else the whole dataset)\n"
-            "  --max-elements N  refuse more synthetic elements per distribution than N (default %zu)\n",
-            rs_format_valid_list(), QE_DEFAULT_ROWS, QE_DEFAULT_COLS, QE_DEFAULT_TENSORS,
-            (unsigned long long)QE_DEFAULT_SEED, QE_DEFAULT_MAX_ELEMENTS);
-}
+static const char k_about[] =
+    "Quantizes matrices with each storage format and prints, per format:\n"
+    "  rel_fro   ||Q(x)-x||_F / ||x||_F\n"
+    "  max_abs   max |Q(x)-x|;  max_rel = max_abs / max|x|\n"
+    "  bias      mean (Q(x)-x);  bias_rel = bias / mean|x|\n"
+    "  B/elem    storage bytes per element, scales included";
+static const char k_epilog[] =
+    "--out FILE writes the table as CSV (comma-separated, one header line: data,format,rel_fro,max_abs,\n"
+    "max_rel,bias,bias_rel,bytes_per_elem; values with 9 significant digits); without --out no file.\n"
+    "A bare base (fp16, bf16, fp8, nvfp4) means <base>-rtn, the default rounding (or <base>-<M>\n"
+    "with --rounding M).";
 
-static int parse_size(const char *s, size_t *out)
+/* the CSV of --out: built at FILE.tmp, renamed over FILE at the end (never a partial table) */
+static FILE *g_csv;
+
+/* a bare base ("nvfp4") is <base>-<rounding>, rtn by default (the table rows above say why) */
+static const char *full_format_(const char *f, const char *rounding, char *buf, size_t n)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end || v == 0 || s[0] == '-') return -1;
-    *out = (size_t)v;
-    return 0;
+    static const char *const bases[] = {"fp16", "bf16", "fp8", "nvfp4"};
+    for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++)
+        if (!strcmp(f, bases[i])) {
+            snprintf(buf, n, "%s-%s", f, rounding ? rounding : "rtn");
+            return buf;
+        }
+    return f;
 }
 
 static void print_header(void)
@@ -87,63 +80,63 @@ static int report(const char *what, const char *fmt_str, const char *rounding, c
     }
     printf("| %-10s | %-12s | %10.3e | %10.3e | %10.3e | %+11.3e | %+11.3e | %7.4f |\n", what, name,
            s.rel_fro, s.max_abs, s.max_rel, s.mean_signed, s.bias_rel, s.bytes_per_elem);
+    if (g_csv)
+        fprintf(g_csv, "%s,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", what, name, s.rel_fro, s.max_abs, s.max_rel,
+                s.mean_signed, s.bias_rel, s.bytes_per_elem);
     return 0;
 }
 
+static int run_(const char *format, const char *rounding, const char *dist, const char *input, const char *dataset,
+                size_t rows, size_t cols, size_t tensors, size_t max_elements, int shape_given, unsigned long long seed,
+                const char *out, int force);
+
 int rs_cmd_quant_error(int argc, char **argv)
 {
-    const char *format = "all", *rounding = NULL, *dist = "all", *input = NULL, *dataset = NULL;
+    const char *format = "all", *rounding = NULL, *dist = "all", *input = NULL, *dataset = NULL, *out = NULL;
     size_t rows = QE_DEFAULT_ROWS, cols = QE_DEFAULT_COLS, tensors = QE_DEFAULT_TENSORS;
     size_t max_elements = QE_DEFAULT_MAX_ELEMENTS;
-    int shape_given = 0;
-    unsigned long long seed = QE_DEFAULT_SEED;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "replayssm quant-error: '%s' needs a value (or is unknown)\n", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--format")) format = v;
-        else if (!strcmp(a, "--rounding")) {
-            if (strcmp(v, "rtn") && strcmp(v, "sr")) {
-                fprintf(stderr, "replayssm quant-error: --rounding must be rtn or sr, not '%s'\n", v);
-                return 2;
-            }
-            rounding = v;
-        } else if (!strcmp(a, "--rows") || !strcmp(a, "--cols") || !strcmp(a, "--tensors") ||
-                   !strcmp(a, "--max-elements")) {
-            size_t val;
-            if (parse_size(v, &val)) {
-                fprintf(stderr, "replayssm quant-error: %s needs a positive integer, not '%s'\n", a, v);
-                return 2;
-            }
-            if (!strcmp(a, "--rows")) rows = val, shape_given = 1;
-            else if (!strcmp(a, "--cols")) cols = val, shape_given = 1;
-            else if (!strcmp(a, "--tensors")) tensors = val;
-            else max_elements = val;
-        } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            seed = strtoull(v, &end, 0);
-            if (errno || *end) {
-                fprintf(stderr, "replayssm quant-error: bad --seed '%s'\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--dist")) dist = v;
-        else if (!strcmp(a, "--input")) input = v;
-        else if (!strcmp(a, "--dataset")) dataset = v;
-        else {
-            fprintf(stderr, "replayssm quant-error: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    int rows_given = 0, cols_given = 0, force = 0;
+    uint64_t seed64 = RS_CLI_DEFAULT_SEED;
+    char fmt_help[1024], fmt_buf[64];
+    snprintf(fmt_help, sizeof fmt_help, "a format string (%s), a bare base (nvfp4: nvfp4-rtn), or 'all'",
+             rs_format_valid_list());
+    const rs_cli_opt opts[] = {
+        {"--format", NULL, RS_CLI_STR, "F", fmt_help, "[all]", &format, 0, 0, NULL, NULL, NULL, 0},
+        {"--rounding", NULL, RS_CLI_CHOICE, "M", "override the rounding of --format (rtn or sr)", NULL, &rounding, 0, 0,
+         "rtn|sr", NULL, NULL, 0},
+        {"--rows", NULL, RS_CLI_SIZE, "R", "rows of one tensor (one NVFP4 tensor scale)", "[128]", &rows, 1, 0, NULL,
+         NULL, &rows_given, 0},
+        {"--cols", NULL, RS_CLI_SIZE, "C", "columns of one tensor", "[128]", &cols, 1, 0, NULL, NULL, &cols_given, 0},
+        {"--tensors", NULL, RS_CLI_SIZE, "N", "synthetic tensors per distribution", "[64]", &tensors, 1, 0, NULL, NULL,
+         NULL, 0},
+        {"--dist", NULL, RS_CLI_CHOICE, "D", "synthetic distribution", "[all]", &dist, 0, 0,
+         "gaussian|student-t3|positive|all", NULL, NULL, 0},
+        RS_CLI_OPT_SEED(&seed64),
+        {"--input", NULL, RS_CLI_STR, "FILE.h5", "quantize an HDF5 dataset instead (with --dataset; tensor =\n"
+         "R x C if given, else the whole dataset)", NULL, &input, 0, 0, NULL, NULL, NULL, 0},
+        {"--dataset", NULL, RS_CLI_STR, "NAME", "the dataset of --input", NULL, &dataset, 0, 0, NULL, NULL, NULL, 0},
+        {"--max-elements", NULL, RS_CLI_SIZE, "N", "refuse more synthetic elements per distribution than N",
+         "[67108864]", &max_elements, 1, 0, NULL, NULL, NULL, 0},
+        RS_CLI_OPT_OUT(&out, "also write the table as CSV (see below)", "[none: stdout only]"),
+        RS_CLI_OPT_FORCE(&force),
+    };
+    const rs_cli_spec spec = {"quant-error", "[--format F|all] [--rounding rtn|sr] [--rows R --cols C]\n"
+                              "[--tensors N] [--dist gaussian|student-t3|positive|all]\n"
+                              "[--seed S] [--input FILE.h5 --dataset NAME] [--max-elements N]\n"
+                              "[--out FILE.csv [--force]]", k_about, opts, sizeof opts / sizeof opts[0], k_epilog, 0};
+    const int pr = rs_cli_parse(&spec, argc, argv, NULL, NULL, NULL);
+    if (pr) return pr == 1 ? 0 : 2;
+    const int shape_given = rows_given || cols_given;
+    const unsigned long long seed = (unsigned long long)seed64;
+    format = full_format_(format, rounding, fmt_buf, sizeof fmt_buf);
+    int rc = run_(format, rounding, dist, input, dataset, rows, cols, tensors, max_elements, shape_given, seed, out, force);
+    return rc;
+}
+
+static int run_body_(const char *format, const char *rounding, const char *dist, const char *input, const char *dataset,
+                     size_t rows, size_t cols, size_t tensors, size_t max_elements, int shape_given,
+                     unsigned long long seed)
+{
     if ((input != NULL) != (dataset != NULL)) {
         fprintf(stderr, "replayssm quant-error: --input and --dataset go together\n");
         return 2;
@@ -224,6 +217,34 @@ int rs_cmd_quant_error(int argc, char **argv)
     if (!matched) {
         fprintf(stderr, "replayssm quant-error: unknown --dist '%s' (gaussian, student-t3, positive, all)\n", dist);
         return 2;
+    }
+    return rc;
+}
+
+static int run_(const char *format, const char *rounding, const char *dist, const char *input, const char *dataset,
+                size_t rows, size_t cols, size_t tensors, size_t max_elements, int shape_given, unsigned long long seed,
+                const char *out, int force)
+{
+    char tmp[4096];
+    if (out) {
+        struct stat sb;
+        if (!force && lstat(out, &sb) == 0)
+            return rs_cli_usage_error("quant-error", "--out %s exists (--force replaces it)", out);
+        if (lstat(out, &sb) == 0 && !S_ISREG(sb.st_mode))
+            return rs_cli_usage_error("quant-error", "--out %s is not a regular file", out);
+        snprintf(tmp, sizeof tmp, "%s.tmp", out);
+        if (!(g_csv = fopen(tmp, "w")))
+            return rs_cli_fail("quant-error", "--out", rs_error_set(RS_E_IO, "%s: %s", tmp, strerror(errno)));
+        fprintf(g_csv, "data,format,rel_fro,max_abs,max_rel,bias,bias_rel,bytes_per_elem\n");
+    }
+    int rc = run_body_(format, rounding, dist, input, dataset, rows, cols, tensors, max_elements, shape_given, seed);
+    if (g_csv) {
+        const int bad = ferror(g_csv) | (fclose(g_csv) != 0);
+        g_csv = NULL;
+        if (rc == 0 && bad) rc = rs_cli_fail("quant-error", "--out", rs_error_set(RS_E_IO, "%s: write failed", tmp));
+        if (rc == 0 && rename(tmp, out) != 0)
+            rc = rs_cli_fail("quant-error", "--out", rs_error_set(RS_E_IO, "%s: %s", out, strerror(errno)));
+        if (rc != 0) remove(tmp); /* a failed run leaves no table */
     }
     return rc;
 }

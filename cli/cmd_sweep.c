@@ -8,18 +8,18 @@
 #include "kl_args.h"
 #include "rs_cli.h"
 
-static void usage_sweep_(FILE *f)
-{
-    fprintf(f,
-            "usage: replayssm sweep [kl options except --policy/--window] --out F.h5\n"
-            "                       [--modes conv,shared,split] [--formats fp16,fp8,nvfp4]\n"
-            "                       [--rounding sr,rtn] [--hp fp32[,fp16-sr...]] [--windows 4,8,16,32,64]\n\n"
-            "The cartesian product modes x formats x rounding (x hp for split) x windows, in one HDF5\n"
-            "log sharing the fp32 reference. conv runs do not depend on L and appear once.\n"
-            "split:<fmt>-<rounding>/<hp> reads the low-precision copy and carries the recurrence in hp.\n"
-            "Defaults: --modes shared,split --formats fp8,nvfp4 --rounding sr,rtn --hp fp32 --windows 16.\n"
-            "The paper's Figure 5 window sweep: --windows 4,8,16,32,64.\n");
-}
+static const char k_sweep_synopsis[] =
+    "[kl options except --policy/--window] [--out F.h5]\n"
+    "[--modes conv,shared,split] [--formats fp16,fp8,nvfp4]\n"
+    "[--rounding sr,rtn] [--hp fp32[,fp16-sr...]] [--windows 4,8,16,32,64]";
+static const char k_sweep_about[] =
+    "The cartesian product modes x formats x rounding (x hp for split) x windows, in one HDF5\n"
+    "log sharing the fp32 reference. conv runs do not depend on L and appear once.\n"
+    "split:<fmt>-<rounding>/<hp> reads the low-precision copy and carries the recurrence in hp.";
+static const char k_sweep_epilog[] =
+    "Defaults: --modes shared,split --formats fp8,nvfp4 --rounding sr,rtn --hp fp32 --windows 16,\n"
+    "--out " RS_SWEEP_DEFAULT_OUT ". The paper's window sweep (Figure 13, KL over L): --windows 4,8,16,32,64.\n"
+    "Progress and the summary as `replayssm kl` (see its --help).";
 
 /* The lists are split (strtok) in copies: argv stays whole for the log's command_line attribute
  * (splitting argv in place used to record "--windows 4" for "--windows 4,8,16"). */
@@ -80,12 +80,10 @@ int rs_cmd_sweep(int argc, char **argv)
     rs_kl_opts_init(&o, "sweep");
     sweep_lists l;
     memset(&l, 0, sizeof l);
-    int rc = rs_kl_parse(argc, argv, &o, 1, usage_sweep_);
+    int rc = rs_kl_parse(argc, argv, &o, 1, k_sweep_synopsis, k_sweep_about, k_sweep_epilog);
+    if (!o.out) o.out = RS_SWEEP_DEFAULT_OUT;
     if (rc == 1) rc = 0; /* --help */
-    else if (rc == 0 && !o.out) {
-        fprintf(stderr, "replayssm sweep: --out F.h5 is required\n");
-        rc = 2;
-    } else if (rc == 0 && !split_lists_(&o, &l)) {
+    else if (rc == 0 && !split_lists_(&o, &l)) {
         fprintf(stderr, "replayssm sweep: out of memory\n");
         rc = 2;
     } else if (rc == 0 && !(l.nm && l.nf && l.nr && l.nh && l.nw)) {

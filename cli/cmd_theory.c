@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h" /* the option grammar */
 #include "rs_cli.h"  /* rs_cli_fail */
 #include "theory.h"  /* the tables */
 #include "replayssm/eval/rs_h5file.h"   /* the curves file */
@@ -21,119 +22,52 @@
 #define RS_GIT_COMMIT "unknown"
 #endif
 
-#define TH_DEFAULT_WINDOW 16u
+#define TH_DEFAULT_WINDOW 16
 #define TH_DEFAULT_DRAFTS 4.0
 #define TH_DEFAULT_ACCEPT 3.5
 #define TH_DEFAULT_MC_STEPS 2000ul
-#define TH_DEFAULT_SEED 0x7E0ull
+/* the seed default is the CLI's one default (RS_CLI_DEFAULT_SEED; it was 0x7E0 before issue 17) */
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: replayssm theory [--model NAME|all] [--window L] [--drafts T] [--accept A]\n"
-            "                        [--out curves.h5 [--force]] [--mc-steps N] [--seed S]\n\n"
-            "Prints the closed forms of the paper's Appendix C for the built-in model shapes:\n"
-            "  C.1  arithmetic intensity of conventional decode per state format\n"
-            "  C.2  context length where attention KV reads equal SSM state traffic\n"
-            "  C.3  traffic per window, ReplaySSM / conventional, vs L, per model and format\n"
-            "  C.4  FLOPs of one step: output-only vs materialised state\n"
-            "  C.5  optimal window L* = sqrt(2 a_bar (M_S/r - T)), standard and speculative\n"
-            "  C.6  accumulated rounding error (conventional, shared, split; RTN and SR):\n"
-            "       closed forms with per-rounding moments measured on the real quantizers,\n"
-            "       next to a Monte Carlo through the same quantizers\n"
-            "and, with --out, writes every curve to an HDF5 file (see docs/theory.md).\n\n"
-            "options:\n"
-            "  --model NAME   nemotron-3-nano-4b, nemotron-3-super, qwen3.5-4b, qwen3.5-122b, or\n"
-            "                 all (default)\n"
-            "  --window L     replay window for C.3/C.6 tables (default %u)\n"
-            "  --drafts T     draft tokens for speculative L* (default %g)\n"
-            "  --accept A     mean accepted tokens per step, 0 < A <= T (default %g)\n"
-            "  --out FILE     write the curves (HDF5); an existing FILE is kept unless --force\n"
-            "  --force        overwrite --out\n"
-            "  --mc-steps N   longest Monte Carlo run, steps (default %lu; 0 skips the MC)\n"
-            "  --seed S       seed of every Monte Carlo draw and SR decision (default %llu)\n",
-            TH_DEFAULT_WINDOW, TH_DEFAULT_DRAFTS, TH_DEFAULT_ACCEPT, TH_DEFAULT_MC_STEPS,
-            (unsigned long long)TH_DEFAULT_SEED);
-}
-
-static int parse_ull(const char *s, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    if (!s[0] || s[0] == '-') return -1;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_pos_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !(v > 0) || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
+static const char k_about[] =
+    "Prints the closed forms of the paper's Appendix C for the built-in model shapes:\n"
+    "  C.1  arithmetic intensity of conventional decode per state format\n"
+    "  C.2  context length where attention KV reads equal SSM state traffic\n"
+    "  C.3  traffic per window, ReplaySSM / conventional, vs L, per model and format\n"
+    "  C.4  FLOPs of one step: output-only vs materialised state\n"
+    "  C.5  optimal window L* = sqrt(2 a_bar (M_S/r - T)), standard and speculative\n"
+    "  C.6  accumulated rounding error (conventional, shared, split; RTN and SR):\n"
+    "       closed forms with per-rounding moments measured on the real quantizers,\n"
+    "       next to a Monte Carlo through the same quantizers\n"
+    "and, with --out, writes every curve to an HDF5 file (see docs/theory.md).";
 
 int rs_cmd_theory(int argc, char **argv)
 {
-    const char *model = "all", *out = NULL;
-    unsigned L = TH_DEFAULT_WINDOW;
+    const char *shape = NULL, *model_arg = NULL, *model = "all", *out = NULL;
+    size_t L = TH_DEFAULT_WINDOW, mc_steps = TH_DEFAULT_MC_STEPS;
     double T = TH_DEFAULT_DRAFTS, A = TH_DEFAULT_ACCEPT;
-    unsigned long long mc_steps = TH_DEFAULT_MC_STEPS, seed = TH_DEFAULT_SEED;
+    uint64_t seed = RS_CLI_DEFAULT_SEED;
     int force = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--force")) {
-            force = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "replayssm theory: '%s' needs a value (or is unknown)\n", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
-        unsigned long long u;
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--window")) {
-            if (parse_ull(v, &u) || u < 1 || u > 4096) {
-                fprintf(stderr, "replayssm theory: --window needs an integer in 1..4096, not '%s'\n", v);
-                return 2;
-            }
-            L = (unsigned)u;
-        } else if (!strcmp(a, "--drafts") || !strcmp(a, "--accept")) {
-            double d;
-            if (parse_pos_double(v, &d)) {
-                fprintf(stderr, "replayssm theory: %s needs a positive number, not '%s'\n", a, v);
-                return 2;
-            }
-            if (!strcmp(a, "--drafts")) T = d;
-            else A = d;
-        } else if (!strcmp(a, "--mc-steps")) {
-            if (parse_ull(v, &u) || u > 10000000ull) {
-                fprintf(stderr, "replayssm theory: --mc-steps needs an integer in 0..10^7, not '%s'\n", v);
-                return 2;
-            }
-            mc_steps = u;
-        } else if (!strcmp(a, "--seed")) {
-            if (parse_ull(v, &seed)) {
-                fprintf(stderr, "replayssm theory: bad --seed '%s'\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "replayssm theory: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const rs_cli_opt opts[] = {
+        RS_CLI_OPT_SHAPE(&shape),
+        RS_CLI_OPT_MODEL_SHAPE(&model_arg),
+        {"--window", NULL, RS_CLI_SIZE, "L", "replay window for the C.3/C.6 tables", "[16]", &L, 1, 4096, NULL, NULL,
+         NULL, 0},
+        {"--drafts", NULL, RS_CLI_DOUBLE, "T", "draft tokens for speculative L*", "[4]", &T, 0, 0, NULL, NULL, NULL,
+         RS_CLI_LO_OPEN},
+        {"--accept", NULL, RS_CLI_DOUBLE, "A", "mean accepted tokens per step, 0 < A <= T", "[3.5]", &A, 0, 0, NULL,
+         NULL, NULL, RS_CLI_LO_OPEN},
+        RS_CLI_OPT_OUT(&out, "write the curves (HDF5); an existing FILE is kept unless --force", "[none: tables only]"),
+        RS_CLI_OPT_FORCE(&force),
+        {"--mc-steps", NULL, RS_CLI_SIZE, "N", "longest Monte Carlo run, steps (0 skips the MC)", "[2000]", &mc_steps,
+         0, 10000000, NULL, NULL, NULL, 0},
+        RS_CLI_OPT_SEED(&seed),
+    };
+    const rs_cli_spec spec = {"theory", "[--shape NAME|all] [--window L] [--drafts T] [--accept A]\n"
+                              "[--out curves.h5 [--force]] [--mc-steps N] [--seed S]", k_about, opts,
+                              sizeof opts / sizeof opts[0], NULL, 0};
+    const int pr = rs_cli_parse(&spec, argc, argv, NULL, NULL, NULL);
+    if (pr) return pr == 1 ? 0 : 2;
+    if (rs_cli_shape_name("theory", shape, model_arg, &model)) return 2;
     if (T < 1 || A > T) {
         fprintf(stderr, "replayssm theory: need --drafts >= 1 and 0 < --accept <= --drafts (got %g, %g)\n", T, A);
         return 2;
@@ -172,14 +106,14 @@ int rs_cmd_theory(int argc, char **argv)
         (void)rs_h5file_attr_f64(h, "/", "mc_steps", (double)mc_steps);
     }
 
-    printf("# replayssm theory — Appendix C (models: %s; L = %u; T = %g; a_bar = %g)\n\n", model, L, T, A);
+    printf("# replayssm theory — Appendix C (models: %s; L = %zu; T = %g; a_bar = %g)\n\n", model, L, T, A);
     rs_th_table_c1(ms, nm, h);
     rs_th_table_c2(ms, nm, h);
-    rs_th_table_c3(ms, nm, L, h);
+    rs_th_table_c3(ms, nm, (unsigned)L, h);
     rs_th_table_c4(ms, nm);
     rs_th_table_c5(ms, nm, T, A, h);
     int rc = 0;
-    if (mc_steps > 0) rc = rs_th_table_c6(L, (size_t)mc_steps, seed, h);
+    if (mc_steps > 0) rc = rs_th_table_c6((unsigned)L, mc_steps, (unsigned long long)seed, h);
     else printf("## C.6 skipped (--mc-steps 0)\n");
 
     if (out) {

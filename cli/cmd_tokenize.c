@@ -13,25 +13,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_opts.h"
 #include "rs_cli.h"
 #include "replayssm/common/rs_status.h"
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
-static void usage_(FILE *f)
-{
-    fprintf(f, "usage: replayssm tokenize --model DIR [--out FILE] [--decode] FILE...\n\n"
-               "  --model DIR  a checkpoint folder: its tokenizer.json(.gz) or *.tiktoken(.gz), or the byte\n"
-               "               tokenizer of a vocab-256 config.json (the tokenizer `kl` would use)\n"
-               "  --out FILE   write the ids of every FILE, in order, as little-endian uint32 (default: print\n"
-               "               one line per FILE, ids separated by spaces)\n"
-               "  --decode     each FILE holds little-endian uint32 ids: write their bytes (to stdout or --out)\n"
-               "Text that is not valid UTF-8 is read as Latin-1 (docs/tokenizers.md). Each FILE must be a regular\n"
-               "file of at most %zu MiB.\n"
-               "Exit status: 0 ok, 1 failure (I/O, a missing model folder or FILE, a bad FILE), 2 usage error or a\n"
-               "refused tokenizer (missing or malformed tokenizer files, ids >= the model's vocab_size), as `kl`.\n",
-            RS_TOKENIZER_INPUT_MAX_BYTES >> 20);
-}
+static const char k_epilog[] =
+    "Without --out: one line per FILE, ids separated by spaces. Text that is not valid UTF-8 is read as\n"
+    "Latin-1 (docs/tokenizers.md). Each FILE must be a regular file of at most 1024 MiB.\n"
+    "Exit status: 0 ok, 1 failure (I/O, a missing model folder or FILE, a bad FILE), 2 usage error or a\n"
+    "refused tokenizer (missing or malformed tokenizer files, ids >= the model's vocab_size), as `kl`.";
 
 static int encode_one_(const rs_tokenizer *tok, const char *path, FILE *out, int binary)
 {
@@ -103,40 +95,46 @@ static int decode_one_(const rs_tokenizer *tok, const char *path, FILE *out)
     return 0;
 }
 
+static int tokenize_(const char *model, const char *out_path, int decode, char **files, size_t n_files);
+
 int rs_cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *out_path = NULL;
-    int decode = 0, first = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage_(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--model") || !strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "replayssm tokenize: %s needs a value\n", argv[i]);
-                return 2;
-            }
-            if (!strcmp(argv[i], "--model")) model = argv[++i];
-            else out_path = argv[++i];
-        } else if (!strcmp(argv[i], "--decode")) {
-            decode = 1;
-        } else if (!strcmp(argv[i], "--")) {
-            first = i + 1;
-            break;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "replayssm tokenize: unknown option %s\n", argv[i]);
-            usage_(stderr);
-            return 2;
-        } else {
-            first = i;
-            break;
-        }
+    int decode = 0;
+    const rs_cli_opt opts[] = {
+        {"--model", NULL, RS_CLI_STR, "DIR", "a checkpoint folder: its tokenizer.json(.gz) or *.tiktoken(.gz), or the\n"
+         "byte tokenizer of a vocab-256 config.json (the tokenizer `kl` would use)", "[required]", &model, 0, 0, NULL,
+         NULL, NULL, 0},
+        RS_CLI_OPT_OUT(&out_path, "write the ids of every FILE, in order, as little-endian uint32", "[none: stdout]"),
+        {"--decode", NULL, RS_CLI_FLAG, NULL, "each FILE holds little-endian uint32 ids: write their bytes (to stdout\n"
+         "or --out)", NULL, &decode, 0, 0, NULL, NULL, NULL, 0},
+    };
+    const rs_cli_spec spec = {"tokenize", "--model DIR [--out FILE] [--decode] FILE...", NULL, opts,
+                              sizeof opts / sizeof opts[0], k_epilog, (size_t)(argc > 0 ? argc : 1)};
+    char **files = (char **)calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
+    size_t n_files = 0;
+    if (!files) {
+        fprintf(stderr, "replayssm tokenize: out of memory\n");
+        return 1;
     }
-    if (!model || !first || first >= argc) {
+    const int pr = rs_cli_parse(&spec, argc, argv, NULL, files, &n_files);
+    if (pr) {
+        free(files);
+        return pr == 1 ? 0 : 2;
+    }
+    if (!model || n_files == 0) {
         fprintf(stderr, "replayssm tokenize: %s\n", !model ? "--model DIR is required" : "no input FILE");
-        usage_(stderr);
+        rs_cli_help(&spec, stderr);
+        free(files);
         return 2;
     }
+    const int rc0 = tokenize_(model, out_path, decode, files, n_files);
+    free(files);
+    return rc0;
+}
+
+static int tokenize_(const char *model, const char *out_path, int decode, char **files, size_t n_files)
+{
     /* a model folder that is not there is an I/O failure (1), as `kl`'s "no model at" */
     struct stat sb;
     const int sst = stat(model, &sb), err = errno;
@@ -164,8 +162,8 @@ int rs_cmd_tokenize(int argc, char **argv)
         return rs_cli_fail("tokenize", "cannot create the output", rs_error_set(RS_E_IO, "%s: %s", out_path, strerror(errno)));
     }
     int rc = 0;
-    for (int i = first; i < argc && rc == 0; i++)
-        rc = decode ? decode_one_(&tok, argv[i], out) : encode_one_(&tok, argv[i], out, out_path != NULL);
+    for (size_t i = 0; i < n_files && rc == 0; i++)
+        rc = decode ? decode_one_(&tok, files[i], out) : encode_one_(&tok, files[i], out, out_path != NULL);
     if (out != stdout && fclose(out) != 0 && rc == 0)
         rc = rs_cli_fail("tokenize", "cannot write the output", rs_error_set(RS_E_IO, "%s: %s", out_path, strerror(errno)));
     if (out == stdout && fflush(stdout) != 0 && rc == 0)

@@ -2,6 +2,8 @@
  * Every usage error is printed here ("replayssm <cmd>: ...") and ends with exit status 2. */
 #include "kl_args.h"
 
+#include "cli_opts.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,8 @@ void rs_kl_opts_init(rs_kl_opts *o, const char *cmd)
     o->window = RS_KL_DEFAULT_WINDOW;
     o->device = "cpu";
     o->compute = "fp32";
+    o->seed = RS_CLI_DEFAULT_SEED;
+    o->progress_every = RS_CLI_DEFAULT_PROGRESS_EVERY;
 }
 
 void rs_kl_opts_free(rs_kl_opts *o)
@@ -36,16 +40,7 @@ void rs_kl_opts_free(rs_kl_opts *o)
     o->n_inputs = 0;
 }
 
-int rs_kl_parse_size(const char *s, size_t *out)
-{
-    if (!s || !*s) return 0;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || s[0] == '-') return 0;
-    *out = (size_t)v;
-    return 1;
-}
+int rs_kl_parse_size(const char *s, size_t *out) { return rs_cli_parse_size(s, out); }
 
 size_t rs_kl_split_list(const char *cmd, const char *what, char *s, char **items, size_t max)
 {
@@ -143,9 +138,25 @@ static int add_inputs_(rs_kl_opts *o, int kind, const char *name, const char *va
     }
 }
 
-/* --device cpu | cuda | cuda:N */
-static int device_opt_(rs_kl_opts *o, const char *val)
+/* ---- the option tables of `kl` and `sweep` (cli_opts.h: one grammar for every command) ---- */
+
+static int book_ids_opt_(rs_cli_ctx *c, const char *val)
 {
+    return add_book_ids_((rs_kl_opts *)c->user, val);
+}
+
+static int inputs_opt_(rs_cli_ctx *c, const char *val)
+{
+    rs_kl_opts *o = (rs_kl_opts *)c->user;
+    /* --text=a.txt: that one file; --text a.txt b.txt: every following non-option */
+    return add_inputs_(o, !strcmp(c->name, "--text") ? 1 : 2, c->name, val, c->i, c->eq_form ? *c->i + 1 : c->argc,
+                       c->argv);
+}
+
+/* --device cpu | cuda | cuda:N */
+static int device_opt_(rs_cli_ctx *c, const char *val)
+{
+    rs_kl_opts *o = (rs_kl_opts *)c->user;
     if (!strcmp(val, "cpu") || !strcmp(val, "cuda")) {
         o->device = val;
         o->device_ordinal = 0;
@@ -160,134 +171,119 @@ static int device_opt_(rs_kl_opts *o, const char *val)
             return 1;
         }
     }
-    fprintf(stderr, "replayssm %s: --device must be cpu, cuda or cuda:N, not '%s'\n", o->cmd, val);
+    rs_cli_usage_error(o->cmd, "--device must be cpu, cuda or cuda:N, not '%s'", val);
     return 0;
 }
 
-/* a numeric option in [lo, hi]; prints "--name <what>, not 'val'" otherwise */
-static int size_opt_(const rs_kl_opts *o, const char *name, const char *val, size_t lo, size_t hi, const char *what,
-                     size_t *out)
+static int compute_opt_(rs_cli_ctx *c, const char *val)
 {
-    size_t v = 0;
-    if (rs_kl_parse_size(val, &v) && v >= lo && v <= hi) {
-        *out = v;
-        return 1;
+    rs_kl_opts *o = (rs_kl_opts *)c->user;
+    rs_compute_mode cm;
+    if (rs_compute_mode_parse(val, &cm) != RS_OK) {
+        rs_cli_usage_error(o->cmd, "--compute: %s", rs_last_error());
+        return 0;
     }
-    fprintf(stderr, "replayssm %s: %s %s, not '%s'\n", o->cmd, name, what, val);
-    return 0;
+    o->compute = val;
+    return 1;
 }
 
-int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(FILE *))
+static int policy_opt_(rs_cli_ctx *c, const char *val)
 {
-    char what[64];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        char name[64];
-        const char *eq = strchr(a, '=');
-        if (!strncmp(a, "--", 2) && eq && (size_t)(eq - a) < sizeof name) { /* --name=value */
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", a);
-        }
-#define FLAG(s) (!strcmp(name, s))
-#define NEEDVAL()                                                                                   \
-    do {                                                                                            \
-        if (!val) {                                                                                 \
-            if (i + 1 >= argc) {                                                                    \
-                fprintf(stderr, "replayssm %s: %s needs a value\n", o->cmd, name);                  \
-                return 2;                                                                           \
-            }                                                                                       \
-            val = argv[++i];                                                                        \
-        }                                                                                           \
-    } while (0)
-        size_t v = 0;
-        if (FLAG("-h") || FLAG("--help")) {
-            usage(stdout);
-            return 1;
-        } else if (FLAG("--model")) { NEEDVAL(); o->model = val; }
-        else if (FLAG("--data")) { NEEDVAL(); o->data = val; o->pg19_given = 1; }
-        else if (FLAG("--split")) { NEEDVAL(); o->split = val; o->pg19_given = 1; }
-        else if (FLAG("--text") || FLAG("--token-ids")) {
-            const int eq_form = val != NULL; /* --text=a.txt: that one file */
-            NEEDVAL();
-            if (!add_inputs_(o, FLAG("--text") ? 1 : 2, name, val, &i, eq_form ? i + 1 : argc, argv)) return 2;
-        }
-        else if (FLAG("--out")) { NEEDVAL(); o->out = val; }
-        else if (FLAG("--short")) {
-            NEEDVAL();
-            if (strcmp(val, "skip") && strcmp(val, "truncate")) {
-                fprintf(stderr, "replayssm %s: --short must be skip or truncate, not '%s'\n", o->cmd, val);
-                return 2;
-            }
-            o->short_mode = val;
-        } else if (FLAG("--books")) {
-            NEEDVAL();
-            if (!size_opt_(o, name, val, 1, SIZE_MAX, "needs a positive integer", &o->books)) return 2;
-            o->pg19_given = 1;
-        } else if (FLAG("--book-ids")) {
-            NEEDVAL();
-            o->pg19_given = 1;
-            if (!add_book_ids_(o, val)) return 2;
-        } else if (FLAG("--tokens")) {
-            NEEDVAL();
-            snprintf(what, sizeof what, "must be in [1, %d]", RS_KLEVAL_MAX_TOKENS);
-            if (!size_opt_(o, name, val, 1, RS_KLEVAL_MAX_TOKENS, what, &o->tokens)) return 2;
-        } else if (FLAG("--chunk")) {
-            NEEDVAL();
-            snprintf(what, sizeof what, "must be in [1, %d]", RS_KLEVAL_MAX_CHUNK);
-            if (!size_opt_(o, name, val, 1, RS_KLEVAL_MAX_CHUNK, what, &o->chunk)) return 2;
-        } else if (FLAG("--seed")) {
-            NEEDVAL();
-            if (!size_opt_(o, name, val, 0, SIZE_MAX, "needs a non-negative integer", &v)) return 2;
-            o->seed = (uint64_t)v;
-        } else if (FLAG("--threads")) {
-            NEEDVAL();
-            if (!size_opt_(o, name, val, 1, 4096, "needs a positive integer", &v)) return 2;
-            o->threads = (int)v;
-        } else if (FLAG("--device")) {
-            NEEDVAL();
-            if (!device_opt_(o, val)) return 2;
-        } else if (FLAG("--compute")) {
-            NEEDVAL();
-            rs_compute_mode cm;
-            if (rs_compute_mode_parse(val, &cm) != RS_OK) {
-                fprintf(stderr, "replayssm %s: --compute: %s\n", o->cmd, rs_last_error());
-                return 2;
-            }
-            o->compute = val;
-        } else if (FLAG("--resume")) o->resume = 1;
-        else if (FLAG("--force")) o->force = 1;
-        else if (FLAG("--quiet") || FLAG("-q")) o->quiet = 1;
-        else if (!sweep && FLAG("--policy")) {
-            NEEDVAL();
-            if (o->n_policies >= RS_KL_MAX_RUNS) {
-                fprintf(stderr, "replayssm %s: too many policies\n", o->cmd);
-                return 2;
-            }
-            o->policies[o->n_policies++] = val;
-        } else if (!sweep && FLAG("--window")) {
-            NEEDVAL();
-            snprintf(what, sizeof what, "must be in [1, %d]", RS_KLEVAL_MAX_WINDOW);
-            if (!size_opt_(o, name, val, 1, RS_KLEVAL_MAX_WINDOW, what, &o->window)) return 2;
-        } else if (sweep && FLAG("--modes")) { NEEDVAL(); o->modes = val; }
-        else if (sweep && FLAG("--formats")) { NEEDVAL(); o->formats = val; }
-        else if (sweep && FLAG("--rounding")) { NEEDVAL(); o->rounding = val; }
-        else if (sweep && FLAG("--hp")) { NEEDVAL(); o->hp = val; }
-        else if (sweep && FLAG("--windows")) { NEEDVAL(); o->windows = val; }
-        else {
-            fprintf(stderr, "replayssm %s: unknown option '%s' (see 'replayssm %s --help')\n", o->cmd, a, o->cmd);
-            return 2;
-        }
-#undef FLAG
-#undef NEEDVAL
+    rs_kl_opts *o = (rs_kl_opts *)c->user;
+    if (o->n_policies >= RS_KL_MAX_RUNS) {
+        rs_cli_usage_error(o->cmd, "too many policies");
+        return 0;
     }
-    if (o->input_kind && o->pg19_given) {
-        fprintf(stderr, "replayssm %s: %s replaces the PG-19 books: it excludes --data, --split, --books and --book-ids\n",
-                o->cmd, o->input_kind == 1 ? "--text" : "--token-ids");
-        return 2;
+    o->policies[o->n_policies++] = val;
+    return 1;
+}
+
+#define STR_(x) #x
+#define XSTR_(x) STR_(x)
+
+/* the options common to kl and sweep, then the command's own; returns the count */
+static size_t kl_table_(rs_kl_opts *o, int sweep, rs_cli_opt *t, char *policy_help, size_t ph)
+{
+    snprintf(policy_help, ph, "state policy, repeatable or comma-separated:\n%s\nor 'none': the fp32 reference "
+             "alone (NLL, bits/token; a third of the\ncost of one policy run), e.g. for a model's quality at long "
+             "context", rs_policy_forms());
+    /* rs_policy_forms() is one long line: rs_cli_help wraps it at the help column */
+    const rs_cli_opt common[] = {
+        {"--model", NULL, RS_CLI_STR, "DIR", "Hugging Face checkpoint folder (config.json + safetensors)",
+         "[" RS_KL_DEFAULT_MODEL "]", &o->model, 0, 0, NULL, NULL, NULL, 0},
+        {"--data", NULL, RS_CLI_STR, "DIR", "PG-19 layout root (metadata.csv, <split>/<id>.txt[.gz])",
+         "[" RS_KL_DEFAULT_DATA "]", &o->data, 0, 0, NULL, NULL, &o->pg19_given, 0},
+        {"--split", NULL, RS_CLI_STR, "NAME", "split folder", "[test]", &o->split, 0, 0, NULL, NULL, &o->pg19_given, 0},
+        {"--books", NULL, RS_CLI_SIZE, "N", "first N books of metadata.csv found in the split", "[1]", &o->books, 1, 0,
+         NULL, NULL, &o->pg19_given, 0},
+        {"--book-ids", NULL, RS_CLI_CUSTOM, "L", "comma-separated book ids (repeatable)", NULL, NULL, 0, 0, NULL,
+         book_ids_opt_, &o->pg19_given, 0},
+        {"--text", NULL, RS_CLI_CUSTOM, "FILE...", "text files (UTF-8 or Latin-1) instead of PG-19 books: each file "
+         "one\nstream, tokenized by the model's tokenizer as a book is; stream id = its\nbase name", NULL, NULL, 0, 0,
+         NULL, inputs_opt_, NULL, 0},
+        {"--token-ids", NULL, RS_CLI_CUSTOM, "FILE...", "token ids instead of text (no tokenizer): raw little-endian "
+         "uint32\n(one stream) or .npy [tokens] / [streams, tokens] of <u4 <i4 <u2 <i8 <u8;\nevery id < the model's "
+         "vocab_size. --text / --token-ids exclude --data,\n--split, --books, --book-ids; the log records the files' "
+         "SHA-256", NULL, NULL, 0, 0, NULL, inputs_opt_, NULL, 0},
+        {"--tokens", NULL, RS_CLI_SIZE, "N", "positions per book or stream (needs N+1 tokens)",
+         "[" XSTR_(RS_KL_DEFAULT_TOKENS) "]", &o->tokens, 1, RS_KLEVAL_MAX_TOKENS, NULL, NULL, NULL, 0},
+    };
+    const rs_cli_opt tail[] = {
+        RS_CLI_OPT_SEED(&o->seed),
+        RS_CLI_OPT_THREADS(&o->threads),
+        {"--device", NULL, RS_CLI_CUSTOM, "D", "where the model runs: cpu, cuda or cuda:N (one GPU)", "[cpu]", NULL, 0,
+         0, NULL, device_opt_, NULL, 0},
+        {"--compute", NULL, RS_CLI_CUSTOM, "M", "GEMM precision: fp32, tf32 or bf16 (cuda only; fp32 accumulation)",
+         "[fp32]", NULL, 0, 0, NULL, compute_opt_, NULL, 0},
+        {"--chunk", NULL, RS_CLI_SIZE, "C", "positions per forward chunk and per HDF5 flush",
+         "[" XSTR_(RS_KL_DEFAULT_CHUNK) "]", &o->chunk, 1, RS_KLEVAL_MAX_CHUNK, NULL, NULL, NULL, 0},
+        {"--out", NULL, RS_CLI_STR, "F.h5", "output log", sweep ? "[" RS_SWEEP_DEFAULT_OUT "]" : "[" RS_KL_DEFAULT_OUT "]",
+         &o->out, 0, 0, NULL, NULL, NULL, 0},
+        {"--resume", NULL, RS_CLI_FLAG, NULL, "continue an interrupted log (same configuration)", NULL, &o->resume, 0, 0,
+         NULL, NULL, NULL, 0},
+        RS_CLI_OPT_FORCE(&o->force),
+        RS_CLI_OPT_QUIET(&o->quiet),
+        {"--progress-every", NULL, RS_CLI_DOUBLE, "SEC", "when stderr is not a terminal: one plain progress line\n"
+         "every SEC seconds, and a last one at the end", "[30]", &o->progress_every, 0, 86400, NULL, NULL, NULL,
+         RS_CLI_LO_OPEN},
+        {"--all-stats", NULL, RS_CLI_FLAG, NULL, "also the low KL percentiles and the Δp percentiles", NULL,
+         &o->all_stats, 0, 0, NULL, NULL, NULL, 0},
+        {"--short", NULL, RS_CLI_CHOICE, "MODE", "books / streams shorter than N+1 tokens: skip (report) or\ntruncate",
+         "[skip]", &o->short_mode, 0, 0, "skip|truncate", NULL, NULL, 0},
+    };
+    size_t n = sizeof common / sizeof common[0];
+    memcpy(t, common, sizeof common); /* the input options, the command's own, then the rest */
+    if (!sweep) {
+        t[n++] = (rs_cli_opt){"--policy", NULL, RS_CLI_CUSTOM, "P", policy_help, NULL, NULL, 0, 0, NULL, policy_opt_,
+                              NULL, 0};
+        t[n++] = (rs_cli_opt){"--window", NULL, RS_CLI_SIZE, "L", "replay window L", "[" XSTR_(RS_KL_DEFAULT_WINDOW) "]",
+                              &o->window, 1, RS_KLEVAL_MAX_WINDOW, NULL, NULL, NULL, 0};
+    } else {
+        t[n++] = (rs_cli_opt){"--modes", NULL, RS_CLI_STR, "LIST", "conv, shared, split, split-naive",
+                              "[shared,split]", &o->modes, 0, 0, NULL, NULL, NULL, 0};
+        t[n++] = (rs_cli_opt){"--formats", NULL, RS_CLI_STR, "LIST", "fp16, bf16, fp8, nvfp4 (with options: fp8+pow2)",
+                              "[fp8,nvfp4]", &o->formats, 0, 0, NULL, NULL, NULL, 0};
+        t[n++] = (rs_cli_opt){"--rounding", NULL, RS_CLI_STR, "LIST", "rtn, sr, srK", "[sr,rtn]", &o->rounding, 0, 0,
+                              NULL, NULL, NULL, 0};
+        t[n++] = (rs_cli_opt){"--hp", NULL, RS_CLI_STR, "LIST", "high-precision formats of split runs (fp32, fp16-sr, ...)",
+                              "[fp32]", &o->hp, 0, 0, NULL, NULL, NULL, 0};
+        t[n++] = (rs_cli_opt){"--windows", NULL, RS_CLI_STR, "LIST", "replay windows L", "[16]", &o->windows, 0, 0,
+                              NULL, NULL, NULL, 0};
     }
+    memcpy(t + n, tail, sizeof tail);
+    return n + sizeof tail / sizeof tail[0];
+}
+
+int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, const char *synopsis, const char *about,
+                const char *epilog)
+{
+    rs_cli_opt t[40];
+    char policy_help[1024];
+    rs_cli_spec spec = {o->cmd, synopsis, about, t, kl_table_(o, sweep, t, policy_help, sizeof policy_help), epilog, 0};
+    const int rc = rs_cli_parse(&spec, argc, argv, o, NULL, NULL);
+    if (rc) return rc;
+    if (o->input_kind && o->pg19_given)
+        return rs_cli_usage_error(o->cmd, "%s replaces the PG-19 books: it excludes --data, --split, --books and "
+                                  "--book-ids", o->input_kind == 1 ? "--text" : "--token-ids");
     return 0;
 }

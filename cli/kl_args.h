@@ -14,6 +14,7 @@
 #define RS_KL_DEFAULT_MODEL "data/models/gdn-tiny"
 #define RS_KL_DEFAULT_DATA "data/pg19-sample"
 #define RS_KL_DEFAULT_OUT "kl-default.h5"
+#define RS_SWEEP_DEFAULT_OUT "sweep-default.h5" /* sweep without --out */
 #define RS_KL_DEFAULT_TOKENS 8192
 #define RS_KL_DEFAULT_CHUNK 64
 #define RS_KL_DEFAULT_WINDOW 16
@@ -34,6 +35,8 @@ typedef struct rs_kl_opts {
     size_t tokens, chunk;
     uint64_t seed;
     int threads, resume, force, quiet;
+    double progress_every; /* --progress-every: seconds between plain progress lines (stderr not a TTY) */
+    int all_stats;         /* --all-stats: the low KL percentiles and the Δp percentiles too */
     const char *device;      /* --device cpu|cuda[:N]  ["cpu"] */
     int device_ordinal;      /* N of cuda:N [0] */
     const char *compute;     /* --compute fp32|tf32|bf16  ["fp32"] */
@@ -55,8 +58,10 @@ void rs_kl_opts_init(rs_kl_opts *o, const char *cmd);
 void rs_kl_opts_free(rs_kl_opts *o);
 
 /* rs_kl_parse() : the options of argv[1..argc) (sweep != 0: the sweep lists instead of --policy /
- * --window); usage(stdout) for --help. Returns 0 ok, 1 help printed, 2 usage error (printed). */
-int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, void (*usage)(FILE *));
+ * --window) through the shared grammar (cli_opts.h); --help renders synopsis, about, the option
+ * table and epilog. Returns 0 ok, 1 help printed, 2 usage error (printed). */
+int rs_kl_parse(int argc, char **argv, rs_kl_opts *o, int sweep, const char *synopsis, const char *about,
+                const char *epilog);
 
 /* rs_kl_add_run() : append (policy, window) unless it is already there. Returns 1, or 0 after
  * printing the error (unknown policy, too many runs). */

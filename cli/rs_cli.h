@@ -27,6 +27,12 @@ void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f);
 /* rs_cli_print_window_header() : the position-window labels "0K-1K ... 64K-128K" and a newline. */
 void rs_cli_print_window_header(FILE *f);
 
+/* rs_cli_print_summary() : the summary of n_runs runs (legend, KL table, Δp / top-1 / PPL table,
+ * with all_stats the low KL and the Δp quantiles, mean KL by window) and then the reference's
+ * (ref may be NULL); `kl` / `sweep` at their end and `info LOG` print it (cli/cli_summary.c). */
+void rs_cli_print_summary(FILE *f, size_t n_runs, const char *const *policy, const size_t *window,
+                          const rs_kl_summary *s, const rs_h5log_ref_summary *ref, int all_stats);
+
 /* rs_cli_esc() : s made safe for a terminal into buf[n] (cli/cli_print.c): control bytes, DEL,
  * C1 controls and invalid UTF-8 escaped as \xHH / \u00HH, "..." when buf is too small
  * (4 * strlen(s) + 1 always suffices). Returns buf. Every string read from a log or a model

@@ -138,6 +138,10 @@ double rs_kl_quantile(const double *sorted, size_t n, double q)
     return sorted[lo] + f * (sorted[hi] - sorted[lo]);
 }
 
+static const double k_levels[RS_KL_N_LEVELS] = {0.001, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999};
+
+double rs_kl_level(size_t i) { return i < RS_KL_N_LEVELS ? k_levels[i] : NAN; }
+
 static int cmp_double_(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -148,6 +152,7 @@ void rs_kl_acc_free(rs_kl_acc *a)
 {
     if (!a) return;
     free(a->vals);
+    free(a->dvals);
     memset(a, 0, sizeof *a);
 }
 
@@ -162,6 +167,9 @@ rs_status rs_kl_acc_add(rs_kl_acc *a, size_t t0, size_t n, const double *kl, con
         double *v = (double *)realloc(a->vals, cap * sizeof(double));
         RS_CHECK(v, RS_E_NOMEM, "kl summary: cannot allocate %zu doubles for the quantiles", cap);
         a->vals = v;
+        double *d = (double *)realloc(a->dvals, cap * sizeof(double));
+        RS_CHECK(d, RS_E_NOMEM, "kl summary: cannot allocate %zu doubles for the quantiles", cap);
+        a->dvals = d;
         a->cap = cap;
     }
     for (size_t i = 0; i < n; i++) {
@@ -170,11 +178,16 @@ rs_status rs_kl_acc_add(rs_kl_acc *a, size_t t0, size_t n, const double *kl, con
             a->n_nonfinite++;
             continue;
         }
+        a->dvals[a->n] = dp[i];
         a->vals[a->n++] = x;
         a->s_kl += x;
         a->s_kl2 += x * x;
         a->s_dp += dp[i];
         a->s_dp2 += dp[i] * dp[i];
+        a->s_dp4 += dp[i] * dp[i] * dp[i] * dp[i];
+        const double d = nll_run[i] - nll_ref[i];
+        a->s_d += d;
+        a->s_d2 += d * d;
         a->s_nr += nll_ref[i];
         a->s_nq += nll_run[i];
         a->n_agree += agree[i] != 0;
@@ -200,6 +213,9 @@ rs_status rs_kl_acc_finish(rs_kl_acc *a, rs_kl_summary *out)
         out->mean_kl = out->mean_kl_se = out->median_kl = out->p90_kl = out->p99_kl = NAN;
         out->p999_kl = out->max_kl = out->min_kl = out->rms_dp = out->mean_dp = NAN;
         out->same_top1_pct = out->same_top1_se_pct = out->mean_nll_ref = out->mean_nll_run = NAN;
+        for (size_t i = 0; i < RS_KL_N_LEVELS; i++) out->kl_q[i] = out->dp_q[i] = NAN;
+        out->min_dp = out->max_dp = out->mean_dp_se = out->rms_dp_se = NAN;
+        out->ln_ppl_ratio = out->ln_ppl_ratio_se = NAN;
         rs_kl_acc_free(a);
         return RS_OK;
     }
@@ -216,6 +232,19 @@ rs_status rs_kl_acc_finish(rs_kl_acc *a, rs_kl_summary *out)
     } else {
         out->mean_kl_se = NAN;
     }
+    out->ln_ppl_ratio = a->s_d / dn;
+    /* standard errors of a mean over n positions: sqrt(var / (n - 1)), var = E[x^2] - E[x]^2 */
+    if (n > 1) {
+        const double vdp = fmax(0.0, a->s_dp2 / dn - out->mean_dp * out->mean_dp);
+        out->mean_dp_se = sqrt(vdp / (dn - 1));
+        const double vd = fmax(0.0, a->s_d2 / dn - out->ln_ppl_ratio * out->ln_ppl_ratio);
+        out->ln_ppl_ratio_se = sqrt(vd / (dn - 1));
+        /* RMS = sqrt(m2), m2 = E[Δp^2] with SE sqrt(var(Δp^2) / (n-1)); d RMS = d m2 / (2 RMS) */
+        const double m2 = a->s_dp2 / dn, v2 = fmax(0.0, a->s_dp4 / dn - m2 * m2);
+        out->rms_dp_se = out->rms_dp > 0 ? sqrt(v2 / (dn - 1)) / (2.0 * out->rms_dp) : 0.0;
+    } else {
+        out->mean_dp_se = out->ln_ppl_ratio_se = out->rms_dp_se = NAN;
+    }
     const double pa = (double)a->n_agree / dn;
     out->same_top1_pct = 100.0 * pa;
     out->same_top1_se_pct = n > 1 ? 100.0 * sqrt(pa * (1 - pa) / (dn - 1)) : NAN;
@@ -226,6 +255,11 @@ rs_status rs_kl_acc_finish(rs_kl_acc *a, rs_kl_summary *out)
     out->p90_kl = rs_kl_quantile(a->vals, n, 0.9);
     out->p99_kl = rs_kl_quantile(a->vals, n, 0.99);
     out->p999_kl = rs_kl_quantile(a->vals, n, 0.999);
+    for (size_t i = 0; i < RS_KL_N_LEVELS; i++) out->kl_q[i] = rs_kl_quantile(a->vals, n, k_levels[i]);
+    qsort(a->dvals, n, sizeof(double), cmp_double_);
+    out->min_dp = a->dvals[0];
+    out->max_dp = a->dvals[n - 1];
+    for (size_t i = 0; i < RS_KL_N_LEVELS; i++) out->dp_q[i] = rs_kl_quantile(a->dvals, n, k_levels[i]);
     rs_kl_acc_free(a);
     return RS_OK;
 }

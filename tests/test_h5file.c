@@ -350,7 +350,7 @@ static void theory_file_checks_(const char *path)
 {
     hid_t f = open_ro_(path);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "replayssm theory --model qwen3.5-4b --window 8 --mc-steps 60 --seed 5 --out %s", path);
+    snprintf(cmd, sizeof cmd, "replayssm theory --shape qwen3.5-4b --window 8 --mc-steps 60 --seed 5 --out %s", path);
     attr_str_is_(f, "/", "command", cmd);
     /* root: the values asked for, as doubles; strings fixed-length */
     assert_true(attr_f64_(f, "/", "seed") == 5.0);
@@ -395,7 +395,7 @@ static void test_theory_file(void **state)
     (void)state;
     char path[512];
     snprintf(path, sizeof path, "%s/theory2.h5", g_dir);
-    assert_int_equal(sh_("'%s' theory --model qwen3.5-4b --window 8 --mc-steps 60 --seed 5 --out '%s'", RS_CLI_PATH, path), 0);
+    assert_int_equal(sh_("'%s' theory --shape qwen3.5-4b --window 8 --mc-steps 60 --seed 5 --out '%s'", RS_CLI_PATH, path), 0);
     assert_non_null(strstr(g_out, "wrote"));
     theory_file_checks_(path);
     assert_false(tmp_left_());
@@ -404,7 +404,7 @@ static void test_theory_file(void **state)
 static void test_theory_failures(void **state)
 {
     (void)state;
-    const char *args = "theory --model qwen3.5-4b --mc-steps 0";
+    const char *args = "theory --shape qwen3.5-4b --mc-steps 0";
     char p[512], q[600];
     /* a file-size limit in the middle of the writing: reported, exit 1, the old file intact */
     snprintf(p, sizeof p, "%s/full.h5", g_dir);

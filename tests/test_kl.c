@@ -185,10 +185,76 @@ static void test_summary_quantiles_windows(void **state)
     free(ag);
 }
 
+/* The llama.cpp report set on closed forms: KL values 0, 1, ..., n-1 (shuffled), whose linear
+ * quantile at level q is exactly q (n-1) (numpy "linear": position q (n-1) between integers i and
+ * i+1 interpolates to q (n-1) itself); Δp = -KL / n, whose quantile at q is -(1-q)(n-1)/n;
+ * nll_run - nll_ref = 0.25 + 0.5 (-1)^t, so ln PPL ratio = 0.25 (n even) with SE sqrt(0.25/(n-1));
+ * SE of mean Δp: the sample variance of an arithmetic sequence, (n^2 - 1)/12 / n^2. Tolerance
+ * 1e-12 relative: sums of n = 1000 doubles of O(n) err by ~1e-13 relative. */
+static void test_llama_report_set(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    static double kl[N], dp[N], nr[N], nq[N];
+    static uint8_t ag[N];
+    uint64_t rng = 7;
+    for (int i = 0; i < N; i++) kl[i] = i;
+    for (int i = N - 1; i > 0; i--) { /* Fisher-Yates: the order must not matter */
+        const int j = (int)(rs_test_splitmix64(&rng) % (uint64_t)(i + 1));
+        const double t = kl[i];
+        kl[i] = kl[j];
+        kl[j] = t;
+    }
+    for (int i = 0; i < N; i++) {
+        dp[i] = -kl[i] / N;
+        nr[i] = 2.0;
+        nq[i] = 2.0 + 0.25 + ((i % 2) ? -0.5 : 0.5);
+        ag[i] = (uint8_t)(i % 4 != 0);
+    }
+    rs_kl_summary s;
+    size_t len = N;
+    assert_int_equal(rs_kl_summary_compute(1, N, &len, kl, dp, ag, nr, nq, &s), RS_OK);
+#define NEAR_(x, y) assert_true(fabs((x) - (y)) <= 1e-12 * (1.0 + fabs(y)))
+    const double levels[RS_KL_N_LEVELS] = {0.001, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 0.999};
+    for (size_t i = 0; i < RS_KL_N_LEVELS; i++) {
+        NEAR_(rs_kl_level(i), levels[i]);
+        NEAR_(s.kl_q[i], levels[i] * (N - 1));
+        NEAR_(s.dp_q[i], -(1.0 - levels[i]) * (N - 1) / N);
+    }
+    assert_true(isnan(rs_kl_level(RS_KL_N_LEVELS)));
+    NEAR_(s.median_kl, s.kl_q[5]);
+    NEAR_(s.p90_kl, s.kl_q[7]);
+    NEAR_(s.p99_kl, s.kl_q[9]);
+    NEAR_(s.p999_kl, s.kl_q[10]);
+    NEAR_(s.min_kl, 0.0);
+    NEAR_(s.max_kl, N - 1.0);
+    NEAR_(s.min_dp, -(N - 1.0) / N);
+    NEAR_(s.max_dp, 0.0);
+    NEAR_(s.mean_dp, -(N - 1.0) / 2 / N);
+    const double var_dp = ((double)N * N - 1) / 12.0 / ((double)N * N); /* variance of {0..N-1} / N^2 */
+    NEAR_(s.mean_dp_se, sqrt(var_dp / (N - 1)));
+    NEAR_(s.ln_ppl_ratio, 0.25);
+    NEAR_(s.ln_ppl_ratio_se, sqrt(0.25 / (N - 1))); /* d = 0.25 +- 0.5: variance 0.25 */
+    NEAR_(s.ln_ppl_ratio, s.mean_nll_run - s.mean_nll_ref);
+    /* RMS Δp: sqrt(E[Δp^2]) = sqrt(sum i^2) / N / sqrt(N); its SE by the delta method */
+    double m2 = 0, m4 = 0;
+    for (int i = 0; i < N; i++) {
+        m2 += (double)i * i / ((double)N * N);
+        m4 += pow((double)i / N, 4);
+    }
+    m2 /= N;
+    m4 /= N;
+    NEAR_(s.rms_dp, sqrt(m2));
+    NEAR_(s.rms_dp_se, sqrt((m4 - m2 * m2) / (N - 1)) / (2 * sqrt(m2)));
+    NEAR_(s.same_top1_pct, 75.0);
+#undef NEAR_
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_3x4),
+        cmocka_unit_test(test_llama_report_set),
         cmocka_unit_test(test_identical_exact_zero),
         cmocka_unit_test(test_nonnegative_and_reference),
         cmocka_unit_test(test_nonfinite_and_errors),

@@ -128,7 +128,7 @@ static void test_errors(void **state)
     assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/qwen'", RS_CLI_PATH, g_dir), 2);
     assert_true(rs_test_out_has(g_dir, "no input FILE"));
     assert_int_equal(rs_test_sh(g_dir, "'%s' tokenize --model '%s/qwen' --bogus '%s'", RS_CLI_PATH, g_dir, g_book), 2);
-    assert_true(rs_test_out_has(g_dir, "unknown option --bogus"));
+    assert_true(rs_test_out_has(g_dir, "unknown option '--bogus'"));
     /* a directory without tokenizer files (and no config): a refused tokenizer, exit 2 as `kl` */
     assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s/empty' && '%s' tokenize --model '%s/empty' '%s'", g_dir, RS_CLI_PATH, g_dir, g_book), 2);
     assert_true(rs_test_out_has(g_dir, "no tokenizer.json"));

@@ -15,9 +15,18 @@
  * A run whose logits contain a NaN/Inf gives finite = 0, kl = nll_run = dp = NaN, top1 = 0.
  *
  * Summary (rs_kl_summary_compute, from the stored per-position arrays so quantiles are exact):
- *   mean KL with standard error sqrt((E[x^2] - E[x]^2) / (n-1)); median, p90, p99, p99.9, max
- *   (linear interpolation between order statistics: numpy's default "linear", as llama.cpp);
- *   RMS Δp; same-top-1 % with binomial error sqrt(p(1-p)/(n-1)); mean NLLs (-> PPL); mean KL
+ *   the set of llama.cpp's KL-divergence report (tools/perplexity/perplexity.cpp, kl_divergence():
+ *   "Mean ln(PPL(Q)/PPL(base))", "Mean KLD", "Maximum KLD", "99.9% KLD" ... " 0.1% KLD", "Minimum
+ *   KLD", the same for Δp with 75% and 25%, "RMS Δp", "Same top p"), with its definitions:
+ *   mean KL with standard error sqrt((E[x^2] - E[x]^2) / (n-1)); KL and Δp quantiles at the
+ *   levels rs_kl_level() (0.1% .. 99.9%), min and max, all by linear interpolation between order
+ *   statistics (position q (n-1) in the sorted values: numpy.percentile's default method
+ *   "linear", and llama.cpp's percentile(): (1 - f) v[i] + f v[i+1]); mean Δp with its standard
+ *   error; RMS Δp with the delta-method error sqrt(var(Δp^2) / (n-1)) / (2 RMS) (llama.cpp's
+ *   "RMS Δp ± "); ln(PPL(run) / PPL(ref)) = mean(nll_run - nll_ref) with the standard error of
+ *   that per-position difference, sqrt(var(d) / (n-1)) (llama.cpp: sqrt(se_q^2 + se_base^2 -
+ *   2 cov), the same number); same-top-1 % with binomial error sqrt(p(1-p)/(n-1)); mean NLLs
+ *   (-> PPL); mean KL
  *   over position windows [0, 1K), [1K, 2K), [2K, 4K), ..., [64K, 128K) (RS_KL_N_WINDOWS,
  *   K = 1024), NaN where a window has no position. Non-finite positions are counted and left
  *   out of every statistic.
@@ -67,6 +76,12 @@ typedef struct rs_kl_running {
 } rs_kl_running;
 void rs_kl_running_add(rs_kl_running *r, double x);
 
+/* quantile levels of the summary, ascending: 0.001 0.01 0.05 0.10 0.25 0.50 0.75 0.90 0.95 0.99
+ * 0.999 (llama.cpp's KLD set and its Δp set, which adds 0.25 and 0.75) */
+#define RS_KL_N_LEVELS 11
+/*! rs_kl_level() : level i of the summary quantiles (NaN for i >= RS_KL_N_LEVELS). */
+double rs_kl_level(size_t i);
+
 typedef struct rs_kl_summary {
     size_t n;            /* finite positions summarised */
     size_t n_nonfinite;  /* positions left out (run logits non-finite) */
@@ -77,6 +92,12 @@ typedef struct rs_kl_summary {
     double mean_nll_ref, mean_nll_run; /* PPL = exp(mean NLL) */
     double window_mean_kl[RS_KL_N_WINDOWS]; /* NaN if empty */
     size_t window_n[RS_KL_N_WINDOWS];
+    /* the llama.cpp report set (see the top of this header) */
+    double kl_q[RS_KL_N_LEVELS];   /* KL at rs_kl_level(i); median_kl .. p999_kl repeat 5, 7, 9, 10 */
+    double dp_q[RS_KL_N_LEVELS];   /* Δp at rs_kl_level(i) */
+    double min_dp, max_dp;
+    double mean_dp_se, rms_dp_se;
+    double ln_ppl_ratio, ln_ppl_ratio_se; /* mean(nll_run - nll_ref) = ln(PPL(run) / PPL(ref)), its SE */
 } rs_kl_summary;
 
 /*! rs_kl_window_of() : window index of position t (0-based); RS_KL_N_WINDOWS - 1 for t >= 64K
@@ -97,6 +118,8 @@ typedef struct rs_kl_acc {
     double wsum[RS_KL_N_WINDOWS];
     size_t wn[RS_KL_N_WINDOWS];
     double *vals; /* finite KL values so far [n] (malloc'd) */
+    double *dvals; /* their Δp [n] (malloc'd, the same capacity) */
+    double s_dp4, s_d, s_d2; /* sum Δp^4; sum and sum of squares of d = nll_run - nll_ref */
     size_t cap;
 } rs_kl_acc;
 
