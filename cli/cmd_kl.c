@@ -16,6 +16,9 @@
 #ifdef RS_HAVE_CUDA
 #include "replayssm/evalcuda/rs_scorer_cuda.h"
 #endif
+#ifdef RS_HAVE_MPI
+#include "mpi_driver.h" /* mpirun replayssm kl|sweep: the same config over MPI ranks */
+#endif
 
 #ifndef RS_GIT_COMMIT
 #define RS_GIT_COMMIT "unknown"
@@ -272,6 +275,13 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     c.git_commit = RS_GIT_COMMIT;
     c.on_event = on_event_;
     c.user = &pr;
+#ifdef RS_HAVE_MPI
+    if (rs_mpi_launched()) {
+        const int mrc = rs_mpi_kl_evaluate(&c, o->cmd, o->quiet);
+        free(cmdline);
+        return mrc;
+    }
+#endif
     rs_kleval *ev = NULL;
     rs_status st = rs_kleval_create(&c, &ev);
     free(cmdline);
