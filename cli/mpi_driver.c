@@ -23,8 +23,9 @@
  * re-checked and rebuilt, unfinished ones continue from their committed position, missing ones
  * start. A library error on any rank stops the handing out; the shards stay for --resume.
  *
- * Test hook (tests/mpi/run_mpi_tests.sh): RS_MPI_TEST_KILL="R:I:C" makes rank R SIGKILL itself
- * after it has finished I items and committed C chunks of the next one. */
+ * Test hook (tests/mpi/test_mpi.sh): RS_MPI_TEST_KILL="I:C" makes the rank that runs item I SIGKILL
+ * itself once it has committed C chunks of it (the last item is handed out only after a first one
+ * finished, so killing it leaves finished, unfinished and missing shards behind). */
 #include <errno.h>
 #include <mpi.h>
 #include <signal.h>
@@ -56,7 +57,7 @@ typedef struct msg_req {
 
 /* worker -> rank 0: progress of the item in flight */
 typedef struct msg_prog {
-    int64_t item, done, total; /* positions of the item: committed, planned */
+    int64_t item, done, total, at_start; /* positions of the item: committed, planned, committed before */
 } msg_prog;
 
 typedef struct drv {
@@ -75,14 +76,14 @@ typedef struct drv {
     int workers_left;   /* ranks > 0 not yet told to stop */
     int *result;        /* [n_items] RES_* */
     double *work_total, *work_done; /* [n_items] run-positions planned / committed (estimates until known) */
-    double work_at_start;           /* committed before this job (resumed shards) */
+    double *work_start;             /* [n_items] committed before this job (resumed shards) */
+    char *seen;                     /* [n_items] progress arrived from the item in this job */
     double last_eta;
     /* this rank's item in flight */
     int64_t cur;
     int cur_skipped;
     double cur_t0, last_line, last_prog;
-    size_t items_done;
-    long kill_rank, kill_items, kill_chunks, chunks_in_item;
+    long kill_item, kill_chunks, chunks_in_item;
 } drv;
 
 static double now_(void)
@@ -129,8 +130,9 @@ static void record_(drv *d, int64_t item, int kind, int rc, const char *text)
 {
     if (item < 0) return;
     d->result[item] = kind;
+    if (kind == RES_DONE && !d->seen[item]) d->work_start[item] = d->work_total[item]; /* finished before */
     if (kind == RES_DONE || kind == RES_SKIPPED) d->work_done[item] = d->work_total[item];
-    if (kind == RES_SKIPPED) d->work_total[item] = d->work_done[item] = 0;
+    if (kind == RES_SKIPPED) d->work_total[item] = d->work_done[item] = d->work_start[item] = 0;
     if (kind == RES_FAILED && !d->failed) {
         d->failed = 1;
         d->fail_rc = rc;
@@ -143,14 +145,15 @@ static void print_eta_(drv *d, int force)
     const double t = now_() - d->t0;
     if (d->quiet || (!force && t - d->last_eta < 2.0)) return;
     d->last_eta = t;
-    double tot = 0, done = 0;
+    double tot = 0, done = 0, start = 0;
     size_t items = 0;
     for (size_t i = 0; i < d->n_items; i++) {
         tot += d->work_total[i];
         done += d->work_done[i];
+        start += d->work_start[i];
         items += d->result[i] != RES_NONE;
     }
-    const double rate = (done - d->work_at_start) / (t + 1e-9);
+    const double rate = (done - start) / (t + 1e-9); /* computed in this job */
     const double eta = rate > 0 ? (tot - done) / rate : 0;
     fprintf(stderr, "[rank 0] all %d ranks: %zu/%zu items, %.0f%% of the run-positions, %.0f run-positions/s, ETA %.0f s\n",
             d->size, items, d->n_items, tot > 0 ? 100.0 * done / tot : 100.0, rate, eta);
@@ -171,6 +174,8 @@ static void serve_(drv *d)
                 const double w = item_weight_(d, (size_t)p.item);
                 d->work_total[p.item] = w * (double)p.total;
                 d->work_done[p.item] = w * (double)p.done;
+                d->work_start[p.item] = w * (double)p.at_start;
+                d->seen[p.item] = 1;
             }
         } else if (s.MPI_TAG == TAG_REQ) {
             msg_req q;
@@ -220,9 +225,11 @@ static int on_event_(const rs_kleval_event *e, void *user)
             const double w = item_weight_(d, (size_t)d->cur);
             d->work_total[d->cur] = w * (double)e->total;
             d->work_done[d->cur] = w * (double)e->done;
+            d->work_start[d->cur] = w * (double)e->done_at_start;
+            d->seen[d->cur] = 1;
             serve_(d);
         } else if (t - d->last_prog > 1.0 || e->done == e->total) {
-            msg_prog p = {d->cur, (int64_t)e->done, (int64_t)e->total};
+            msg_prog p = {d->cur, (int64_t)e->done, (int64_t)e->total, (int64_t)e->done_at_start};
             MPI_Send(&p, (int)sizeof p, MPI_BYTE, 0, TAG_PROG, MPI_COMM_WORLD);
             d->last_prog = t;
         }
@@ -234,7 +241,7 @@ static int on_event_(const rs_kleval_event *e, void *user)
                     d->grp[g][1] ? d->grp[g][1] - 1 : 0, e->done, e->total, rate);
         }
         d->chunks_in_item++;
-        if (d->kill_rank == d->rank && (long)d->items_done == d->kill_items && d->chunks_in_item >= d->kill_chunks)
+        if (d->kill_item == d->cur && d->chunks_in_item >= d->kill_chunks)
             raise(SIGKILL); /* the test hook: a rank dying in the middle of an item */
         break;
     }
@@ -277,7 +284,6 @@ static int run_item_(drv *d, int64_t item, int *rc, char *text, size_t n)
         }
     }
     rs_kleval_free(ev);
-    d->items_done++;
     return kind;
 }
 
@@ -408,11 +414,11 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
     MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided); /* OpenMP threads never call MPI */
     drv d;
     memset(&d, 0, sizeof d);
-    d.base = c, d.cmd = cmd, d.quiet = quiet, d.t0 = now_(), d.cur = -1, d.kill_rank = -1;
+    d.base = c, d.cmd = cmd, d.quiet = quiet, d.t0 = now_(), d.cur = -1, d.kill_item = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d.size);
     const char *kill = getenv("RS_MPI_TEST_KILL");
-    if (kill && sscanf(kill, "%ld:%ld:%ld", &d.kill_rank, &d.kill_items, &d.kill_chunks) != 3) d.kill_rank = -1;
+    if (kill && sscanf(kill, "%ld:%ld", &d.kill_item, &d.kill_chunks) != 2) d.kill_item = -1;
     char err[10000] = "";
     int rc = plan_(&d, err, sizeof err), nothing = 0;
     if (rc == 0 && d.rank == 0) rc = check_output_(&d, err, sizeof err, &nothing);
@@ -428,7 +434,9 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
         d.result = (int *)calloc(d.n_items, sizeof(int));
         d.work_total = (double *)calloc(d.n_items, sizeof(double));
         d.work_done = (double *)calloc(d.n_items, sizeof(double));
-        if (!d.result || !d.work_total || !d.work_done) {
+        d.work_start = (double *)calloc(d.n_items, sizeof(double));
+        d.seen = (char *)calloc(d.n_items, 1);
+        if (!d.result || !d.work_total || !d.work_done || !d.work_start || !d.seen) {
             fprintf(stderr, "replayssm %s: out of memory\n", cmd);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -491,5 +499,7 @@ done:
     free(d.result);
     free(d.work_total);
     free(d.work_done);
+    free(d.work_start);
+    free(d.seen);
     return rc;
 }
