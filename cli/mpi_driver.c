@@ -85,6 +85,7 @@ typedef struct drv {
     int cur_skipped;
     double cur_t0, last_line, last_prog;
     long kill_item, kill_chunks, chunks_in_item;
+    int local_rank, gpu;  /* rank within the node; the GPU ordinal of a --device cuda rank */
 } drv;
 
 static double now_(void)
@@ -267,6 +268,7 @@ static int run_item_(drv *d, int64_t item, int *rc, char *text, size_t n)
     c.output = stat(path, &sb) == 0 ? RS_KLEVAL_OUT_RESUME : RS_KLEVAL_OUT_NEW; /* a shard left by a killed job */
     c.on_event = on_event_;
     c.user = d;
+    if (d->base->device_kind && !strcmp(d->base->device_kind, "cuda")) c.device = d->gpu;
     d->cur = item;
     d->cur_skipped = 0;
     d->cur_t0 = now_();
@@ -418,6 +420,16 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
     d.base = c, d.cmd = cmd, d.quiet = quiet, d.t0 = now_(), d.cur = -1, d.kill_item = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d.size);
+    /* one GPU per rank: the rank within its node picks it (cuda:N offsets the range), unless the
+     * launcher already gave each rank one device (CUDA_VISIBLE_DEVICES of a single entry) */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &d.local_rank);
+    MPI_Comm_free(&node);
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    d.gpu = c->device + (vis && *vis && !strchr(vis, ',') ? 0 : d.local_rank);
+    if (!quiet && c->device_kind && !strcmp(c->device_kind, "cuda"))
+        fprintf(stderr, "[rank %d] GPU %d (local rank %d)\n", d.rank, d.gpu, d.local_rank);
     const char *kill = getenv("RS_MPI_TEST_KILL");
     if (kill && sscanf(kill, "%ld:%ld", &d.kill_item, &d.kill_chunks) != 2) d.kill_item = -1;
     char err[10000] = "";
