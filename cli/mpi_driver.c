@@ -106,7 +106,9 @@ int rs_mpi_launched(void)
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
-    return 0;
+    /* a Slurm step of several tasks without PMI: MPI would see one rank per task (checked below) */
+    const char *nt = getenv("SLURM_STEP_NUM_TASKS");
+    return nt && strtol(nt, NULL, 10) > 1 && getenv("SLURM_PROCID") != NULL;
 }
 
 static void item_path_(const drv *d, size_t item, char *buf, size_t n)
@@ -430,6 +432,14 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
     d.gpu = c->device + (vis && *vis && !strchr(vis, ',') ? 0 : d.local_rank);
     if (!quiet && c->device_kind && !strcmp(c->device_kind, "cuda"))
         fprintf(stderr, "[rank %d] GPU %d (local rank %d)\n", d.rank, d.gpu, d.local_rank);
+    const char *nt = getenv("SLURM_STEP_NUM_TASKS");
+    if (d.size == 1 && nt && strtol(nt, NULL, 10) > 1) { /* every task would run every item */
+        if (!getenv("SLURM_PROCID") || !strcmp(getenv("SLURM_PROCID"), "0"))
+            fprintf(stderr, "replayssm %s: srun started %s tasks but MPI sees 1 rank: start them with srun's MPI "
+                            "plugin (srun --mpi=pmix) or mpirun\n", cmd, nt);
+        MPI_Finalize();
+        return 2;
+    }
     const char *kill = getenv("RS_MPI_TEST_KILL");
     if (kill && sscanf(kill, "%ld:%ld", &d.kill_item, &d.kill_chunks) != 2) d.kill_item = -1;
     char err[10000] = "";
