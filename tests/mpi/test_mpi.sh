@@ -13,6 +13,7 @@
 #  3. merge of two half-sweeps by books, and of two by runs, == the full sweep (and the half);
 #     refused with a message naming what differs: another model, other --tokens, a hole (a book
 #     without some run), an unfinished input, an existing output without --force.
+# Also: a too-short book is skipped under MPI as in one process, and `kl --policy none` spreads.
 set -uo pipefail
 BIN=$1 MPIEXEC=$2 SRC=$3 W=$4
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=PASSIVE
@@ -51,6 +52,20 @@ grep -q "mean KL" mpi3.out && ok "summary table printed" || bad "no summary on s
 "${MPIRUN[@]}" -np 2 "$BIN" sweep "${ARGS[@]}" --books 4 --quiet --out mpi3.h5 > /dev/null 2> exists.err
 [ $? -ne 0 ] && grep -q "exists: use --force" exists.err && ok "existing output refused without --force" \
   || bad "existing output not refused"
+
+# a too-short book is skipped as in one process (a data folder of one real and one 10-byte book),
+# and a reference-only log (--policy none) spreads too
+mkdir -p short/test && cp "$D/test/244.txt.gz" short/test/ && echo "tiny text" > short/test/999.txt
+printf '244,A,1887,http://a\n999,Short,1900,http://b\n' > short/metadata.csv
+for pol in shared:nvfp4-sr none; do
+  S=(--model "$M" --data short --books 2 --tokens 64 --threads 1 --policy "$pol" --quiet)
+  "$BIN" kl "${S[@]}" --out "s1-${pol%%:*}.h5" > /dev/null 2>&1 || bad "single-process kl --policy $pol"
+  "${MPIRUN[@]}" -np 2 "$BIN" kl "${S[@]}" --out "s2-${pol%%:*}.h5" > /dev/null 2> s2.err || bad "mpirun kl --policy $pol"
+  grep -q "^\[rank .\] replayssm kl: book 999 has 10 tokens.*skipped" s2.err && ok "short book reported by its rank" \
+    || bad "no skip message: $(cat s2.err)"
+  $CMP "s1-${pol%%:*}.h5" "s2-${pol%%:*}.h5" && ok "--policy $pol, a skipped book: 2 ranks == 1 process" \
+    || bad "--policy $pol with a skipped book differs"
+done
 
 # ---- 2. SIGKILL of one rank, --resume with 2 ranks --------------------------------------------
 export RS_MPI_RUN_GROUPS=2 # 8 items: (book, runs 0-3) and (book, runs 4-7)
