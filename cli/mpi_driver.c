@@ -308,8 +308,8 @@ static int plan_(drv *d, char *err, size_t n)
             for (size_t j = 0; j < i; j++)
                 if (!strcmp(c->book_ids[i], c->book_ids[j])) return snprintf(err, n, "book %s listed twice", c->book_ids[i]), 2;
             if (!(d->ids[i] = strdup(c->book_ids[i]))) return snprintf(err, n, "out of memory"), 1;
+            d->n_books = i + 1; /* what rs_pg19_ids_free frees on the way out */
         }
-        d->n_books = c->n_book_ids;
     } else {
         rs_pg19_meta meta;
         memset(&meta, 0, sizeof meta);
@@ -445,12 +445,12 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
     char err[10000] = "";
     int rc = plan_(&d, err, sizeof err), nothing = 0;
     if (rc == 0 && d.rank == 0) rc = check_output_(&d, err, sizeof err, &nothing);
-    int go[2] = {rc, nothing};
-    MPI_Bcast(go, 2, MPI_INT, 0, MPI_COMM_WORLD);
-    rc = go[0];
-    if (rc != 0 || go[1]) {
-        if (d.rank == 0 && rc) fprintf(stderr, "replayssm %s: %s\n", cmd, err);
-        if (d.rank == 0 && go[1]) fprintf(stderr, "replayssm %s: %s is complete: nothing to resume\n", cmd, c->out_path);
+    const int mine = rc; /* every rank plans (its view of the data folder); the worst status wins */
+    MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Bcast(&nothing, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc != 0 || nothing) {
+        if (mine) fprintf(stderr, "[rank %d] replayssm %s: %s\n", d.rank, cmd, err);
+        if (d.rank == 0 && nothing) fprintf(stderr, "replayssm %s: %s is complete: nothing to resume\n", cmd, c->out_path);
         goto done;
     }
     if (d.rank == 0) {
@@ -481,8 +481,10 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
         }
         print_eta_(&d, 1);
         if (d.failed) {
-            fprintf(stderr, "replayssm %s: %s\nreplayssm %s: the finished items are kept in %s: --resume continues\n",
-                    cmd, d.fail_text, cmd, d.dir);
+            fprintf(stderr, "replayssm %s: %s\n", cmd, d.fail_text);
+            if (rmdir(d.dir) != 0) /* a folder without shards (e.g. a wrong --model) is not left behind */
+                fprintf(stderr, "replayssm %s: the shards written so far are kept in %s: --resume continues\n", cmd,
+                        d.dir);
             rc = d.fail_rc ? d.fail_rc : 1;
         } else {
             rc = merge_(&d, err, sizeof err);
