@@ -17,6 +17,9 @@
 #ifdef RS_HAVE_CUDA
 #include "replayssm/evalcuda/rs_scorer_cuda.h"
 #endif
+#ifdef RS_HAVE_MPI
+#include "mpi_driver.h" /* mpirun replayssm kl|sweep: the same config over MPI ranks */
+#endif
 
 #ifndef RS_GIT_COMMIT
 #define RS_GIT_COMMIT "unknown"
@@ -225,6 +228,13 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     c.on_event = on_event_;
     c.user = &pr;
     c.cancel = rs_cli_signals_install(); /* Ctrl-C / SIGTERM: finish the chunk, close "interrupted" */
+#ifdef RS_HAVE_MPI
+    if (rs_mpi_launched()) {
+        const int mrc = rs_mpi_kl_evaluate(&c, o->cmd, o->quiet);
+        free(cmdline);
+        return mrc;
+    }
+#endif
     rs_kleval *ev = NULL;
     rs_status st = rs_kleval_create(&c, &ev);
     free(cmdline);

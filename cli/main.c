@@ -20,6 +20,7 @@ typedef struct {
 static const rs_cli_command k_commands[] = {
     {"kl", rs_cmd_kl, "teacher-forced KL(p_fp32 || p_policy) of PG-19 books -> HDF5"},
     {"sweep", rs_cmd_sweep, "formats x rounding x modes x windows in one KL log"},
+    {"merge", rs_cmd_merge, "KL logs of one configuration (job arrays, half-sweeps) into one log"},
     {"info", rs_cmd_info, "summary of a KL log or a model directory"},
     {"tokenize", rs_cmd_tokenize, "a model's token ids of text files (or --decode ids to bytes)"},
     {"quant-error", rs_cmd_quant_error, "quantize synthetic or HDF5 matrices and report the error of each format"},

@@ -14,6 +14,7 @@ int rs_cmd_theory(int argc, char **argv);      /* cli/cmd_theory.c */
 int rs_cmd_bench(int argc, char **argv);       /* cli/cmd_bench.c (GPU; RS_HAVE_CUDA) */
 int rs_cmd_kl(int argc, char **argv);          /* cli/cmd_kl.c: teacher-forced KL -> HDF5 (rs_kleval) */
 int rs_cmd_sweep(int argc, char **argv);       /* cli/cmd_sweep.c: formats x rounding x modes x windows */
+int rs_cmd_merge(int argc, char **argv);       /* cli/cmd_merge.c: KL logs into one (rs_h5log_merge) */
 int rs_cmd_info(int argc, char **argv);        /* cli/cmd_info.c: summary of a KL log or a model */
 int rs_cmd_tokenize(int argc, char **argv);    /* cli/cmd_tokenize.c: text -> ids (and back) of a model */
 

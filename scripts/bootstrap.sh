@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # bootstrap.sh — install what replayssm needs on Debian 12 (run as root; idempotent).
 # C toolchain, CMake, HDF5, GSL, zlib, CMocka, cJSON, OpenBLAS and PCRE2 (the BPE tokenizers'
-# split regexes; optional at build time, docs/tokenizers.md) from Debian's packages.
+# split regexes; optional at build time, docs/tokenizers.md) and OpenMPI (`mpirun replayssm kl|sweep`;
+# optional at build time, RS_MPI; the CTest test `mpi`) from Debian's packages.
 # The CUDA toolkit is optional and not installed here (kernels/ builds when nvcc is found).
 # Also the Python modules of notebooks/requirements.txt (figure scripts; see the end).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libgsl-dev zlib1g-dev libcmocka-dev
-      libcjson-dev libopenblas-dev libpcre2-dev)
+      libcjson-dev libopenblas-dev libpcre2-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
