@@ -44,7 +44,8 @@ for i, m in enumerate(S.MODELS):
     ax.plot([8], [PAPER_T8[fam]["snapshot"]], marker="*", ms=9, color=S.COLORS["snapshot"], ls="", alpha=0.6,
             label="paper, T = 8")
     lo, hi = PAPER_T8[fam]["replay"]
-    ax.plot([8, 8], [lo, hi], color=S.COLORS["replay"], lw=5, alpha=0.35)
+    ax.plot([8, 8], [lo, hi], color=S.COLORS["replay"], lw=5, alpha=0.35, solid_capstyle="butt",
+            label="paper ReplaySSM, T = 8 (range)")
     ax.axhline(1.0, color="black", lw=0.6)
     ax.set_title(S.MODEL_LABELS[m])
     ax.set_xlabel("draft tokens T")
