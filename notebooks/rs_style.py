@@ -698,7 +698,7 @@ def kl_length_panel(ax, grp, policies=None, annotate_ratio=True, first=32):
         if annotate_ratio and np.isfinite(ratio) and a > 0:
             x = stats[SHARED_REF]["x"][-1] * 1.35
             ax.annotate("", xy=(x, b), xytext=(x, a), arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.9))
-            ci = (f"\n[{rlo[-1]:.3g}, {rhi[-1]:.3g}]" if np.isfinite(rlo[-1]) else "\n(1 book: no CI)")
+            ci = (f"\n[{rlo[-1]:.2g}, {rhi[-1]:.2g}]" if np.isfinite(rlo[-1]) else "\n(1 book: no CI)")
             ax.text(x * 1.08, np.sqrt(a * b), f"{ratio:.3g}×{ci}", va="center", ha="left", fontsize=8, color="#333333")
-            ax.set_xlim(right=x * 3.2)
+            ax.set_xlim(right=x * 4.5)  # room for the label left of the legend
     return out

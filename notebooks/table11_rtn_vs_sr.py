@@ -236,8 +236,8 @@ for j, m in enumerate(models):
     axr.set_ylabel("KL$_{RTN}$ / KL$_{SR}$\n(paired per book)")
     axr.set_xlabel(S.LENGTH_LABEL)
     g0 = next(c[0] for c in curves if c[0].model == m)
-    ax.set_title(f"{m}: RTN (dotted) vs SR (solid) on the recurrent checkpoint, {S.plural(g0.n_books, 'book')}; "
-                 "bands: 95% CI over books", fontsize=8.5)
+    ax.set_title(f"{m}: RTN (dotted) vs SR (solid) on the recurrent checkpoint\n"
+                 f"{S.plural(g0.n_books, 'book')}; bands: 95% CI over books")
     S.legend_outside(ax)
     S.legend_outside(axr)
 S.note(fig, "\n".join(g.provenance() for g in logs) + f"\npaper: {S.PAPER['table11']}")
