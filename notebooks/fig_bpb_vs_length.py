@@ -72,7 +72,9 @@ for k, (model, m) in enumerate(models.items()):
           f"{last:.3f} (n in [{st['lo'][-1]}, {st['hi'][-1]}])")
 if args.train_context:
     ax.axvline(args.train_context, color="0.4", ls=":", lw=1)
-    ax.text(args.train_context, ax.get_ylim()[1], " training context", va="top", ha="left", fontsize=7, color="0.3")
+    # vertical, left of the line and at the bottom: at the top right it ran into the legend
+    ax.text(args.train_context, 0.03, "training context ", va="bottom", ha="right", rotation=90, fontsize=7,
+            color="0.3", transform=ax.get_xaxis_transform())
     out["train_context"] = args.train_context
 ax.set_xscale("log", base=2)
 ax.set_xlabel(S.LENGTH_LABEL)

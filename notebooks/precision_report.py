@@ -105,8 +105,8 @@ def differences(f5, f12, f13, t11):
             gs = m["policies"].get(S.SPLIT_REF, {}).get("growth")
             hn = heads_note(m["model"], lt)
             facts = []
-            if r is not None and r < paper_lo:
-                clo, chi = (m.get("ratio_shared_split_ci95") or [None, None])
+            clo, chi = (m.get("ratio_shared_split_ci95") or [None, None])
+            if r is not None and r < paper_lo and (chi is None or chi < paper_lo):  # the whole interval below
                 ci = f" (95% CI {clo:.3g}-{chi:.3g}x over books)" if clo is not None else ""
                 facts.append(f"the shared/split ratio is {r:.3g}x{ci} at {S.fmt_tokens(m['max_n'])} positions, below the "
                              f"paper's {paper_txt} at 128K")

@@ -93,7 +93,7 @@ RTN="shared:nvfp4-rtn,split:nvfp4-rtn/fp16-rtn"   # Table 11 partners of shared:
 SR="shared:fp8-sr,shared:nvfp4-sr,split:nvfp4-rtn/fp16-sr,conv:fp16-sr"  # the stochastic ones: rerun per extra seed
 common=(--data "$DATA" --books "$BOOKS" --tokens "$TOKENS" --threads "$THREADS" --seed 0 --window 16)
 wcommon=(--data "$DATA" --books "$WIN_BOOKS" --tokens "$WIN_TOKENS" --threads "$THREADS" --seed 0)
-say "sizes: $BOOKS books x $TOKENS positions, SR policies x $SEEDS seeds (Figures 5, 12, Table 11), $WIN_BOOKS x $WIN_TOKENS (Figure 13, L = $WINDOWS), $THREADS threads; logs in $logs"
+say "sizes: $BOOKS books x $TOKENS positions, SEEDS = $SEEDS for the SR policies (Figures 5, 12, Table 11), $WIN_BOOKS x $WIN_TOKENS (Figure 13, L = $WINDOWS), $THREADS threads; logs in $logs"
 
 # %% experiments -------------------------------------------------------------------------------
 experiment "gdn-tiny: Figure 5 + Table 11" "$logs/kl_gdn-tiny.h5" kl --model "$GDN_MODEL" "${common[@]}" --policy "$FIG5" --policy "$RTN"
