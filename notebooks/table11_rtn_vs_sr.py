@@ -191,6 +191,14 @@ print("wrote", S._rel(mdp))
 
 # %%
 models = list(dict.fromkeys(c[0].model for c in curves))
+
+
+def seeds_of(model):
+    n = max(len(grp.logs) for grp in groups if grp.main.model == model)
+    return f", SR: {S.plural(n, 'seed')}" if n > 1 else ""
+
+
+
 fig, axes = plt.subplots(2, len(models), figsize=(6.6 * len(models), 5.2), squeeze=False, sharex="col",
                          gridspec_kw={"height_ratios": [2, 1]})
 for j, m in enumerate(models):
@@ -237,7 +245,7 @@ for j, m in enumerate(models):
     axr.set_xlabel(S.LENGTH_LABEL)
     g0 = next(c[0] for c in curves if c[0].model == m)
     ax.set_title(f"{m}: RTN (dotted) vs SR (solid) on the recurrent checkpoint\n"
-                 f"{S.plural(g0.n_books, 'book')}; bands: 95% CI over books")
+                 f"{S.plural(g0.n_books, 'book')}{seeds_of(m)}; bands: 95% CI over books")
     S.legend_outside(ax)
     S.legend_outside(axr)
 S.note(fig, "\n".join(g.provenance() for g in logs) + f"\npaper: {S.PAPER['table11']}")
