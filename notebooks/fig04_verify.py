@@ -42,17 +42,20 @@ for i, m in enumerate(S.MODELS):
         ax.plot(xs, ys, marker=S.MARKERS[key], color=S.COLORS[key], label=lab)
     fam = FAMILY[m]
     ax.plot([8], [PAPER_T8[fam]["snapshot"]], marker="*", ms=9, color=S.COLORS["snapshot"], ls="", alpha=0.6,
-            label="paper, T = 8")
+            label="paper snapshots, T = 8")
     lo, hi = PAPER_T8[fam]["replay"]
-    ax.plot([8, 8], [lo, hi], color=S.COLORS["replay"], lw=5, alpha=0.35)
+    ax.plot([8, 8], [lo, hi], color=S.COLORS["replay"], lw=5, alpha=0.35, solid_capstyle="butt",
+            label="paper ReplaySSM, T = 8 (range)")
     ax.axhline(1.0, color="black", lw=0.6)
     ax.set_title(S.MODEL_LABELS[m])
     ax.set_xlabel("draft tokens T")
     ax.set_xticks([1, 2, 4, 6, 8])
     if i == 0:
         ax.set_ylabel("time / conventional step")
-        ax.legend(loc="upper left")
+# one legend below the panels: inside the first panel it covered the snapshot curve and the star
+h, l = axes[0].get_legend_handles_labels()
+fig.legend(h, l, loc="lower center", ncol=len(l), frameon=False, bbox_to_anchor=(0.5, 0.0))
 fig.suptitle("Speculative verification, B = 256, L = 16, fp32 state", y=1.02)
 S.note(fig, tab.provenance())
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.09, 1, 1))
 S.save(fig, "fig04_verify")

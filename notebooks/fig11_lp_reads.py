@@ -5,7 +5,7 @@
 # in fp16, FP8-block (E4M3 + fp32 scale per 128) or NVFP4 (E2M1 + E4M3 per 16 + fp32 per
 # tensor), dequantised in registers (L = 16, fill h = 7, bf16 ring). Bars: speed-up over the
 # fp32 read; grey ticks: the byte ratio (the bound if the kernel stayed bandwidth-bound);
-# stars: the paper (Mamba-2, B300: 1.61, 2.82, 3.83x); dashes: issue 8's targets (1.8, 3.2, 4.5x).
+# stars: the paper (Mamba-2, B300: 1.61, 2.82, 3.83x); dashes: the kernels' goals (1.8, 3.2, 4.5x; docs/kernels.md).
 # Data: `replayssm bench` (sweep `lp`). Run: `python3 notebooks/fig11_lp_reads.py [bench.h5]`.
 
 # %%
@@ -43,7 +43,7 @@ for i, m in enumerate(S.MODELS):
 for j, f in enumerate(FMTS):
     ax.plot([x[j]], [PAPER[f]], marker="*", ms=10, color="black", ls="", label="paper (B300)" if j == 0 else None)
     ax.plot([x[j] - 2 * w, x[j] + 2 * w], [TARGET[f]] * 2, ls="--", color="#d62728", lw=1,
-            label="issue 8 target" if j == 0 else None)
+            label="kernel goal (docs/kernels.md)" if j == 0 else None)
 ax.set_xticks(x)
 ax.set_xticklabels(["FP16", "FP8 (block 128)", "NVFP4"])
 ax.set_ylabel("speed-up over fp32 read")

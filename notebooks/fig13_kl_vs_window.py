@@ -71,7 +71,7 @@ ax.xaxis.set_minor_formatter(S.NullFormatter())
 ax.set_xlabel("replay window L (steps per flush)")
 ax.set_ylabel("KL(p$_{fp32}$ ‖ p), nats\n(mean over positions n in (n$_0$/2, n$_0$])")
 g0 = logs[0]
-ax.set_title(f"{g0.model} ({g0.model_type}), {g0.n_books} book(s): KL vs window at fixed lengths n$_0$")
+ax.set_title(f"{g0.model} ({g0.model_type}), {S.plural(g0.n_books, 'book')}: KL vs window at fixed lengths n$_0$")
 S.legend_outside(ax)
 S.note(fig, "\n".join(g.provenance() for g in logs) + "\npaper (Qwen3.5-4B): split flat across L = 4..64; "
        "shared degrades with context")

@@ -58,7 +58,7 @@ for k, (model, m) in enumerate(models.items()):
     c = colours[k % len(colours)]
     ok = np.isfinite(bpb)
     ax.plot(st["x"][ok], bpb[ok], color=c, marker="o", markersize=3.5,
-            label=f"{os.path.basename(model.rstrip('/'))} ({m['type']}), {len(rows)} book(s) pooled")
+            label=f"{os.path.basename(model.rstrip('/'))} ({m['type']}), {S.plural(len(rows), 'book')} pooled")
     for pb in st["per_book"]:
         okb = np.isfinite(pb)
         ax.plot(st["x"][okb], pb[okb] / math.log(2), color=c, lw=0.6, alpha=0.35)
@@ -68,15 +68,17 @@ for k, (model, m) in enumerate(models.items()):
                           "per_book_bits_per_byte": [[S.finite_or_none(x / math.log(2)) for x in pb]
                                                      for pb in st["per_book"]]})
     last = bpb[ok][-1] if ok.any() else float("nan")
-    print(f"{model}: {len(rows)} book(s), bits per byte {bpb[ok][0]:.3f} (n < {st['hi'][0] + 1}) ... "
+    print(f"{model}: {S.plural(len(rows), 'book')}, bits per byte {bpb[ok][0]:.3f} (n < {st['hi'][0] + 1}) ... "
           f"{last:.3f} (n in [{st['lo'][-1]}, {st['hi'][-1]}])")
 if args.train_context:
     ax.axvline(args.train_context, color="0.4", ls=":", lw=1)
-    ax.text(args.train_context, ax.get_ylim()[1], " training context", va="top", ha="left", fontsize=7, color="0.3")
+    # vertical, left of the line and at the bottom: at the top right it ran into the legend
+    ax.text(args.train_context, 0.03, "training context ", va="bottom", ha="right", rotation=90, fontsize=7,
+            color="0.3", transform=ax.get_xaxis_transform())
     out["train_context"] = args.train_context
 ax.set_xscale("log", base=2)
 ax.set_xlabel(S.LENGTH_LABEL)
-ax.set_ylabel("bits per byte of the fp32 reference\n(mean over positions n in [2$^k$, 2$^{k+1}$))")
+ax.set_ylabel("bits per byte of the fp32 reference, mean over n\nin a bucket ([1, 32), [32, 64), ..., [2$^k$, 2$^{k+1}$))")
 ax.set_title("Model quality vs context length (thin: single books)")
 S.legend_outside(ax)
 S.note(fig, "\n".join(f"{l['path']}: {l['model']}, books [{','.join(l['books'])}], up to {l['max_positions']} "

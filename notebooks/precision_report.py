@@ -66,9 +66,16 @@ def kl_rows(m, paper):
     rows = []
     lo, hi = m.get("last_bucket", [None, None])
     where = f"n in [{S.fmt_tokens(lo)}, {S.fmt_tokens(hi)}]" if lo else "?"
+    clo, chi = (m.get("ratio_shared_split_ci95") or [None, None])
+    nb = m.get("ratio_books") or m.get("books")
+    ci = (f"95% CI {e(clo)}-{e(chi)}x over {S.plural(nb, 'book')}" if clo is not None
+          else f"{S.plural(nb, 'book')}: no interval")
+    seeds = m.get("seeds") or []
+    if len(seeds) > 1:
+        ci += f", SR policies averaged over {len(seeds)} seeds per book"
     rows.append((f"{m['model']}: shared NVFP4+SR / split NVFP4/FP32 at the longest length",
-                 f"**{e(m.get('ratio_shared_split'))}x** ({e(m.get('shared_last'))} vs {e(m.get('split_last'))} nats, {where})",
-                 paper))
+                 f"**{e(m.get('ratio_shared_split'))}x** ({ci}; {e(m.get('shared_last'))} vs {e(m.get('split_last'))} "
+                 f"nats, mean over books, {where})", paper))
     p = m["policies"]
     for pol, what, pap in ((S.SPLIT_REF, "split NVFP4/FP32 growth with length", "flat"),
                            (S.SHARED_REF, "shared NVFP4+SR growth with length", "grows by orders of magnitude to 128K"),
@@ -98,8 +105,10 @@ def differences(f5, f12, f13, t11):
             gs = m["policies"].get(S.SPLIT_REF, {}).get("growth")
             hn = heads_note(m["model"], lt)
             facts = []
-            if r is not None and r < paper_lo:
-                facts.append(f"the shared/split ratio is {r:.1f}x at {S.fmt_tokens(m['max_n'])} positions, below the "
+            clo, chi = (m.get("ratio_shared_split_ci95") or [None, None])
+            if r is not None and r < paper_lo and (chi is None or chi < paper_lo):  # the whole interval below
+                ci = f" (95% CI {clo:.3g}-{chi:.3g}x over books)" if clo is not None else ""
+                facts.append(f"the shared/split ratio is {r:.3g}x{ci} at {S.fmt_tokens(m['max_n'])} positions, below the "
                              f"paper's {paper_txt} at 128K")
             if g is not None and g < 2:
                 facts.append(f"shared NVFP4+SR does not grow with length here ({g:.2f}x from ~1K to the last bucket)")
@@ -146,8 +155,9 @@ def section(fig_dir, mode, timings, total, command, commands=None):
     L += [f"Regenerate everything (experiments, figures, this section): `{command}` "
           "(`--full` for 131072 positions; sizes and what each step does: docs/figures.md). "
           "Each figure's script reads the HDF5 logs named below; the logs themselves are not committed "
-          "(`out/figures-<mode>/`). Aggregation: KL(p_fp32 ‖ p) in nats per position, averaged over all "
-          "positions n (context length) of a log-spaced bucket [2^k, 2^(k+1)), pooled over books."]
+          "(`out/figures-<mode>/`). Aggregation: KL(p_fp32 ‖ p) in nats per position, averaged per book over "
+          "the positions n (context length) of each bucket ([1, 32), then [2^k, 2^(k+1))), then over books (an SR "
+          "policy's books first over its seeds); bands and intervals: 95% Student t over books (docs/figures.md)."]
     if total is not None:
         L += ["", f"Last run: `--{mode}`, {total // 60} min {total % 60} s wall in total on the machine it ran on "
               "(per step below)."]
@@ -164,7 +174,7 @@ def section(fig_dir, mode, timings, total, command, commands=None):
             # attribute can lose list arguments (`sweep --windows 4,8,...` is stored as `--windows 4`)
             cmd = commands.get(i.get("path")) or i.get("command_line")
             if cmd:
-                L += [f"- data: `{cmd}`" + (f" ({len(i['books'])} book(s), "
+                L += [f"- data: `{cmd}`" + (f" ({S.plural(len(i['books']), 'book')}, "
                       f"{i['max_positions']} positions, git {i.get('git_commit')})" if "books" in i else "")]
         if n == "fig05_kl_vs_length":
             for m in j["models"]:

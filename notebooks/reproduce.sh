@@ -2,7 +2,7 @@
 # reproduce.sh — run the replayssm experiments behind the precision figures (paper Figures 5, 12,
 # 13, Table 11, Appendix C.6) and redraw them, with one command:
 #
-#   bash notebooks/reproduce.sh --quick   # sized for a 2-core CPU machine: <= 15 minutes
+#   bash notebooks/reproduce.sh --quick   # sized for a 2-core CPU machine: <= 15 minutes (4 books x 4096)
 #   bash notebooks/reproduce.sh --full    # 131072 positions x 4 books: for a long CPU run / big host
 #   options: --reuse   keep logs that are already complete (default: --full yes, --quick no)
 #            --logs DIR  where the HDF5 logs go (default out/figures-<mode>/, git-ignored)
@@ -13,8 +13,10 @@
 # `cmake -S . -B build && cmake --build build -j2`) and Python with notebooks/requirements.txt.
 # Writes figures/<name>.png|pdf|json (+ table11_rtn_vs_sr.md) and regenerates the section of
 # figures/README.md between the precision-figures markers. Sizes can be overridden with the
-# environment variables TOKENS, BOOKS, WIN_TOKENS, WIN_BOOKS, WINDOWS, THREADS, MC_STEPS (e.g.
-# TOKENS=16384 BOOKS=2 bash notebooks/reproduce.sh --quick).
+# environment variables TOKENS, BOOKS, SEEDS, WIN_TOKENS, WIN_BOOKS, WINDOWS, THREADS, MC_STEPS (e.g.
+# TOKENS=16384 BOOKS=4 bash notebooks/reproduce.sh --quick). SEEDS (default 2): the SR policies of
+# Figures 5/12 and Table 11 also run with --seed 1 .. SEEDS-1 (one more log per seed and model), so
+# their confidence bands cover seeds as well as books.
 # docs/figures.md explains every step.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,12 +38,13 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$mode" = quick ]; then
-  : "${TOKENS:=16384}" "${BOOKS:=1}"           # Figure 5 / 12 / Table 11 logs, per model
+  # >= 4 books for the confidence bands over books; 4096 positions keep it <= 15 min on 2 cores
+  : "${TOKENS:=4096}" "${BOOKS:=4}" "${SEEDS:=2}"  # Figure 5 / 12 / Table 11 logs, per model
   : "${WIN_TOKENS:=4096}" "${WIN_BOOKS:=1}"    # Figure 13 window sweep (gdn-tiny)
   : "${THREADS:=2}" "${MC_STEPS:=2000}"
   : "${reuse:=0}"
 else
-  : "${TOKENS:=131072}" "${BOOKS:=4}"
+  : "${TOKENS:=131072}" "${BOOKS:=4}" "${SEEDS:=2}"
   : "${WIN_TOKENS:=131072}" "${WIN_BOOKS:=4}"
   : "${THREADS:=$(nproc)}" "${MC_STEPS:=2000}"
   : "${reuse:=1}"
@@ -87,13 +90,21 @@ experiment() { # name out.h5 replayssm-args...: run (or resume / reuse) one repl
 
 FIG5="shared:fp8-sr,shared:nvfp4-sr,split:nvfp4-rtn/fp32,split:nvfp4-rtn/fp16-sr,conv:fp16-sr"
 RTN="shared:nvfp4-rtn,split:nvfp4-rtn/fp16-rtn"   # Table 11 partners of shared:nvfp4-sr and split:nvfp4-rtn/fp16-sr
+SR="shared:fp8-sr,shared:nvfp4-sr,split:nvfp4-rtn/fp16-sr,conv:fp16-sr"  # the stochastic ones: rerun per extra seed
 common=(--data "$DATA" --books "$BOOKS" --tokens "$TOKENS" --threads "$THREADS" --seed 0 --window 16)
 wcommon=(--data "$DATA" --books "$WIN_BOOKS" --tokens "$WIN_TOKENS" --threads "$THREADS" --seed 0)
-say "sizes: $BOOKS book(s) x $TOKENS positions (Figures 5, 12, Table 11), $WIN_BOOKS x $WIN_TOKENS (Figure 13, L = $WINDOWS), $THREADS threads; logs in $logs"
+say "sizes: $BOOKS books x $TOKENS positions, SEEDS = $SEEDS for the SR policies (Figures 5, 12, Table 11), $WIN_BOOKS x $WIN_TOKENS (Figure 13, L = $WINDOWS), $THREADS threads; logs in $logs"
 
 # %% experiments -------------------------------------------------------------------------------
 experiment "gdn-tiny: Figure 5 + Table 11" "$logs/kl_gdn-tiny.h5" kl --model "$GDN_MODEL" "${common[@]}" --policy "$FIG5" --policy "$RTN"
 experiment "mamba2-tiny: Figure 12 + Table 11" "$logs/kl_mamba2-tiny.h5" kl --model "$MAMBA_MODEL" "${common[@]}" --policy "$FIG5" --policy "$RTN"
+seedlogs_gdn=() seedlogs_mamba=()
+for ((sd = 1; sd < SEEDS; sd++)); do
+  seed_common=(--data "$DATA" --books "$BOOKS" --tokens "$TOKENS" --threads "$THREADS" --seed "$sd" --window 16)
+  experiment "gdn-tiny: SR policies, seed $sd" "$logs/kl_gdn-tiny.seed$sd.h5" kl --model "$GDN_MODEL" "${seed_common[@]}" --policy "$SR"
+  experiment "mamba2-tiny: SR policies, seed $sd" "$logs/kl_mamba2-tiny.seed$sd.h5" kl --model "$MAMBA_MODEL" "${seed_common[@]}" --policy "$SR"
+  seedlogs_gdn+=("$logs/kl_gdn-tiny.seed$sd.h5") seedlogs_mamba+=("$logs/kl_mamba2-tiny.seed$sd.h5")
+done
 experiment "gdn-tiny: Figure 13, shared NVFP4+SR over L" "$logs/sweep_shared.h5" sweep --model "$GDN_MODEL" "${wcommon[@]}" \
   --modes shared --formats nvfp4 --rounding sr --windows "$WINDOWS"
 experiment "gdn-tiny: Figure 13, split NVFP4/FP32 over L" "$logs/sweep_split.h5" sweep --model "$GDN_MODEL" "${wcommon[@]}" \
@@ -107,10 +118,10 @@ say "experiments done"
 
 # %% figures -------------------------------------------------------------------------------------
 fig() { say "figure: $*"; "$py" "$@" --out-dir "$figs" | sed 's/^/    /'; }
-fig notebooks/fig05_kl_vs_length.py "$logs/kl_gdn-tiny.h5"
-fig notebooks/fig12_kl_other_models.py "$logs/kl_mamba2-tiny.h5"
+fig notebooks/fig05_kl_vs_length.py "$logs/kl_gdn-tiny.h5" "${seedlogs_gdn[@]}"
+fig notebooks/fig12_kl_other_models.py "$logs/kl_mamba2-tiny.h5" "${seedlogs_mamba[@]}"
 fig notebooks/fig13_kl_vs_window.py "$logs/sweep_shared.h5" "$logs/sweep_split.h5"
-fig notebooks/table11_rtn_vs_sr.py "$logs/kl_gdn-tiny.h5" "$logs/kl_mamba2-tiny.h5"
+fig notebooks/table11_rtn_vs_sr.py "$logs/kl_gdn-tiny.h5" "${seedlogs_gdn[@]}" "$logs/kl_mamba2-tiny.h5" "${seedlogs_mamba[@]}"
 fig notebooks/theory_error_accumulation.py "$logs/theory.h5"
 fig notebooks/fig_bpb_vs_length.py "$logs/kl_gdn-tiny.h5" "$logs/kl_mamba2-tiny.h5" --train-context 16384
 total=$(( $(date +%s) - t0 ))

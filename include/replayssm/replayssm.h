@@ -28,6 +28,7 @@
 #include "replayssm/quant/rs_format.h"
 #include "replayssm/quant/rs_minifloat.h"
 #include "replayssm/quant/rs_philox.h"
+#include "replayssm/quant/rs_qflat.h"
 #include "replayssm/quant/rs_qtensor.h"
 #include "replayssm/engine/rs_head.h"
 #include "replayssm/engine/rs_policy.h"

@@ -66,6 +66,35 @@ def pooled_mean(path, policy, lo_n, hi_n, window=None):
     raise KeyError(policy)
 
 
+def book_units(path, policy, lo_n, hi_n, window=None):
+    """Independent: each book's mean KL over n in [lo_n, hi_n] (committed, finite positions)."""
+    with h5py.File(path, "r") as f:
+        done = np.minimum(f["books/completed_positions"][()].astype(np.int64), f["books/length"][()].astype(np.int64))
+        for g in f["runs"].values():
+            pol = g.attrs["policy"]
+            pol = pol.decode() if isinstance(pol, bytes) else pol
+            if pol == policy and (window is None or int(g.attrs["window"]) == window):
+                kl = g["kl"][()]
+                out = []
+                for b in range(len(done)):
+                    v = kl[b, lo_n - 1:min(hi_n, int(done[b]))]
+                    out.append(float(np.mean(v[np.isfinite(v)])))
+                return np.array(out)
+    raise KeyError(policy)
+
+
+def book_mean(path, policy, lo_n, hi_n, window=None):
+    """Independent: the mean over books of each book's mean (what Figures 5/12 and Table 11 plot)."""
+    return float(np.mean(book_units(path, policy, lo_n, hi_n, window)))
+
+
+def t_interval(u):
+    """95% Student t interval of the mean of u (t(0.975, df) for df 1..3 from a table, 9 digits)."""
+    t = {1: 12.706204736, 2: 4.302652730, 3: 3.182446305}[len(u) - 1]
+    h = t * np.std(u, ddof=1) / np.sqrt(len(u))
+    return np.mean(u) - h, np.mean(u) + h
+
+
 def close(a, b, rtol=1e-9):
     return a is not None and b is not None and abs(a - b) <= rtol * max(abs(a), abs(b))
 
@@ -80,12 +109,37 @@ check(set(m["policies"]) == {"shared:fp8-sr", "shared:nvfp4-sr", "split:nvfp4-rt
                              "conv:fp16-sr"}, "fig05 draws exactly the five Figure 5 policies")
 lo, hi = m["last_bucket"]
 check([lo, hi] == [128, 256], f"fig05 last bucket is [128, 256] for 256 positions (got {[lo, hi]})")
-sh, sp = pooled_mean(gdn, "shared:nvfp4-sr", lo, hi), pooled_mean(gdn, "split:nvfp4-rtn/fp32", lo, hi)
-check(close(m["shared_last"], sh) and close(m["split_last"], sp), "fig05 last-bucket means equal numpy's")
+sh, sp = book_mean(gdn, "shared:nvfp4-sr", lo, hi), book_mean(gdn, "split:nvfp4-rtn/fp32", lo, hi)
+check(close(m["shared_last"], sh) and close(m["split_last"], sp), "fig05 last-bucket means (mean over books) equal numpy's")
 check(close(m["ratio_shared_split"], sh / sp), f"fig05 ratio shared/split = {sh / sp:.3f}")
 b = m["policies"]["conv:fp16-sr"]
 i = b["bucket_lo"].index(64)
-check(close(b["mean_kl"][i], pooled_mean(gdn, "conv:fp16-sr", 64, 127)), "fig05 bucket [64, 128) mean equals numpy's")
+check(close(b["mean_kl"][i], book_mean(gdn, "conv:fp16-sr", 64, 127)), "fig05 bucket [64, 128) mean equals numpy's")
+u = book_units(gdn, "conv:fp16-sr", 64, 127)
+lo_ci, hi_ci = t_interval(u)
+# rtol 1e-6: rs_style's t table has 8 significant digits
+check(len(u) == 2 and close(b["ci95_lo"][i], lo_ci, 1e-6) and close(b["ci95_hi"][i], hi_ci, 1e-6),
+      f"fig05 bucket [64, 128) 95% interval over books equals numpy's t-interval [{lo_ci:.3e}, {hi_ci:.3e}]")
+check(b["bucket_lo"][0] == 1 and b["bucket_hi"][0] == 31, "fig05 first bucket is [1, 32)")
+lr = np.log(book_units(gdn, "shared:nvfp4-sr", lo, hi) / book_units(gdn, "split:nvfp4-rtn/fp32", lo, hi))
+llo, lhi = t_interval(lr)
+h = (lhi - llo) / 2
+check(close(m["ratio_shared_split_ci95"][0], sh / sp * np.exp(-h), 1e-6)
+      and close(m["ratio_shared_split_ci95"][1], sh / sp * np.exp(h), 1e-6),
+      "fig05 ratio interval = R exp(+-t s / sqrt(B)) of the per-book log ratios")
+
+# seed logs: a second log of the same model with its SR runs changed counts for SR policies only
+seedlog = os.path.join(WORK, "kl_gdn_seed1.h5")
+shutil.copy(gdn, seedlog)
+with h5py.File(seedlog, "r+") as f:
+    for g in f["runs"].values():
+        g["kl"][...] = g["kl"][()] * 3.0  # every run changed: only the SR ones may be used
+        g.attrs["seed"] = 1
+out = os.path.join(WORK, "fig05_seeds")
+run("fig05_kl_vs_length.py", gdn, seedlog, out=out)
+js = outputs(out, "fig05_kl_vs_length", exts=("json",))["models"][0]
+check(close(js["shared_last"], 2 * sh), "fig05 with a seed log: an SR policy's book means are averaged over seeds")
+check(close(js["split_last"], sp), "fig05 with a seed log: a deterministic (RTN) policy uses the first log only")
 
 # completed_positions honoured: garbage past the commit record of book 1 must not change anything
 cut = os.path.join(WORK, "kl_gdn_cut.h5")
@@ -97,7 +151,7 @@ with h5py.File(cut, "r+") as f:
 out = os.path.join(WORK, "fig05_cut")
 run("fig05_kl_vs_length.py", cut, out=out)
 j = outputs(out, "fig05_kl_vs_length", exts=("json",))
-want = pooled_mean(cut, "shared:nvfp4-sr", 128, 256)
+want = book_mean(cut, "shared:nvfp4-sr", 128, 256)
 check(close(j["models"][0]["shared_last"], want) and want < 1e3,
       "fig05 ignores positions past books/completed_positions")
 
@@ -108,7 +162,7 @@ run("fig12_kl_other_models.py", mb, gdn, out=out)
 j = outputs(out, "fig12_kl_other_models")
 check([x["model"] for x in j["models"]] == ["mamba2-tiny-random", "gdn-tiny-random"], "fig12 one panel per log")
 check(close(j["models"][0]["ratio_shared_split"],
-            pooled_mean(mb, "shared:nvfp4-sr", 128, 256) / pooled_mean(mb, "split:nvfp4-rtn/fp32", 128, 256)),
+            book_mean(mb, "shared:nvfp4-sr", 128, 256) / book_mean(mb, "split:nvfp4-rtn/fp32", 128, 256)),
       "fig12 mamba2 ratio equals numpy's")
 
 # ---- Figure 13 -----------------------------------------------------------------------------------
@@ -140,8 +194,13 @@ hdr = [ln for ln in md.splitlines() if ln.startswith("| model |")]
 check(len(hdr) == 1 and hdr[0].rstrip(" |").endswith("KL @ 256"), "table11 columns end at the log's length (256)")
 cell = {tuple(c.strip().strip("`") for c in r.split("|")[2:5]): r.split("|")[6].strip() for r in rows}
 v = cell.get(("shared NVFP4", "SR", "shared:nvfp4-sr"))
-check(v is not None and abs(float(v) - pooled_mean(gdn, "shared:nvfp4-sr", 129, 256)) <= 5e-3 * float(v),
-      "table11 KL @ 256 = mean over (128, 256] (3 significant digits)")
+v0 = v.split()[0] if v else None
+check(v0 is not None and abs(float(v0) - book_mean(gdn, "shared:nvfp4-sr", 129, 256)) <= 5e-3 * float(v0),
+      "table11 KL @ 256 = mean over books of the mean over (128, 256] (3 significant digits)")
+ci = j["pairs"][0]["cells_ci95"]["SR"]["256"] if j["pairs"][0]["sr"] == "shared:nvfp4-sr" else None
+lo_ci, hi_ci = t_interval(book_units(gdn, "shared:nvfp4-sr", 129, 256))
+check(ci is not None and close(ci[0], lo_ci, 1e-6) and close(ci[1], hi_ci, 1e-6) and f"[{lo_ci:.2g}, {hi_ci:.2g}]" in v,
+      "table11 cell carries the 95% t-interval over books")
 
 bad = os.path.join(WORK, "kl_gdn_nonfinite.h5")
 shutil.copy(gdn, bad)
