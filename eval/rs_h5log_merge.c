@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STR_MAX 4096
 
@@ -382,6 +383,46 @@ static rs_status book_buf_alloc_(book_buf *w, size_t n, size_t R)
     return RS_OK;
 }
 
+/* ---- provenance: model files, /provenance attributes, the history ---------------------------- */
+
+/* The inputs' histories, oldest input first, with entries of the same command line and host folded
+ * into one (earliest start, latest end; a status other than "complete" wins, so a killed item of an
+ * MPI job shows): an MPI job's shards, one per item, give one entry per host instead of one per
+ * item. Strings point into the inputs' handles. At most RS_H5LOG_MAX_HISTORY - 1 entries (the
+ * writer appends this merge): the newest are kept. */
+static rs_status merged_history_(const merge_state *m, rs_h5log_history **out, size_t *n_out)
+{
+    size_t cap = 0, n = 0;
+    for (size_t i = 0; i < m->n_in; i++) cap += m->in[i].lg->n_hist;
+    rs_h5log_history *h = (rs_h5log_history *)calloc(cap + 1, sizeof *h);
+    RS_CHECK(h, RS_E_NOMEM, "merge: out of memory (%zu history entries)", cap);
+    for (size_t i = 0; i < m->n_in; i++) {
+        const rs_h5log *lg = m->in[i].lg;
+        for (size_t e = 0; e < lg->n_hist; e++) {
+            char *const *v = lg->hist[e];
+            const char *cmd = v[0] ? v[0] : "", *host = v[4] ? v[4] : "";
+            size_t k = 0;
+            while (k < n && !(strcmp(h[k].command_line, cmd) == 0 && strcmp(h[k].host, host) == 0)) k++;
+            const char *start = v[1] ? v[1] : "", *end = v[2] ? v[2] : "", *status = v[3] ? v[3] : "";
+            if (k == n) {
+                h[n++] = (rs_h5log_history){cmd, start, end, status, host};
+                continue;
+            }
+            if (start[0] && (!h[k].start_time[0] || strcmp(start, h[k].start_time) < 0)) h[k].start_time = start;
+            if (strcmp(end, h[k].end_time) > 0) h[k].end_time = end; /* ISO 8601 UTC sorts as text */
+            if (strcmp(status, "complete") != 0) h[k].status = status;
+        }
+    }
+    const size_t max = RS_H5LOG_MAX_HISTORY - 1;
+    if (n > max) {
+        memmove(h, h + (n - max), max * sizeof *h);
+        n = max;
+    }
+    *out = h;
+    *n_out = n;
+    return RS_OK;
+}
+
 /* ---- the entry point ------------------------------------------------------------------------- */
 
 static rs_status write_output_(merge_state *m, const char *out_path, const rs_h5log_merge_opts *o)
@@ -411,9 +452,24 @@ static rs_status write_output_(merge_state *m, const char *out_path, const rs_h5
     meta.book_len = m->book_len;
     meta.n_runs = m->n_runs;
     meta.runs = m->runs;
+    /* the model files: equal in every input (model_config_hash, compared, is their manifest's
+     * digest); /provenance's attributes (host, CPU, BLAS, compiler) from the first input below */
+    meta.n_files = f->n_files;
+    meta.files = f->files;
+    rs_h5log_history *hist = NULL;
+    RS_TRY(merged_history_(m, &hist, &meta.n_history));
+    meta.history = hist;
+    char host[256] = "unknown";
+    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    meta.host = host;
     rs_h5log *out = NULL;
-    RS_TRY(rs_h5log_create(out_path, &meta, o ? o->force : 0, &out));
-    rs_status st = copy_attrs_(f->file, out->file, "/", 0);
+    rs_status st = rs_h5log_create(out_path, &meta, o ? o->force : 0, &out);
+    free(hist);
+    if (st != RS_OK) return st;
+    st = copy_attrs_(f->file, out->file, "/", 0);
+    if (st == RS_OK && H5Lexists(f->file, "provenance", H5P_DEFAULT) > 0) /* a version 1 input has none */
+        st = copy_attrs_(f->file, out->file, "/provenance", 0);
     for (size_t r = 0; st == RS_OK && r < m->n_runs; r++) {
         char obj[32], src[32];
         size_t i = 0;

@@ -88,6 +88,19 @@ grep -q partial kill.state && ok "an unfinished shard at the kill" || bad "no un
 rc=$?
 [ $rc -eq 0 ] && ok "--resume with 2 ranks: exit 0" || { bad "--resume: exit $rc"; cat resume.err; }
 $CMP full.h5 kill.h5 && ok "killed + resumed == uninterrupted, bit for bit" || bad "resumed log differs"
+# the merged history (rs_h5log_merge folds the shards' entries by command line and host): the killed
+# invocation shows as "running", the --resume one as "complete", and the model files' digests are kept
+"$PY" - kill.h5 << 'PYEOF' && ok "merged provenance: killed invocation 'running', resumed 'complete', file digests" || bad "merged provenance history / files"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    p = f["provenance"]
+    cmd = [c.decode() for c in p["history_command_line"][()]]
+    st = [s.decode() for s in p["history_status"][()]]
+    ok = (st[0] == "running" and "--resume" not in cmd[0] and all(s == "complete" for s in st[1:])
+          and all("--resume" in c for c in cmd[1:]) and len(p["file_sha256"]) > 0
+          and all(len(h) == 64 for h in p["file_sha256"][()]) and "host" in p.attrs)
+    sys.exit(0 if ok else 1)
+PYEOF
 # finished shards are only re-checked: no progress line names their (book, runs)
 while read -r shard book state c n; do
   [ "$state" = complete ] || continue
