@@ -17,9 +17,7 @@
 #ifdef RS_HAVE_CUDA
 #include "replayssm/evalcuda/rs_scorer_cuda.h"
 #endif
-#ifdef RS_HAVE_MPI
 #include "mpi_driver.h" /* mpirun replayssm kl|sweep: the same config over MPI ranks */
-#endif
 
 #ifndef RS_GIT_COMMIT
 #define RS_GIT_COMMIT "unknown"
@@ -233,6 +231,16 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
         const int mrc = rs_mpi_kl_evaluate(&c, o->cmd, o->quiet);
         free(cmdline);
         return mrc;
+    }
+#else
+    if (rs_mpi_launch_size() > 1) { /* N copies of a whole job racing for one --out: refuse */
+        fprintf(stderr,
+                "replayssm %s: started by an MPI launcher as one of %ld ranks, but this replayssm was built "
+                "without MPI (RS_MPI=OFF or no libopenmpi-dev at configure time): every rank would run the "
+                "whole job into %s. Rebuild with MPI, or run it without mpirun\n",
+                o->cmd, rs_mpi_launch_size(), o->out);
+        free(cmdline);
+        return 2;
     }
 #endif
     rs_kleval *ev = NULL;

@@ -101,16 +101,6 @@ static void nap_(void)
     nanosleep(&t, NULL);
 }
 
-int rs_mpi_launched(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
-    /* a Slurm step of several tasks without PMI: MPI would see one rank per task (checked below) */
-    const char *nt = getenv("SLURM_STEP_NUM_TASKS");
-    return nt && strtol(nt, NULL, 10) > 1 && getenv("SLURM_PROCID") != NULL;
-}
-
 static void item_path_(const drv *d, size_t item, char *buf, size_t n)
 {
     snprintf(buf, n, "%s/b%05zu-g%03zu.h5", d->dir, item / d->G, item % d->G);

@@ -1,5 +1,6 @@
 /* mpi_driver.h — `mpirun replayssm kl|sweep ...` (cli/mpi_driver.c; docs/evaluator.md "Scale-out
- * with MPI"). Built only with MPI (RS_MPI, RS_HAVE_MPI); the only code of the project that calls MPI. */
+ * with MPI"). rs_mpi_kl_evaluate is built only with MPI (RS_MPI, RS_HAVE_MPI; the only code of the project that calls
+ * MPI); the launch checks below are built always. */
 #ifndef RS_MPI_DRIVER_H
 #define RS_MPI_DRIVER_H
 
@@ -9,6 +10,11 @@
  * srun with PMI or PMIx: their environment variables), 0 otherwise (a plain `replayssm kl` never
  * initialises MPI). */
 int rs_mpi_launched(void);
+
+/* rs_mpi_launch_size() : the number of ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+ * MPI_LOCALNRANKS, or SLURM_STEP_NUM_TASKS inside a Slurm task), 0 when none says so. Both
+ * functions live in cli/mpi_launch.c, built with and without MPI. */
+long rs_mpi_launch_size(void);
 
 /* rs_mpi_kl_evaluate() : the evaluation of `c` (as rs_kl_evaluate built it) spread over the ranks:
  * MPI_Init, work items (book, group of runs) handed out by rank 0, one shard log per item under
