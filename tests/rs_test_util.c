@@ -1,6 +1,15 @@
 /* rs_test_util.c — helpers shared by the CMocka tests. */
 #include "rs_test_util.h"
 
+#include <setjmp.h> /* cmocka needs these first */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "replayssm/eval/rs_h5log.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -139,4 +148,45 @@ int rs_test_kill9_run(const char *cli, const char *args, const char *out, double
         if (interrupted) return 1;
     }
     return 0;
+}
+
+void rs_test_logs_equal(const char *a, const char *b)
+{
+    rs_h5log *x = NULL, *y = NULL;
+    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
+    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
+    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
+    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
+    char s1[32] = "", s2[32] = "";
+    assert_int_equal(rs_h5log_get_attr_string(x, "/", "status", s1, sizeof s1), RS_OK);
+    assert_int_equal(rs_h5log_get_attr_string(y, "/", "status", s2, sizeof s2), RS_OK);
+    assert_string_equal(s1, "complete");
+    assert_string_equal(s2, "complete");
+    const char *names[] = {"kl", "nll", "dp", "top1_agree"}, *rnames[] = {"nll", "next_token", "top1"};
+    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
+        const size_t n = (size_t)rs_h5log_completed(x, bk);
+        assert_int_equal(rs_h5log_completed(y, bk), (int64_t)n);
+        assert_int_equal(n, rs_h5log_book_len(x, bk));
+        double *d1 = calloc(n + 1, 8), *d2 = calloc(n + 1, 8);
+        assert_non_null(d1);
+        assert_non_null(d2);
+        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++) {
+            for (size_t k = 0; k < (r < 0 ? 3u : 4u); k++) {
+                assert_int_equal(rs_h5log_read_row(x, r, r < 0 ? rnames[k] : names[k], bk, n, d1), RS_OK);
+                assert_int_equal(rs_h5log_read_row(y, r, r < 0 ? rnames[k] : names[k], bk, n, d2), RS_OK);
+                assert_memory_equal(d1, d2, n * 8);
+            }
+            if (r >= 0) {
+                int64_t p1, p2;
+                int32_t l1, l2, h1, h2;
+                assert_int_equal(rs_h5log_get_nonfinite(x, (size_t)r, bk, &p1, &l1, &h1), RS_OK);
+                assert_int_equal(rs_h5log_get_nonfinite(y, (size_t)r, bk, &p2, &l2, &h2), RS_OK);
+                assert_true(p1 == p2 && l1 == l2 && h1 == h2);
+            }
+        }
+        free(d1);
+        free(d2);
+    }
+    rs_h5log_close(x);
+    rs_h5log_close(y);
 }

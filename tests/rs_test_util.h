@@ -38,6 +38,10 @@ int rs_test_signal_run(const char *cli, const char *args, const char *out, const
                        int count);
 
 /* Bit pattern of a float and back. */
+/* rs_test_logs_equal() : two complete KL logs hold the same books and runs, every committed dataset
+ * (reference and runs) bit for bit and the same non-finite records (cmocka asserts). */
+void rs_test_logs_equal(const char *a, const char *b);
+
 uint32_t rs_test_f2u(float x);
 float rs_test_u2f(uint32_t u);
 

@@ -104,44 +104,6 @@ static int temporaries_(const char *base)
     return n;
 }
 
-/* every committed dataset and non-finite record of two complete logs identical, bit for bit */
-static void compare_logs_(const char *a, const char *b)
-{
-    rs_h5log *x = NULL, *y = NULL;
-    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
-    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
-    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
-    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
-    char status[32] = "";
-    assert_int_equal(rs_h5log_get_attr_string(y, "/", "status", status, sizeof status), RS_OK);
-    assert_string_equal(status, "complete");
-    const char *names[] = {"kl", "nll", "dp", "top1_agree"}, *rnames[] = {"nll", "next_token", "top1"};
-    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
-        const size_t n = (size_t)rs_h5log_completed(x, bk);
-        assert_int_equal(rs_h5log_completed(y, bk), (int64_t)n);
-        assert_int_equal(n, rs_h5log_book_len(x, bk));
-        double *d1 = calloc(n, 8), *d2 = calloc(n, 8);
-        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++) {
-            for (size_t k = 0; k < (r < 0 ? 3u : 4u); k++) {
-                assert_int_equal(rs_h5log_read_row(x, r, r < 0 ? rnames[k] : names[k], bk, n, d1), RS_OK);
-                assert_int_equal(rs_h5log_read_row(y, r, r < 0 ? rnames[k] : names[k], bk, n, d2), RS_OK);
-                assert_memory_equal(d1, d2, n * 8);
-            }
-            if (r >= 0) {
-                int64_t p1, p2;
-                int32_t l1, l2, h1, h2;
-                assert_int_equal(rs_h5log_get_nonfinite(x, (size_t)r, bk, &p1, &l1, &h1), RS_OK);
-                assert_int_equal(rs_h5log_get_nonfinite(y, (size_t)r, bk, &p2, &l2, &h2), RS_OK);
-                assert_true(p1 == p2 && l1 == l2 && h1 == h2);
-            }
-        }
-        free(d1);
-        free(d2);
-    }
-    rs_h5log_close(x);
-    rs_h5log_close(y);
-}
-
 /* committed positions of a log over all books, -1 if it does not open */
 static long long committed_(const char *p)
 {
@@ -186,7 +148,7 @@ static void test_file_size_limits(void **state)
         if (rc == 1 && have < 0) { /* the skeleton was never placed: nothing to resume */
             absent++;
             assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, g_args, cut), 0);
-            compare_logs_(full, cut);
+            rs_test_logs_equal(full, cut);
             continue;
         }
         /* info reads it */
@@ -207,7 +169,7 @@ static void test_file_size_limits(void **state)
             }
             assert_int_equal(rs_test_sh(g_dir, "'%s' %s --resume --out '%s'", g_cli, g_args, cut), 0);
         }
-        compare_logs_(full, cut);
+        rs_test_logs_equal(full, cut);
     }
     print_message("%d limits without a log, %d stopped mid-run, %d at the finish, %d completed\n", absent, mid, unfinished,
                   completed);

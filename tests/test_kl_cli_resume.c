@@ -46,33 +46,6 @@ static int teardown_(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* every committed dataset of two logs identical, bit for bit */
-static void compare_logs_(const char *a, const char *b)
-{
-    rs_h5log *x = NULL, *y = NULL;
-    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
-    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
-    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
-    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
-    const char *names[] = {"kl", "nll", "dp", "top1_agree"}, *rnames[] = {"nll", "next_token", "top1"};
-    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
-        const size_t n = (size_t)rs_h5log_completed(x, bk);
-        assert_int_equal(rs_h5log_completed(y, bk), (int64_t)n);
-        assert_int_equal(n, rs_h5log_book_len(x, bk));
-        double *d1 = calloc(n, 8), *d2 = calloc(n, 8);
-        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++)
-            for (size_t k = 0; k < (r < 0 ? 3u : 4u); k++) {
-                assert_int_equal(rs_h5log_read_row(x, r, r < 0 ? rnames[k] : names[k], bk, n, d1), RS_OK);
-                assert_int_equal(rs_h5log_read_row(y, r, r < 0 ? rnames[k] : names[k], bk, n, d2), RS_OK);
-                assert_memory_equal(d1, d2, n * 8);
-            }
-        free(d1);
-        free(d2);
-    }
-    rs_h5log_close(x);
-    rs_h5log_close(y);
-}
-
 /* acceptance 3: kill -9 at a random moment, --resume, identical to an uninterrupted run */
 static void test_kill9_resume(void **state)
 {
@@ -99,7 +72,7 @@ static void test_kill9_resume(void **state)
         /* killed before the skeleton was in place: a fresh run is the resume */
         assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, args, cut), 0);
     }
-    compare_logs_(full, cut);
+    rs_test_logs_equal(full, cut);
     /* resuming with another configuration is refused */
     assert_int_not_equal(rs_test_sh(g_dir, "'%s' %s --seed 4 --resume --out '%s'", g_cli, args, cut), 0);
     assert_true(rs_test_out_has(g_dir, "seed"));

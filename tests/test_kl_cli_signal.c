@@ -56,38 +56,6 @@ static int teardown_(void **state)
     return rs_test_sh("/tmp", "rm -rf '%s'", g_dir);
 }
 
-/* every committed dataset of two logs identical, bit for bit, and both complete */
-static void compare_logs_(const char *a, const char *b)
-{
-    rs_h5log *x = NULL, *y = NULL;
-    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
-    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
-    assert_int_equal(rs_h5log_n_books(x), rs_h5log_n_books(y));
-    assert_int_equal(rs_h5log_n_runs(x), rs_h5log_n_runs(y));
-    const char *names[] = {"kl", "nll", "dp", "top1_agree"}, *rnames[] = {"nll", "next_token", "top1"};
-    for (size_t bk = 0; bk < rs_h5log_n_books(x); bk++) {
-        const size_t n = (size_t)rs_h5log_completed(x, bk);
-        assert_int_equal(rs_h5log_completed(y, bk), (int64_t)n);
-        assert_int_equal(n, rs_h5log_book_len(x, bk));
-        double *d1 = calloc(n, 8), *d2 = calloc(n, 8);
-        for (long r = -1; r < (long)rs_h5log_n_runs(x); r++)
-            for (size_t k = 0; k < (r < 0 ? 3u : 4u); k++) {
-                assert_int_equal(rs_h5log_read_row(x, r, r < 0 ? rnames[k] : names[k], bk, n, d1), RS_OK);
-                assert_int_equal(rs_h5log_read_row(y, r, r < 0 ? rnames[k] : names[k], bk, n, d2), RS_OK);
-                assert_memory_equal(d1, d2, n * 8);
-            }
-        free(d1);
-        free(d2);
-    }
-    char s1[64], s2[64];
-    assert_int_equal(rs_h5log_get_attr_string(x, "/", "status", s1, sizeof s1), RS_OK);
-    assert_int_equal(rs_h5log_get_attr_string(y, "/", "status", s2, sizeof s2), RS_OK);
-    assert_string_equal(s1, "complete");
-    assert_string_equal(s2, "complete");
-    rs_h5log_close(x);
-    rs_h5log_close(y);
-}
-
 /* the run stopped by `sig` (count times) somewhere in the middle; returns its wait status */
 static int stopped_run_(const char *out, const char *err, int sig, int count)
 {
@@ -97,7 +65,12 @@ static int stopped_run_(const char *out, const char *err, int sig, int count)
         const double at = g_wall * (0.25 + 0.4 * rs_test_uniform(&rng));
         wst = rs_test_signal_run(g_cli, g_args, out, err, at, sig, count);
         fprintf(stderr, "signal %d (x%d) after %.2f s of %.2f s: wait status 0x%x\n", sig, count, at, g_wall, wst);
-        if (!(WIFEXITED(wst) && WEXITSTATUS(wst) == 0)) break; /* not finished before the signal */
+        if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) continue; /* finished before the signal: again */
+        struct stat sb;
+        if (count == 1 && WIFSIGNALED(wst) && stat(out, &sb) != 0) continue; /* signalled during start-up,
+            before the handler and the log existed (a loaded machine): again; a handler that fails with
+            the log in place still fails the test */
+        break;
     }
     return wst;
 }
@@ -126,7 +99,7 @@ static void graceful_(int sig, int want_rc, const char *name)
     assert_true(done < 2 * 640); /* stopped before the end */
     rs_h5log_close(lg);
     assert_int_equal(rs_test_sh(g_dir, "'%s' %s --resume --out '%s'", g_cli, g_args, out), 0);
-    compare_logs_(g_full, out);
+    rs_test_logs_equal(g_full, out);
 }
 
 static void test_sigint(void **state)
@@ -159,7 +132,7 @@ static void test_second_sigint_kills(void **state)
     } else { /* killed before the skeleton was in place */
         assert_int_equal(rs_test_sh(g_dir, "'%s' %s --out '%s'", g_cli, g_args, out), 0);
     }
-    compare_logs_(g_full, out);
+    rs_test_logs_equal(g_full, out);
 }
 
 int main(void)
