@@ -24,7 +24,8 @@ SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c
      tests/fuzz/rs_fuzz_tokenizer.c
      common/rs_status.c engine/rs_policy.c quant/rs_format.c quant/rs_minifloat.c
      eval/rs_h5attr.c eval/rs_h5attr_ds.c eval/rs_h5place.c eval/rs_h5vfd.c eval/rs_h5log_create.c eval/rs_h5log_skeleton.c
-     eval/rs_h5log_open.c eval/rs_h5log_write.c eval/rs_h5log_read.c eval/rs_kl.c eval/rs_input.c eval/rs_npy.c
+     eval/rs_h5log_open.c eval/rs_h5log_write.c eval/rs_h5log_read.c eval/rs_h5dims.c eval/rs_h5log_prov.c eval/rs_h5log_xr.c
+     eval/rs_kl.c eval/rs_input.c eval/rs_npy.c
      tests/fuzz/rs_fuzz_npy.c
      tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
 CF="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
