@@ -8,26 +8,10 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 parent="${1:-${TMPDIR:-/tmp}}"  # outputs go to a fresh folder under it, removed when all checks pass
-py="${PYTHON:-python3}"
-# fallback (scripts/bootstrap.sh installs Debian's modules when pip fails): Debian's interpreter
-if [ -z "${PYTHON:-}" ] && ! python3 -c 'import numpy, h5py, matplotlib' > /dev/null 2>&1 \
-   && [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import numpy, h5py, matplotlib' > /dev/null 2>&1; then
-  py=/usr/bin/python3
-fi
-why=""
-if ! command -v "$py" > /dev/null 2>&1; then
-  why="no $py on PATH"
-elif ! err="$("$py" -c 'import numpy, h5py, matplotlib' 2>&1)"; then
-  why="Python modules missing for $py: $(printf '%s' "$err" | tail -1)"
-fi
-if [ -n "$why" ]; then
-  if [ -n "${RS_REQUIRE_PYTHON:-}" ]; then
-    echo "FAIL: $why (RS_REQUIRE_PYTHON is set). Install them: $py -m pip install -r notebooks/requirements.txt" >&2
-    exit 1
-  fi
-  echo "SKIP: $why. Install them with: $py -m pip install -r notebooks/requirements.txt (or bash scripts/bootstrap.sh)"
-  exit 77
-fi
+. "$here/../rs_python_check.sh"
+mods='import numpy, h5py, matplotlib'
+rs_python_pick "$mods"
+rs_python_require "$mods"
 mkdir -p "$parent"
 work="$(mktemp -d "$parent/notebooks-test.XXXXXX")"
 export MPLBACKEND=Agg

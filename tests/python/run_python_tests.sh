@@ -8,22 +8,9 @@
 set -uo pipefail
 repo="$1"
 export REPLAYSSM_LIB="$2" RS_QUANT_DUMP="$3" RS_CLI="$4" RS_FIXTURE_DIR="$5"
-py="${PYTHON:-python3}"
-mods="numpy, pytest, ml_dtypes, h5py, xarray"
-why=""
-if ! command -v "$py" > /dev/null 2>&1; then
-  why="no $py on PATH"
-elif ! err="$("$py" -c "import $mods" 2>&1)"; then
-  why="Python modules missing for $py: $(printf '%s' "$err" | tail -1)"
-fi
-if [ -n "$why" ]; then
-  if [ -n "${RS_REQUIRE_PYTHON:-}" ]; then
-    echo "FAIL: $why (RS_REQUIRE_PYTHON is set). Install them: $py -m pip install -r notebooks/requirements.txt" >&2
-    exit 1
-  fi
-  echo "SKIP: $why. Install them with: $py -m pip install -r notebooks/requirements.txt (or bash scripts/bootstrap.sh)"
-  exit 77
-fi
+. "$repo/tests/rs_python_check.sh"
+py="${PYTHON:-python3}" # no Debian fallback: pytest / ml_dtypes come from pip only
+rs_python_require "import numpy, pytest, ml_dtypes, h5py, xarray"
 export PYTHONPATH="$repo/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1 OMP_WAIT_POLICY=PASSIVE
 exec "$py" -m pytest -q -p no:cacheprovider "$repo/tests/python"

@@ -9,27 +9,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cli="$1"
 parent="${2:-${TMPDIR:-/tmp}}"
-py="${PYTHON:-python3}"
+. "$here/../rs_python_check.sh"
 mods='import numpy, h5py, xarray, h5netcdf'
-# fallback (scripts/bootstrap.sh installs Debian's modules when pip fails): Debian's interpreter
-if [ -z "${PYTHON:-}" ] && ! python3 -c "$mods" > /dev/null 2>&1 \
-   && [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "$mods" > /dev/null 2>&1; then
-  py=/usr/bin/python3
-fi
-why=""
-if ! command -v "$py" > /dev/null 2>&1; then
-  why="no $py on PATH"
-elif ! err="$("$py" -c "$mods" 2>&1)"; then
-  why="Python modules missing for $py: $(printf '%s' "$err" | tail -1)"
-fi
-if [ -n "$why" ]; then
-  if [ -n "${RS_REQUIRE_PYTHON:-}" ]; then
-    echo "FAIL: $why (RS_REQUIRE_PYTHON is set). Install them: $py -m pip install -r notebooks/requirements.txt" >&2
-    exit 1
-  fi
-  echo "SKIP: $why. Install them with: $py -m pip install -r notebooks/requirements.txt (or bash scripts/bootstrap.sh)"
-  exit 77
-fi
+rs_python_pick "$mods"
+rs_python_require "$mods"
 mkdir -p "$parent"
 work="$(mktemp -d "$parent/xarray-test.XXXXXX")"
 "$py" "$here/check_xarray_log.py" "$cli" "$repo" "$work"
