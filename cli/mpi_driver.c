@@ -401,6 +401,89 @@ static int merge_(drv *d, char *err, size_t n)
     return rc;
 }
 
+/* ---- every rank runs the same evaluation ------------------------------------------------------ */
+
+/* FNV-1a over a field and a separator (the separator keeps "ab","c" apart from "a","bc") */
+static uint64_t fnv_(uint64_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : "\x01(null)"); *p; p++) h = (h ^ *p) * 1099511628211ull;
+    return (h ^ 0x1f) * 1099511628211ull;
+}
+
+static uint64_t fnv_u_(uint64_t h, unsigned long long v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%llu", v);
+    return fnv_(h, b);
+}
+
+/* What decides the log's bits and its layout, apart from the device: an MPMD launch
+ * (`mpirun -np 1 replayssm ... : -np 4 replayssm ...`) or a wrapper that edits the command per
+ * rank could give the ranks different evaluations; their shards would then be refused only at the
+ * merge, after all the work. --threads is left out (a run's bits do not depend on it: the OpenBLAS
+ * kernels in use, tests/test_kleval.c), as are the command line and the event settings. */
+static uint64_t config_digest_(const rs_kleval_config *c)
+{
+    uint64_t h = 1469598103934665603ull;
+    h = fnv_(h, c->model_dir);
+    h = fnv_u_(h, (unsigned long long)c->input);
+    for (size_t i = 0; i < c->n_input_files; i++) h = fnv_(h, c->input_files[i]);
+    h = fnv_(h, c->data_dir);
+    h = fnv_(h, c->split);
+    h = fnv_u_(h, c->first_books);
+    for (size_t i = 0; i < c->n_book_ids; i++) h = fnv_(h, c->book_ids[i]);
+    h = fnv_u_(h, c->tokens);
+    h = fnv_u_(h, c->chunk);
+    h = fnv_u_(h, (unsigned long long)c->compute);
+    h = fnv_u_(h, (unsigned long long)c->short_books);
+    h = fnv_(h, c->out_path);
+    h = fnv_u_(h, (unsigned long long)c->output);
+    h = fnv_u_(h, c->n_runs);
+    for (size_t r = 0; r < c->n_runs; r++) {
+        h = fnv_(h, c->runs[r].policy);
+        h = fnv_u_(h, c->runs[r].window);
+        h = fnv_u_(h, (unsigned long long)c->runs[r].seed);
+    }
+    return h;
+}
+
+/* 0 when every rank has rank 0's evaluation and device kind; else 2 and err (rank 0's view) names
+ * the first rank that differs. Mixed device kinds are refused: the log records one device kind
+ * and its arithmetic (the GPU's fp32 reference differs from the CPU's in the last bits, which the
+ * recurrence carries on), so a log of GPU and CPU items would equal neither single-process run,
+ * and `replayssm merge` refuses such shards ("a different device kind") after the work. */
+static int check_same_(const drv *d, char *err, size_t n)
+{
+    const rs_kleval_config *c = d->base;
+    const char *kind = c->device_kind ? c->device_kind : "cpu";
+    uint64_t mine[2] = {config_digest_(c), fnv_(1469598103934665603ull, kind)};
+    uint64_t *all = (uint64_t *)malloc(2 * sizeof(uint64_t) * (size_t)d->size);
+    if (!all) {
+        snprintf(err, n, "out of memory");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+    int bad = -1, what = 0;
+    for (int r = 1; r < d->size && bad < 0; r++)
+        if (all[2 * r + 1] != all[1]) bad = r, what = 1;
+        else if (all[2 * r] != all[0]) bad = r, what = 2;
+    free(all);
+    if (bad < 0) return 0;
+    if (d->rank != 0) return 2; /* every rank saw it; rank 0 says it once */
+    if (what == 1)
+        snprintf(err, n,
+                 "rank %d runs on another device kind than rank 0 (rank 0: %s): mixing GPU and CPU ranks is "
+                 "refused, because one log holds one device kind's arithmetic; run them as separate jobs with "
+                 "separate --out (docs/evaluator.md, \"Scale-out with MPI\")",
+                 bad, kind);
+    else
+        snprintf(err, n,
+                 "rank %d was started with another evaluation than rank 0 (model, input, books, --tokens, "
+                 "--chunk, --compute, policies, windows, seeds or --out differ): every rank must run the same command",
+                 bad);
+    return 2;
+}
+
 /* ---- the entry point ------------------------------------------------------------------------ */
 
 int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
@@ -433,13 +516,14 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
     const char *kill = getenv("RS_MPI_TEST_KILL");
     if (kill && sscanf(kill, "%ld:%ld", &d.kill_item, &d.kill_chunks) != 2) d.kill_item = -1;
     char err[10000] = "";
-    int rc = plan_(&d, err, sizeof err), nothing = 0;
+    int rc = check_same_(&d, err, sizeof err), nothing = 0;
+    if (rc == 0) rc = plan_(&d, err, sizeof err);
     if (rc == 0 && d.rank == 0) rc = check_output_(&d, err, sizeof err, &nothing);
     const int mine = rc; /* every rank plans (its view of the data folder); the worst status wins */
     MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Bcast(&nothing, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rc != 0 || nothing) {
-        if (mine) fprintf(stderr, "[rank %d] replayssm %s: %s\n", d.rank, cmd, err);
+        if (mine && err[0]) fprintf(stderr, "[rank %d] replayssm %s: %s\n", d.rank, cmd, err);
         if (d.rank == 0 && nothing) fprintf(stderr, "replayssm %s: %s is complete: nothing to resume\n", cmd, c->out_path);
         goto done;
     }

@@ -67,6 +67,23 @@ for pol in shared:nvfp4-sr none; do
     || bad "--policy $pol with a skipped book differs"
 done
 
+# ranks started with different evaluations (an MPMD launch) are refused before any work: once,
+# by rank 0, naming the rank; the same for a GPU rank beside a CPU rank (where CUDA is built)
+"${MPIRUN[@]}" -np 1 "$BIN" sweep "${ARGS[@]}" --books 2 --out mpmd.h5 : \
+  -np 1 "$BIN" sweep "${ARGS[@]/192/128}" --books 2 --out mpmd.h5 > /dev/null 2> mpmd.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c 'rank 1 was started with another evaluation than rank 0' mpmd.err)" = 1 ] && [ ! -e mpmd.h5 ] \
+  && [ ! -e mpmd.h5.shards ] && ok "ranks with other --tokens refused before any work (exit 2, one message)" \
+  || bad "MPMD with other --tokens: exit $rc, $(cat mpmd.err)"
+"${MPIRUN[@]}" -np 1 "$BIN" sweep "${ARGS[@]}" --books 2 --out mixed.h5 : \
+  -np 1 "$BIN" sweep "${ARGS[@]}" --books 2 --out mixed.h5 --device cuda > /dev/null 2> mixed.err
+rc=$?
+if grep -q "this build has no CUDA" mixed.err; then
+  echo "skip a GPU rank beside a CPU rank (this build has no CUDA)"
+elif [ $rc -eq 2 ] && grep -q "rank 1 runs on another device kind than rank 0 (rank 0: cpu): mixing GPU and CPU" mixed.err \
+  && [ ! -e mixed.h5 ]; then ok "a GPU rank beside a CPU rank refused before any work"
+else bad "mixed devices: exit $rc, $(cat mixed.err)"; fi
+
 # ---- 2. SIGKILL of one rank, --resume with 2 ranks --------------------------------------------
 export RS_MPI_RUN_GROUPS=2 # 8 items: (book, runs 0-3) and (book, runs 4-7)
 RS_MPI_TEST_KILL=7:1 "${MPIRUN[@]}" -np 3 "$BIN" sweep "${ARGS[@]}" --books 4 --out kill.h5 > kill.out 2> kill.err
