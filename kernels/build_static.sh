@@ -28,6 +28,10 @@ CF="$CF -DRS_VERSION_STRING=\"0.1.0\" -DRS_GIT_COMMIT=\"$GIT\" -DRS_HAVE_CUDA"
 PCRE2_A=$A/libpcre2-8.a # the BPE tokenizers' regex (libpcre2-dev), static as HDF5
 if [ -f "$PCRE2_A" ]; then CF="$CF -DRS_HAVE_PCRE2 -DPCRE2_CODE_UNIT_WIDTH=8"; else PCRE2_A=; fi
 INC="-Iinclude -Icommon -Iengine -Icli -I$H5INC"
+# RS_MPI=1: the CLI with the MPI driver (cli/mpi_driver.c), libmpi linked dynamically: on the lent
+# machines, carry the runtime that scripts/bundle_openmpi.sh makes (issue 20: ranks sharing GPUs)
+MPI_LD=
+if [ "${RS_MPI:-0}" = 1 ]; then CF="$CF -DRS_HAVE_MPI $(mpicc --showme:compile)"; MPI_LD=$(mpicc --showme:link); fi
 ARCH="-gencode=arch=compute_90,code=sm_90"
 NVF="-std=c++17 -O3 $ARCH --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -Iinclude -Icommon -Iengine -Ikernels"
 NVF="$NVF -Xcompiler=-Wall,-ffp-contract=off,-fno-fast-math,-fopenmp,-fPIC"
@@ -80,7 +84,7 @@ for f in eval/cuda/tests/*.cu; do
     -lopenblas -lcjson -lcublas $LD
 done
 nvcc $ARCH $REST_O $EVAL_O -lcublas -o "$OUT/replayssm" \
-  $H5L -Xlinker $A/libgsl.a -L$A/openblas-pthread -L$A -lopenblas -lcjson $LD
+  $H5L -Xlinker $A/libgsl.a -L$A/openblas-pthread -L$A -lopenblas -lcjson $MPI_LD $LD
 cp -L /usr/local/cuda/lib64/libcudart.so.13 "$OUT/"
 cp -L $A/libcjson.so.1 "$OUT/"
 strip "$OUT"/test_cuda_* "$OUT"/test_gpu_* "$OUT"/gpu_* "$OUT/replayssm" "$OUT/libreplayssm-gpu.so"
