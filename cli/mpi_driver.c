@@ -44,6 +44,9 @@
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_h5log_merge.h"
 #include "replayssm/eval/rs_pg19.h"
+#ifdef RS_HAVE_CUDA
+#include "replayssm/evalcuda/rs_gpu_info.h"
+#endif
 
 enum { TAG_REQ = 11, TAG_WORK = 12, TAG_PROG = 13 };
 enum { RES_NONE = 0, RES_DONE = 1, RES_SKIPPED = 2, RES_FAILED = 3 };
@@ -496,15 +499,32 @@ int rs_mpi_kl_evaluate(const rs_kleval_config *c, const char *cmd, int quiet)
     MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d.size);
     /* one GPU per rank: the rank within its node picks it (cuda:N offsets the range), unless the
-     * launcher already gave each rank one device (CUDA_VISIBLE_DEVICES of a single entry) */
+     * launcher already gave each rank one device (CUDA_VISIBLE_DEVICES of a single entry); more
+     * ranks than GPUs on a node share them round-robin (local rank mod the GPUs from N on: small
+     * models leave a GPU mostly idle, so two ranks on one can help; each plans its memory from what
+     * is free when it starts) */
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &d.local_rank);
+    int local_size = 1;
+    MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    d.gpu = c->device + (vis && *vis && !strchr(vis, ',') ? 0 : d.local_rank);
-    if (!quiet && c->device_kind && !strcmp(c->device_kind, "cuda"))
-        fprintf(stderr, "[rank %d] GPU %d (local rank %d)\n", d.rank, d.gpu, d.local_rank);
+    const int single = vis && *vis && !strchr(vis, ',');
+    d.gpu = c->device + (single ? 0 : d.local_rank);
+    int n_gpu = 0;
+#ifdef RS_HAVE_CUDA
+    if (c->device_kind && !strcmp(c->device_kind, "cuda") && !single && rs_gpu_device_count(&n_gpu) == RS_OK &&
+        n_gpu > c->device)
+        d.gpu = c->device + d.local_rank % (n_gpu - c->device);
+#endif
+    if (!quiet && c->device_kind && !strcmp(c->device_kind, "cuda")) {
+        if (n_gpu > c->device && local_size > n_gpu - c->device)
+            fprintf(stderr, "[rank %d] GPU %d (local rank %d; %d ranks on this node share %d GPUs round-robin)\n", d.rank,
+                    d.gpu, d.local_rank, local_size, n_gpu - c->device);
+        else
+            fprintf(stderr, "[rank %d] GPU %d (local rank %d)\n", d.rank, d.gpu, d.local_rank);
+    }
     const char *nt = getenv("SLURM_STEP_NUM_TASKS");
     if (d.size == 1 && nt && strtol(nt, NULL, 10) > 1) { /* every task would run every item */
         if (!getenv("SLURM_PROCID") || !strcmp(getenv("SLURM_PROCID"), "0"))

@@ -11,6 +11,16 @@ static void version_(int v, char *buf, size_t n) /* 13000 -> "13.0" (CUDA's enco
     snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10);
 }
 
+rs_status rs_gpu_device_count(int *n)
+{
+    if (!n) return rs_error_set(RS_E_INVAL, "rs_gpu_device_count: NULL output");
+    *n = 0;
+    const cudaError_t e = cudaGetDeviceCount(n);
+    if (e != cudaSuccess || *n == 0)
+        return rs_error_set(RS_E_CUDA, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return RS_OK;
+}
+
 rs_status rs_gpu_info_query(int ordinal, rs_gpu_info *out)
 {
     if (!out) return rs_error_set(RS_E_INVAL, "rs_gpu_info_query: NULL output");

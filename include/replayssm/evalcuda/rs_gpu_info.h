@@ -24,6 +24,10 @@ typedef struct rs_gpu_info {
  *  device", or the runtime's message). */
 rs_status rs_gpu_info_query(int ordinal, rs_gpu_info *out);
 
+/*! rs_gpu_device_count() : the CUDA devices this process sees (after CUDA_VISIBLE_DEVICES) into *n.
+ *  @return RS_OK, RS_E_INVAL (NULL), RS_E_CUDA ("no CUDA device", or the runtime's message). */
+rs_status rs_gpu_device_count(int *n);
+
 #ifdef __cplusplus
 }
 #endif
