@@ -194,7 +194,9 @@ rs_status rs_scorer_cpu_create(const rs_model *m, const rs_scorer_config *cfg, r
         cpu_destroy_(sc);
         return st;
     }
-    snprintf(im->describe, sizeof im->describe, "cpu: %d threads", im->be->n_threads);
+    const char *gemm = getenv("RS_CPU_GEMM"); /* the backend refused any other value */
+    snprintf(im->describe, sizeof im->describe, "cpu: %d threads%s", im->be->n_threads,
+             gemm && !strcmp(gemm, "loop") ? ", GEMM RS_CPU_GEMM=loop" : "");
     *out = sc;
     return RS_OK;
 }

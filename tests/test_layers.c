@@ -226,6 +226,47 @@ static void test_backend_linear(void **st)
     rs_backend_destroy(be);
 }
 
+/* RS_CPU_GEMM=loop (the rounding-order yardstick of docs/evaluator.md): within the same bound of
+ * the double result, bit for bit the sequential fp32 dot product it documents (products rounded,
+ * k ascending, beta * Y added last), and another value is refused at create */
+static void test_backend_linear_loop(void **st)
+{
+    (void)st;
+    rs_backend *be = NULL;
+    assert_int_equal(setenv("RS_CPU_GEMM", "bogus", 1), 0);
+    assert_int_equal(rs_backend_cpu_create(2, &be), RS_E_INVAL);
+    assert_null(be);
+    assert_int_equal(setenv("RS_CPU_GEMM", "loop", 1), 0);
+    assert_int_equal(rs_backend_cpu_create(2, &be), RS_OK);
+    unsetenv("RS_CPU_GEMM");
+    enum { M = 7, N = 11, K = 300 };
+    uint64_t s = 9;
+    static float X[M * K], W[N * K], Y[M * N], Y0[M * N];
+    fill_(X, M * K, &s, 1.0);
+    fill_(W, N * K, &s, 1.0);
+    fill_(Y0, M * N, &s, 1.0);
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(Y, Y0, sizeof Y);
+        assert_int_equal(be->ops->linear(be, M, N, K, X, K, W, (float)acc, Y, N), RS_OK);
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) {
+                volatile float f = 0.0f; /* volatile: every product and sum rounded to fp32 */
+                double r = 0.0, a = 0.0;
+                for (size_t k = 0; k < K; k++) {
+                    volatile float p = X[i * K + k] * W[j * K + k];
+                    f = f + p;
+                    r += (double)X[i * K + k] * W[j * K + k];
+                    a += fabs((double)X[i * K + k] * W[j * K + k]);
+                }
+                volatile float want = acc ? f + 1.0f * Y0[i * N + j] : f;
+                assert_true(Y[i * N + j] == want);
+                if (acc) r += Y0[i * N + j], a += fabs(Y0[i * N + j]);
+                assert_true(fabs(Y[i * N + j] - r) <= (K + 1) * 1.2e-7 * a); /* K + 1 roundings */
+            }
+    }
+    rs_backend_destroy(be);
+}
+
 static void test_backend_attention(void **st)
 {
     (void)st;
@@ -308,7 +349,8 @@ int main(void)
         cmocka_unit_test(test_activations),    cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_gated),  cmocka_unit_test(test_l2norm_eps_on_sum),
         cmocka_unit_test(test_conv1d_chunks),  cmocka_unit_test(test_rope),
-        cmocka_unit_test(test_backend_linear), cmocka_unit_test(test_backend_attention),
+        cmocka_unit_test(test_backend_linear), cmocka_unit_test(test_backend_linear_loop),
+        cmocka_unit_test(test_backend_attention),
         cmocka_unit_test(test_backend_misc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

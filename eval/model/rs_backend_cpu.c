@@ -15,6 +15,7 @@
 
 typedef struct cpu_impl {
     char msg[512]; /* message of the first failing task of a parallel_for */
+    int gemm_loop; /* RS_CPU_GEMM=loop: the projections as plain sequential dot products */
 } cpu_impl;
 
 static void cpu_destroy_(rs_backend *be)
@@ -29,6 +30,23 @@ static rs_status cpu_linear_(rs_backend *be, size_t M, size_t N, size_t K, const
 {
     if (M == 0 || N == 0) return RS_OK;
     RS_CHECK(X && W && Y && K > 0, RS_E_INVAL, "linear: NULL operand or K = 0");
+    if (((const cpu_impl *)be->impl)->gemm_loop) {
+        /* RS_CPU_GEMM=loop (diagnostic, docs/evaluator.md "GPU vs CPU"): every output one fp32
+         * dot product in k order, each product rounded before its add (-ffp-contract=off), where
+         * OpenBLAS blocks k and fuses multiply-adds: the same math in another rounding order,
+         * to measure how far two correct fp32 evaluations drift apart */
+        const long MN = (long)(M * N);
+#pragma omp parallel for schedule(static) num_threads(be->n_threads)
+        for (long e = 0; e < MN; e++) {
+            const size_t i = (size_t)e / N, j = (size_t)e % N;
+            const float *x = X + i * ldx, *w = W + j * K;
+            float acc = 0.0f;
+            for (size_t k = 0; k < K; k++) acc += x[k] * w[k];
+            float *y = Y + i * ldy + j;
+            *y = beta == 0.0f ? acc : acc + beta * *y;
+        }
+        return RS_OK;
+    }
     /* Y = X W^T: X [M][K] row-major, W [N][K] row-major -> op(W) = W^T. The output columns
      * are split into one slab per OpenMP thread, each a single-threaded sgemm (OpenBLAS runs
      * with 1 thread: one thread pool, no oversubscription with the OpenMP regions). */
@@ -318,6 +336,13 @@ rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
     be->ops = &cpu_ops_;
     be->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
     be->impl = im;
+    const char *g = getenv("RS_CPU_GEMM");
+    if (g && *g && strcmp(g, "loop") && strcmp(g, "openblas")) {
+        free(be);
+        free(im);
+        return rs_error_set(RS_E_INVAL, "RS_CPU_GEMM=%s: unknown (openblas, the default, or loop)", g);
+    }
+    im->gemm_loop = g && !strcmp(g, "loop");
     openblas_set_num_threads(1); /* threads come from OpenMP (see cpu_linear_) */
     *out = be;
     return RS_OK;
