@@ -39,7 +39,7 @@ typedef struct rs_kl_opts {
     int all_stats;         /* --all-stats: the low KL percentiles and the Δp percentiles too */
     const char *device;      /* --device cpu|cuda[:N]  ["cpu"] */
     int device_ordinal;      /* N of cuda:N [0] */
-    const char *compute;     /* --compute fp32|tf32|bf16  ["fp32"] */
+    const char *compute;     /* --compute fp32|tf32x3|tf32|bf16  ["fp32"] */
     int ref_only; /* kl --policy none: the fp32 reference alone (its NLL / bits per token), no runs */
     /* kl: the --policy values as given (comma lists split later) and --window */
     const char *policies[RS_KL_MAX_RUNS];

@@ -1,6 +1,7 @@
 /* rs_kleval.c — the evaluator's configuration (copy and checks), life cycle, run loop and
  * results (rs_kleval.h). The work itself: rs_kleval_plan.c, rs_kleval_log.c, rs_kleval_step.c. */
 #include "rs_kleval_impl.h"
+#include "rs_provenance.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +272,7 @@ void rs_kleval_free(rs_kleval *ev)
 {
     if (!ev) return;
     rs_h5log_close(ev->lg); /* an unfinished log keeps its committed positions */
+    rs_prov_hash_cancel(ev->prov); /* prepare failed before the log: stop the hashing threads */
     rs_scorer_free(ev->sc);
     if (ev->model_loaded) rs_model_free(&ev->model);
     if (ev->ids_owned) rs_pg19_ids_free(ev->ids, ev->n_ids);

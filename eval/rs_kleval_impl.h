@@ -68,6 +68,8 @@ struct rs_kleval {
     rs_kleval_book *books;    /* [n_ids] evaluated, then skipped from the end (see plan) */
     rs_kleval_book *skipped;  /* [n_ids] */
     size_t max_len;           /* longest book: the KV caches' capacity */
+    struct rs_prov_job *prov; /* the model files' digests, hashed on worker threads from the start of
+                                 prepare until the log is opened (rs_provenance.h) */
     rs_scorer *sc;            /* the reference and every run (rs_scorer.h; CPU or GPU) */
     char describe[512];       /* the scorer's description, for the log */
     rs_h5log *lg;
@@ -101,6 +103,7 @@ double rs_kleval_now(void);
 void rs_kleval_iso_now(char *buf, size_t n);
 
 /* rs_kleval_log.c */
+rs_status rs_kleval_log_hash_start(rs_kleval *ev); /* start hashing the model files (stage SETUP) */
 rs_status rs_kleval_log_open(rs_kleval *ev);   /* create or resume (stage SETUP on failure) */
 rs_status rs_kleval_log_finish(rs_kleval *ev); /* summaries, finish, close (stage FINISH) */
 

@@ -85,7 +85,28 @@ static void meta_free_(log_meta *m)
     free(m->abs_in);
 }
 
-static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
+/* the model files' digests on worker threads (rs_prov_hash_start); --resume takes unchanged
+ * files' digests (same size and mtime) from the log it continues instead of reading them again */
+static rs_status hash_start_(const rs_kleval *ev, rs_prov_job **job)
+{
+    const rs_kleval_config *c = &ev->cfg;
+    rs_h5log_file_hash *cache = NULL;
+    size_t n_cache = 0;
+    if (c->output == RS_KLEVAL_OUT_RESUME) (void)rs_h5log_read_files(c->out_path, &cache, &n_cache);
+    const rs_status st = rs_prov_hash_start(c->model_dir, cache, n_cache, 0, job);
+    rs_h5log_files_free(cache, n_cache);
+    return st;
+}
+
+rs_status rs_kleval_log_hash_start(rs_kleval *ev)
+{
+    if (ev->prov) return RS_OK;
+    const rs_status st = hash_start_(ev, &ev->prov);
+    if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, NULL);
+    return RS_OK;
+}
+
+static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf)
 {
     const rs_kleval_config *c = &ev->cfg;
     const size_t B = ev->res.n_books, R = c->n_runs;
@@ -94,14 +115,8 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
     char cfgp[4096];
     snprintf(cfgp, sizeof cfgp, "%s/config.json", c->model_dir);
     hash_file_(cfgp, m->cfg_hash, sizeof m->cfg_hash); /* format 1's model_config_hash (resume of such logs) */
-    /* every model file's SHA-256; --resume takes unchanged files' digests (same size and mtime)
-     * from the log it continues instead of reading them again */
-    rs_h5log_file_hash *cache = NULL;
-    size_t n_cache = 0;
-    if (c->output == RS_KLEVAL_OUT_RESUME) (void)rs_h5log_read_files(c->out_path, &cache, &n_cache);
-    rs_status hs = rs_prov_hash_files(c->model_dir, cache, n_cache, &m->pf);
-    rs_h5log_files_free(cache, n_cache);
-    RS_TRY(hs);
+    m->pf = *pf; /* every model file's SHA-256 (rs_kleval_log_open joined the hashing) */
+    memset(pf, 0, sizeof *pf);
     rs_prov_env_get(&m->env, strcmp(c->device_kind, "cpu") ? ev->describe : NULL);
     m->abs_model = abs_(c->model_dir);
     m->abs_data = c->input == RS_KLEVAL_INPUT_PG19 ? abs_(c->data_dir) : NULL;
@@ -193,7 +208,15 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m)
 rs_status rs_kleval_log_open(rs_kleval *ev)
 {
     log_meta m;
-    rs_status st = meta_build_(ev, &m);
+    memset(&m, 0, sizeof m);
+    rs_prov_files pf; /* join the hashing started at prepare (or hash now, for a caller that did not) */
+    memset(&pf, 0, sizeof pf);
+    rs_prov_job *job = ev->prov;
+    ev->prov = NULL;
+    rs_status st = job ? RS_OK : hash_start_(ev, &job);
+    if (st == RS_OK) st = rs_prov_hash_join(job, &pf);
+    if (st == RS_OK) st = meta_build_(ev, &m, &pf);
+    rs_prov_files_free(&pf); /* moved into m unless meta_build_ failed first */
     if (st != RS_OK) {
         meta_free_(&m);
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, NULL);

@@ -225,6 +225,9 @@ rs_status rs_kleval_plan(rs_kleval *ev)
 {
     rs_kleval_iso_now(ev->start_time, sizeof ev->start_time);
     RS_TRY(check_paths_(ev));
+    /* the model files' SHA-256 (seconds per GB) on worker threads while the model loads and the
+       scorer is built; rs_kleval_log_open joins it (a failure is reported there, as before) */
+    RS_TRY(rs_kleval_log_hash_start(ev));
     RS_TRY(load_model_(ev));
     RS_TRY(plan_books_(ev));
     RS_TRY(build_scorer_(ev));

@@ -1,8 +1,8 @@
 /* rs_gpu_forward.cu — the forward of one chunk on the GPU for the reference and every run, the
  * twin of eval/model/rs_forward.c: the same layers, in the same order, on the same stacked rows
  * (run g, position t -> row g * n + t), each CPU op replaced by its rs_gpu_ops.h twin, every
- * GEMM one cuBLAS call over all M = RR * n rows, the SSM recurrence by the chunked state engine
- * (rs_cuda_scan.h, one launch per layer for all runs and heads). */
+ * GEMM over all M = RR * n rows (rs_gpu_linear, rs_gpu_gemm.cu), the SSM recurrence by the
+ * chunked state engine (rs_cuda_scan.h, one launch per layer for all runs and heads). */
 #include "rs_gpu_scorer_impl.h"
 #include "rs_gpu_ops.h"
 
@@ -22,19 +22,6 @@ void rs_gpu_mark(gpu_impl *im, int stage)
     if (im->n_marks >= RS_GPU_MAX_MARKS) return; /* past the pool: counted to the next stage */
     cudaEventRecord(im->ev[im->n_marks], im->s);
     im->ev_stage[im->n_marks++] = stage;
-}
-
-rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
-                        float beta, float *Y, size_t ldy)
-{
-    /* row-major Y[M][N] = X W^T is column-major Y^T (N x M) = W^T(K x N col-major)^T X^T */
-    const float one = 1.0f;
-    const cublasStatus_t e = cublasSgemm(im->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, W,
-                                         (int)K, X, (int)ldx, &beta, Y, (int)ldy);
-    if (e != CUBLAS_STATUS_SUCCESS)
-        return rs_error_set(RS_E_CUDA, "cublasSgemm (M %zu, N %zu, K %zu): status %d", M, N, K, (int)e);
-    rs_gpu_mark(im, GS_GEMM);
-    return RS_OK;
 }
 
 static rs_norm_weight norm_kind_(const rs_model *m)

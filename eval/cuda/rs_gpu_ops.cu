@@ -1,5 +1,6 @@
 /* rs_gpu_ops.cu — the row and elementwise ops of rs_gpu_ops.h: embedding, RMSNorms, conv1d, the
- * GDN / Mamba-2 preps, D skip, RoPE, KV append, output gate, SwiGLU, relu^2, add.
+ * GDN / Mamba-2 preps, D skip, RoPE, KV append, output gate, SwiGLU, relu^2, add; the TF32 split
+ * of the split-TF32 GEMMs (rs_gpu_gemm.cu).
  *
  * Each kernel does per element the same fp32 operations, in the same order, as its CPU twin
  * (rs_layers.c, rs_forward.c); built with --fmad=false nothing is contracted. Differences left:
@@ -423,4 +424,40 @@ rs_status rsg_add(size_t n, float *x, const float *y, rs_cuda_stream s)
     if (nb > 8192) nb = 8192;
     add_k_<<<(unsigned)nb, 256, 0, rsg_stream(s)>>>(n, x, y);
     return rsg_launched("rsg_add");
+}
+
+/* ---- the TF32 split of the split-TF32 GEMMs -------------------------------------------------- */
+__device__ __forceinline__ float tf32_rna_(float x) /* round to nearest TF32, ties away from zero */
+{
+    return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u);
+}
+
+static __global__ void tf32_split_k_(int n, const float *X, size_t ldx, float *H, size_t ldh, float *L, size_t ldl)
+{
+    const int i = blockIdx.y * EW + threadIdx.x;
+    if (i >= n) return;
+    const size_t r = blockIdx.x;
+    const float x = X[r * ldx + i];
+    float hi = x, lo = 0.0f;
+    if (isfinite(x)) {
+        hi = tf32_rna_(x);
+        if (isinf(hi)) hi = __uint_as_float(__float_as_uint(x) & 0xFFFFE000u); /* past TF32's largest */
+        lo = tf32_rna_(x - hi); /* x - hi: exact (same sign, within half a TF32 ulp: Sterbenz) */
+    }
+    H[r * ldh + i] = hi;
+    L[r * ldl + i] = lo;
+}
+
+rs_status rsg_tf32_split(int M, int n, const float *X, size_t ldx, float *hi, size_t ldh, float *lo, size_t ldl,
+                         rs_cuda_stream s)
+{
+    RSG_REQUIRE(X && hi && lo && M >= 0 && n > 0 && ldx >= (size_t)n && ldh >= (size_t)n && ldl >= (size_t)n &&
+                    (hi == X ? ldh == ldx : 1) && (const float *)lo != X && lo != hi,
+                "rsg_tf32_split: bad arguments (M %d, n %d, ldx %zu, ldh %zu, ldl %zu, or aliasing)", M, n, ldx, ldh,
+                ldl);
+    if (M == 0) return RS_OK;
+    dim3 g;
+    if (rs_status st = ew_grid_("rsg_tf32_split", M, (size_t)n, &g)) return st;
+    tf32_split_k_<<<g, EW, 0, rsg_stream(s)>>>(n, X, ldx, hi, ldh, lo, ldl);
+    return rsg_launched("rsg_tf32_split");
 }

@@ -1,7 +1,7 @@
 /* rs_gpu_ops.h — the dense ops of the GPU evaluator's forward (private to eval/cuda/): the CUDA
  * twins of the CPU backend's ops (eval/model/rs_backend_cpu.c, rs_layers.c) and of the
  * per-row tasks of eval/model/rs_forward.c, plus the on-device scoring (rs_kl.h's definitions).
- * GEMMs are not here: the forward calls cuBLAS itself (rs_gpu_forward.cu).
+ * GEMMs are not here: rs_gpu_gemm.h calls cuBLAS (this file has the TF32 split they use).
  *
  * Conventions: fp32, row-major, every pointer device memory, a matrix is (pointer, row stride
  * "ld" in floats). Rows of a stacked buffer: run r, chunk position t -> row r * T + t (as the
@@ -139,6 +139,16 @@ rs_status rsg_relu2(int M, int n, float *X, size_t ldx, rs_cuda_stream s);
 
 /* x[i] += y[i] for i < n (residual adds where a GEMM cannot accumulate). */
 rs_status rsg_add(size_t n, float *x, const float *y, rs_cuda_stream s);
+
+/* The TF32 split of the split-TF32 GEMMs (rs_gpu_gemm.h): for M rows of n,
+ * hi = x rounded to nearest TF32 (ties away from zero: cvt.rna.tf32.f32's rounding, by bit
+ * arithmetic), lo = (x - hi) rounded likewise; x - hi is exact in fp32, so
+ * |x - hi - lo| <= 2^-11 |x - hi| <= 2^-22 |x|, and hi, lo have their low 13 bits zero (exact
+ * TF32 operands whether the tensor cores round or truncate). A finite x past TF32's largest value
+ * gets hi = x truncated (not inf); a non-finite x gives hi = x, lo = 0 (an inf stays an inf).
+ * hi may equal X (same ld: the split in place); lo must not alias either. n <= 256 * 65535. */
+rs_status rsg_tf32_split(int M, int n, const float *X, size_t ldx, float *hi, size_t ldh, float *lo,
+                         size_t ldl, rs_cuda_stream s);
 
 /* ---- scoring: rs_kl.h's definitions, in double, on the device -------------------------------
  * logits of run r (r = 0 the fp32 reference, 1..R-1 the policy runs), position t at

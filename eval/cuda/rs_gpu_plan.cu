@@ -86,12 +86,16 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
             RS_TRY(rs_cuda_scan_create(s, kind == 0 ? &im->scan_gdn : &im->scan_mamba));
         state += b;
     }
-    p->bytes[MP_WEIGHTS] = sc->m->w.slab_floats * sizeof(float);
+    /* tf32x3 (rs_gpu_gemm.h): the TF32 low parts of fp32-only weights count as weights, X's split
+       scratch as activations; 0 for the other GEMM methods */
+    size_t split_w = 0, split_x = 0;
+    RS_TRY(rs_gpu_gemm_plan(sc, im, &split_w, &split_x));
+    p->bytes[MP_WEIGHTS] = sc->m->w.slab_floats * sizeof(float) + split_w;
     p->bytes[MP_KV] = (size_t)c->n_attn * 2 * im->kv_layer * sizeof(float);
     p->bytes[MP_STATE] = state;
     p->bytes[MP_ACT] = (M * (2 * d + P1 + P2 + cw + 4 * hmax + sv + so) + rot / 2 + 4 * C) * sizeof(float) +
                        (3 * (RR - 1) + 1) * C * sizeof(double) + RR * C + C * sizeof(int32_t) +
-                       rsg_score_work_bytes((int)RR, (int)C);
+                       rsg_score_work_bytes((int)RR, (int)C) + split_x;
     p->bytes[MP_LOGITS] = M * V * sizeof(float);
     for (int i = 0; i < MP_N; i++) p->total += p->bytes[i];
     size_t free_b = 0, total_b = 0;
@@ -138,9 +142,11 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     const rs_model_config *c = &m->cfg;
     const size_t RR = (size_t)im->RR, C = im->C, M = RR * C, d = (size_t)c->hidden, V = (size_t)c->vocab;
     const size_t R = RR - 1;
-    DALLOC(im->d_slab, p->bytes[MP_WEIGHTS], "the weights");
+    DALLOC(im->d_slab, m->w.slab_floats * sizeof(float), "the weights");
     im->h_slab = m->w.slab;
-    CTRY(cudaMemcpy(im->d_slab, m->w.slab, p->bytes[MP_WEIGHTS], cudaMemcpyHostToDevice), "uploading the weights");
+    CTRY(cudaMemcpy(im->d_slab, m->w.slab, m->w.slab_floats * sizeof(float), cudaMemcpyHostToDevice),
+         "uploading the weights");
+    RS_TRY(rs_gpu_gemm_alloc(sc, im)); /* the split-TF32 GEMMs' weights and scratch */
     if (c->n_attn > 0) DALLOC(im->kv, p->bytes[MP_KV], "the KV caches");
     int ia = 0, ig = 0, imb = 0;
     for (int l = 0; l < c->n_layers; l++) {

@@ -2,6 +2,7 @@
  *   rs_scorer_cuda.cu   create, the rs_scorer ops
  *   rs_gpu_plan.cu      the memory plan, allocation, weight upload
  *   rs_gpu_forward.cu   the forward of one chunk for every run (cuBLAS + rs_gpu_ops.h + scan)
+ *   rs_gpu_gemm.cu      the GEMMs (rs_gpu_gemm.h: sgemm, tf32, split-TF32) and rs_gpu_linear
  *
  * Runs: g = 0 is the fp32 reference, g = r + 1 policy run r (RR = R + 1 runs on the device).
  * Rows of every stacked buffer: run g, chunk position t -> row g * n + t (as the CPU forward).
@@ -15,6 +16,7 @@
 #include "replayssm/cuda/rs_cuda_scan.h"
 #include "replayssm/eval/rs_scorer.h"
 #include "replayssm/evalcuda/rs_gpu_info.h"
+#include "rs_gpu_gemm.h"
 
 /* stages of the cost breakdown (rs_scorer_stats) */
 enum { GS_GEMM = 0, GS_ATTN, GS_REC, GS_OTHER, GS_SCORE, GS_COPY, GS_N };
@@ -65,6 +67,8 @@ typedef struct gpu_impl {
     int n_marks;
     double stage_s[GS_N];
 
+    rs_gpu_gemm_state gemm; /* the GEMM method, split weights and scratch (rs_gpu_gemm.cu) */
+
     int64_t *nf;          /* [RR][n_layers(kind)][H] host copy of the scans' marks */
     char msg[512];
     char describe[512];
@@ -99,7 +103,8 @@ rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n);
 /* a timing mark: the work queued since the previous mark counts to `stage` */
 void rs_gpu_mark(gpu_impl *im, int stage);
 
-/* Y[M][N] = beta Y + X[M][K] W[N][K]^T on cuBLAS in the configured compute mode */
+/* rs_gpu_gemm.cu: Y[M][N] = beta Y + X[M][K] W[N][K]^T by the compute mode's GEMM method
+ * (rs_gpu_gemm.h); W a device view of a weight matrix of the model (prepared at create) */
 rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
                         float beta, float *Y, size_t ldy);
 

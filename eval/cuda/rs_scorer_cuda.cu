@@ -203,6 +203,7 @@ static void destroy_(rs_scorer *sc)
         cudaFree(im->d_flags);
         cudaFree(im->d_top);
         cudaFree(im->score_work);
+        rs_gpu_gemm_free(im);
         cudaFreeHost(im->h_tok);
         cudaFreeHost(im->h_res);
         cudaFreeHost(im->h_flags);
@@ -228,11 +229,10 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     CTRY(cudaStreamCreateWithFlags(&im->s, cudaStreamNonBlocking), "cudaStreamCreate");
     if (cublasCreate(&im->blas) != CUBLAS_STATUS_SUCCESS) return rs_error_set(RS_E_CUDA, "cublasCreate failed");
     cublasSetStream(im->blas, im->s);
-    RS_CHECK(cfg->compute != RS_COMPUTE_BF16, RS_E_UNSUPPORTED,
-             "--compute bf16 is not implemented yet on the GPU (fp32 and tf32 are)");
-    /* fp32: CUBLAS_DEFAULT_MATH (true fp32 SGEMM: TF32 is opt-in since CUDA 11); tf32: tensor cores
-       with inputs rounded to TF32 */
-    cublasSetMathMode(im->blas, cfg->compute == RS_COMPUTE_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    /* the GEMM method of the compute mode (rs_gpu_gemm.h): fp32 -> cuBLAS SGEMM, tf32x3 -> the
+       split-TF32 GEMM, tf32 -> one TF32 GEMM; bf16 is refused here */
+    RS_TRY(rsg_gemm_method_of(cfg->compute, &im->gemm.method));
+    cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH); /* the TF32 methods ask for it per call */
     im->RR = (int)cfg->n_runs + 1;
     im->C = cfg->chunk;
     im->cap = cfg->max_tokens;
@@ -241,11 +241,13 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     if (st == RS_OK) st = rs_gpu_alloc(sc, im, &p);
     rs_gpu_plan_free(&p);
     RS_TRY(st);
+    char gemm[160];
+    rs_gpu_gemm_describe(im, gemm, sizeof gemm);
     snprintf(im->describe, sizeof im->describe,
-             "cuda: %s (device %d, %d SMs, %.0f GiB), driver %s, runtime %s, cuBLAS %s, compute %s, attention %s, "
+             "cuda: %s (device %d, %d SMs, %.0f GiB), driver %s, runtime %s, cuBLAS %s, compute %s, %s, attention %s, "
              "plan %.2f GiB",
              im->info.name, im->info.ordinal, im->info.sm_count, im->info.total_gib, im->info.driver, im->info.runtime,
-             im->info.cublas, rs_compute_mode_name(cfg->compute), rsg_attention_impl_name(RSG_ATTN_DEFAULT),
+             im->info.cublas, rs_compute_mode_name(cfg->compute), gemm, rsg_attention_impl_name(RSG_ATTN_DEFAULT),
              (double)im->device_bytes / 1073741824.0);
     return reset_(sc);
 }

@@ -12,7 +12,11 @@
  *   recurrence: 1e-4 of the logit range leaves ~100x the ~1e-6 observed at the tiny shapes);
  * then the first S positions again one position per step (decode-like, M = 1 row per GEMM) against
  * the chunked logits: PASS if max |diff| / max |logit| <= 1e-5 (the same arithmetic up to the GEMMs'
- * blocking, which cuBLAS chooses by shape: ~1e-6 relative). Exit 0 if both pass. */
+ * blocking, which cuBLAS chooses by shape: ~1e-6 relative). Exit 0 if both pass.
+ * --compute M[,M...] (default fp32): each compute mode in turn on the one loaded model (fp32 is cuBLAS
+ * SGEMM, tf32x3 the split-TF32 GEMM, tf32 one TF32 GEMM: rs_gpu_gemm.h); every mode after the
+ * first is also compared with the first one's chunked logits (max |diff| / max |logit|, printed:
+ * how far two GEMM methods move the logits, next to their distance from transformers). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,16 +82,25 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: gpu_parity MODEL_DIR IDS.i32 REF_LOGITS.f32 [--chunk C] [--step-positions S] "
-                        "[--device cpu|cuda]\n");
+                        "[--device cpu|cuda] [--compute M[,M...]]\n");
         return 2;
     }
     size_t C = 256, S = 256;
     int cpu = 0;
+    char modes_arg[256] = "fp32";
     for (int i = 4; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--chunk")) C = (size_t)atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--step-positions")) S = (size_t)atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--device")) cpu = !strcmp(argv[i + 1], "cpu");
+        else if (!strcmp(argv[i], "--compute")) snprintf(modes_arg, sizeof modes_arg, "%s", argv[i + 1]);
     }
+    rs_compute_mode modes[8];
+    int n_modes = 0;
+    for (char *tok = strtok(modes_arg, ","); tok && n_modes < 8; tok = strtok(NULL, ","))
+        if (rs_compute_mode_parse(tok, &modes[n_modes++]) != RS_OK) {
+            fprintf(stderr, "gpu_parity: %s\n", rs_last_error());
+            return 2;
+        }
     rs_model m;
     double t0 = now_();
     if (rs_model_load(argv[1], &m) != RS_OK) {
@@ -107,54 +120,78 @@ int main(int argc, char **argv)
         return 1;
     }
     if (S > P) S = P;
-    rs_scorer_config sc;
-    memset(&sc, 0, sizeof sc);
-    sc.chunk = C;
-    sc.max_tokens = P;
-    sc.compute = RS_COMPUTE_FP32;
-    rs_scorer *s = NULL;
-    if ((cpu ? rs_scorer_cpu_create(&m, &sc, &s) : rs_scorer_cuda_create(&m, &sc, &s)) != RS_OK) {
-        fprintf(stderr, "gpu_parity: %s\n", rs_last_error());
-        return 1;
-    }
-    printf("%s\n", s->ops->describe(s));
     float *got = (float *)malloc(P * V * sizeof(float));
+    float *first = n_modes > 1 ? (float *)malloc(P * V * sizeof(float)) : NULL;
     float *stp = (float *)malloc(S * V * sizeof(float));
-    double secs = 0, secs1 = 0;
-    if (!got || !stp || forward_(s, ids, P, C, V, got, &secs)) return 1;
-    double emax = 0, esum = 0;
-    size_t tmax = 0;
-    for (size_t t = 0; t < P; t++) {
-        double dm = 0, rm = 0;
-        for (size_t i = 0; i < V; i++) {
-            const double d = fabs((double)got[t * V + i] - (double)ref[t * V + i]);
-            if (!(d <= dm)) dm = d; /* NaN propagates */
-            if (fabs((double)ref[t * V + i]) > rm) rm = fabs((double)ref[t * V + i]);
+    if (!got || !stp || (n_modes > 1 && !first)) return 1;
+    int all_ok = 1;
+    for (int mi = 0; mi < n_modes; mi++) {
+        rs_scorer_config sc;
+        memset(&sc, 0, sizeof sc);
+        sc.chunk = C;
+        sc.max_tokens = P;
+        sc.compute = modes[mi];
+        rs_scorer *s = NULL;
+        if ((cpu ? rs_scorer_cpu_create(&m, &sc, &s) : rs_scorer_cuda_create(&m, &sc, &s)) != RS_OK) {
+            fprintf(stderr, "gpu_parity: %s\n", rs_last_error());
+            return 1;
         }
-        const double e = dm / rm;
-        esum += e;
-        if (!(e <= emax)) emax = e, tmax = t;
+        const char *mn = rs_compute_mode_name(modes[mi]);
+        printf("[%s] %s\n", mn, s->ops->describe(s));
+        double secs = 0, secs1 = 0;
+        if (forward_(s, ids, P, C, V, got, &secs)) return 1;
+        double emax = 0, esum = 0;
+        size_t tmax = 0;
+        for (size_t t = 0; t < P; t++) {
+            double dm = 0, rm = 0;
+            for (size_t i = 0; i < V; i++) {
+                const double d = fabs((double)got[t * V + i] - (double)ref[t * V + i]);
+                if (!(d <= dm)) dm = d; /* NaN propagates */
+                if (fabs((double)ref[t * V + i]) > rm) rm = fabs((double)ref[t * V + i]);
+            }
+            const double e = dm / rm;
+            esum += e;
+            if (!(e <= emax)) emax = e, tmax = t;
+        }
+        const int ok1 = emax <= 1e-4;
+        printf("%s [%s] logits vs transformers, %zu positions (chunk %zu, %.2f s): max_t max_i|diff|/max_i|ref| = %.3e "
+               "at position %zu, mean %.3e (bound 1e-4)\n",
+               ok1 ? "PASS" : "FAIL", mn, P, C, secs, emax, tmax, esum / (double)P);
+        if (mi == 0 && first) memcpy(first, got, P * V * sizeof(float));
+        if (mi > 0) { /* against the first mode: the same model and ids, another GEMM method */
+            double fmax = 0, fsum = 0;
+            for (size_t t = 0; t < P; t++) {
+                double dm = 0, rm = 0;
+                for (size_t i = 0; i < V; i++) {
+                    const double d = fabs((double)got[t * V + i] - (double)first[t * V + i]);
+                    if (!(d <= dm)) dm = d;
+                    if (fabs((double)first[t * V + i]) > rm) rm = fabs((double)first[t * V + i]);
+                }
+                fsum += dm / rm;
+                if (!(dm / rm <= fmax)) fmax = dm / rm;
+            }
+            printf("info [%s] vs [%s] logits, %zu positions: max_t max_i|diff|/max_i|logit| = %.3e, mean %.3e\n", mn,
+                   rs_compute_mode_name(modes[0]), P, fmax, fsum / (double)P);
+        }
+        if (forward_(s, ids, S, 1, V, stp, &secs1)) return 1;
+        double dm = 0, rm = 0;
+        for (size_t i = 0; i < S * V; i++) {
+            const double d = fabs((double)stp[i] - (double)got[i]);
+            if (!(d <= dm)) dm = d;
+            if (fabs((double)got[i]) > rm) rm = fabs((double)got[i]);
+        }
+        const int ok2 = dm / rm <= 1e-5;
+        printf("%s [%s] step-by-step vs chunked, %zu positions (%.2f s, %.1f positions/s): max|diff|/max|logit| = "
+               "%.3e (bound 1e-5)\n",
+               ok2 ? "PASS" : "FAIL", mn, S, secs1, (double)S / secs1, dm / rm);
+        all_ok &= ok1 && ok2;
+        rs_scorer_free(s);
     }
-    const int ok1 = emax <= 1e-4;
-    printf("%s logits vs transformers, %zu positions (chunk %zu, %.2f s): max_t max_i|diff|/max_i|ref| = %.3e at "
-           "position %zu, mean %.3e (bound 1e-4)\n",
-           ok1 ? "PASS" : "FAIL", P, C, secs, emax, tmax, esum / (double)P);
-    if (forward_(s, ids, S, 1, V, stp, &secs1)) return 1;
-    double dm = 0, rm = 0;
-    for (size_t i = 0; i < S * V; i++) {
-        const double d = fabs((double)stp[i] - (double)got[i]);
-        if (!(d <= dm)) dm = d;
-        if (fabs((double)got[i]) > rm) rm = fabs((double)got[i]);
-    }
-    const int ok2 = dm / rm <= 1e-5;
-    printf("%s step-by-step vs chunked, %zu positions (%.2f s, %.1f positions/s): max|diff|/max|logit| = %.3e "
-           "(bound 1e-5)\n",
-           ok2 ? "PASS" : "FAIL", S, secs1, (double)S / secs1, dm / rm);
-    rs_scorer_free(s);
     rs_model_free(&m);
     free(got);
+    free(first);
     free(stp);
     free(ids);
     free(ref);
-    return ok1 && ok2 ? 0 : 1;
+    return all_ok ? 0 : 1;
 }

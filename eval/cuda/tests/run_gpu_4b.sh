@@ -8,7 +8,8 @@
 #            (bench_hf_route.py) on the same model in the same call, so the speed-up is a ratio
 #   eval/cuda/tests/run_gpu_4b.sh BINDIR OUTDIR [parity] [bench] [hf]
 # Env: RS_MODELS (default "qwen3_5_4b nemotron_3_nano_4b"), RS_BENCH_TOKENS ("8192 32768"),
-# RS_WORK (/tmp/rs4b: the checkpoints; kept between steps of one call only), RS_COMPUTE (fp32), RS_CHUNK (256).
+# RS_WORK (/tmp/rs4b: the checkpoints; kept between steps of one call only), RS_COMPUTE (fp32), RS_CHUNK (256),
+# RS_PARITY_COMPUTE (fp32; a comma list runs gpu_parity in each mode and compares them).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 BIN=${1:?bindir}
@@ -29,7 +30,8 @@ for m in $MODELS; do
     python3 eval/cuda/tests/make_parity_models.py "$WORK" "$m" --positions 2048 2>&1 | grep -v Warning | tail -8
   fi
   case " $STEPS " in *" parity "*)
-    "$BIN/gpu_parity" "$WORK/$m" "$WORK/$m/ids.i32" "$WORK/$m/ref_logits.f32" --chunk 256 --step-positions 128 || rc=1 ;;
+    "$BIN/gpu_parity" "$WORK/$m" "$WORK/$m/ids.i32" "$WORK/$m/ref_logits.f32" --chunk 256 --step-positions 128 \
+      --compute "${RS_PARITY_COMPUTE:-fp32}" || rc=1 ;;
   esac
   case " $STEPS " in *" bench "*)
     for N in ${RS_BENCH_TOKENS:-8192 32768}; do

@@ -1,0 +1,106 @@
+/* rs_gpu_gemm.h — the GPU evaluator's GEMMs (private to eval/cuda/): Y = beta Y + X W^T on cuBLAS
+ * by one of three methods, and the scorer's preparation of the weight matrices for them.
+ *
+ *   sgemm   cuBLAS SGEMM on the CUDA cores (CUBLAS_DEFAULT_MATH: true fp32 products and sums);
+ *           `--compute fp32`, the default
+ *   tf32    one TF32 tensor-core GEMM (CUBLAS_COMPUTE_32F_FAST_TF32: X and W enter with 10
+ *           mantissa bits, fp32 accumulation); `--compute tf32`
+ *   tf32x3  the split-TF32 GEMM, `--compute tf32x3`: X = X_hi + X_lo (rsg_tf32_split: both
+ *           TF32-exact, |X - X_hi - X_lo| <= 2^-22 |X|) and, likewise, W = W_hi + W_lo;
+ *           Y = beta Y + X_lo W_hi^T [+ X_hi W_lo^T] + X_hi W_hi^T as two or three TF32 tensor-core
+ *           GEMMs chained with beta = 1 (the small terms first). The dropped X_lo W_lo^T is
+ *           <= 2^-22 |X||W| per product. Error per output y = sum_k x_k w_k, relative to
+ *           sum_k |x_k w_k|:
+ *             e_rep + 3u + (the tensor cores' fp32 accumulation),
+ *           u = 2^-24, e_rep = 2^-22 when W is TF32-exact (W_lo == 0, two products: X represented
+ *           to ~22 bits, W exactly, every TF32 x TF32 product exact) and ~3 * 2^-22 otherwise; 3u:
+ *           the chain's additions. The representation is fp32-grade; the accumulation is not: the
+ *           tensor cores' fp32 sums lose more than an SGEMM's round-to-nearest FFMAs (truncation,
+ *           once per k-step of 8 products, was measured on V100 / A100, Fasi et al. 2021), and the
+ *           error grows with the accumulation chain: on the H200 (test_gpu_gemm, 2026-12-01) e_fro
+ *           1e-6 – 6e-6 at K = 2560 .. 9216 against SGEMM's 3e-7 – 5e-7 (3-13x), while plain TF32 is
+ *           2.1e-4. End to end (docs/evaluator.md) that moved the Qwen3.5-4B-shape logits 1.5e-4
+ *           from SGEMM's (transformers parity 1.6e-4 against SGEMM's 3.3e-5): not at fp32-noise
+ *           level, so it is an option, not the default. bf16 and f16 checkpoints (every model of
+ *           the paper) convert to TF32-exact fp32 (8 / 11 significant bits <= TF32's 11), so the
+ *           scorer checks each weight matrix bit by bit at create and keeps W_lo only for the
+ *           others (f32 checkpoints), counted in the memory plan. eval/cuda/tests/test_gpu_gemm.cu
+ *           measures all three methods against a float64 reference.
+ *
+ * Every function checks its arguments on the host and returns an rs_status (RS_E_INVAL before
+ * any launch, RS_E_CUDA with cuBLAS' status); nothing synchronises or allocates except
+ * rs_gpu_gemm_alloc. */
+#ifndef RS_GPU_GEMM_H
+#define RS_GPU_GEMM_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#include "replayssm/common/rs_status.h"
+#include "replayssm/eval/rs_scorer.h"
+
+typedef enum rsg_gemm_method { RSG_GEMM_SGEMM = 0, RSG_GEMM_TF32 = 1, RSG_GEMM_TF32X3 = 2 } rsg_gemm_method;
+
+/* "sgemm", "tf32", "tf32x3" ("?" otherwise) */
+const char *rsg_gemm_method_name(rsg_gemm_method m);
+
+/* the method of a compute mode: fp32 -> sgemm, tf32x3 -> tf32x3, tf32 -> tf32; RS_E_UNSUPPORTED
+ * for bf16 (not implemented on the GPU) */
+rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out);
+
+/* 1 if every one of w[0 .. n) (host memory) is TF32-exact (its low 13 mantissa bits are 0), else
+ * 0. Scans with up to `threads` threads (<= 1: the calling thread alone). */
+int rsg_tf32_exact(const float *w, size_t n, int threads);
+
+/* floats of workspace rsg_linear needs for M rows of K: 2 M K for tf32x3 (X_hi, X_lo), 0 else */
+size_t rsg_linear_ws_floats(rsg_gemm_method m, size_t M, size_t K);
+
+/* Y[M][N] (row-major, ldy) = beta Y + X[M][K] (ldx) W[N][K]^T (packed rows, ld K) by method m on
+ * handle h, which must be bound to the stream the caller orders this on (cublasSetStream).
+ * tf32x3: W is W_hi (TF32-exact, e.g. after rsg_tf32_split in place), W_lo [N][K] its low part
+ * or NULL when W is TF32-exact as given; ws: rsg_linear_ws_floats floats of device memory (X's
+ * split lands there), ws_floats its size. sgemm / tf32: W_lo and ws are unused (NULL, 0).
+ * 1 <= M, N, K < 2^31. The sgemm path sets h's math mode to CUBLAS_DEFAULT_MATH. */
+rs_status rsg_linear(cublasHandle_t h, rsg_gemm_method m, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                     const float *W, const float *W_lo, float beta, float *Y, size_t ldy, float *ws, size_t ws_floats,
+                     cudaStream_t s);
+
+/* ---- the scorer's weights (rs_gpu_plan.cu calls these; rs_gpu_linear looks matrices up) ---- */
+
+/* one GEMM weight matrix of the model: its device view (the key rs_gpu_linear is called with),
+ * the operands tf32x3 uses (hi: == key, split in place, or its own copy when the matrix is also
+ * read elsewhere, i.e. a tied embedding; lo: NULL when TF32-exact) */
+typedef struct rs_gpu_wmat {
+    const float *h;   /* host view (the model's slab) */
+    size_t rows, cols;
+    int exact;        /* TF32-exact: two products */
+    int shared;       /* also read as data (lm_head == embed): split into a copy, never in place */
+    const float *key, *hi, *lo;
+} rs_gpu_wmat;
+
+typedef struct rs_gpu_gemm_state {
+    rsg_gemm_method method;
+    rs_gpu_wmat *mats;       /* [n_mats], sorted by key after alloc (tf32x3 only) */
+    int n_mats, n_exact;
+    size_t split_floats;     /* device floats of the split weights (lo, and hi copies) */
+    float *split_mem;        /* device [split_floats] */
+    size_t ws_floats;        /* X split scratch: 2 M Kmax (tf32x3) */
+    float *ws;
+} rs_gpu_gemm_state;
+
+struct rs_scorer;
+struct gpu_impl;
+
+/* plan (before any allocation): the method, every GEMM weight matrix of the model and its
+ * exactness (tf32x3 only), the device bytes of the split weights (*weight_bytes) and of the X
+ * split scratch (*scratch_bytes) for M = RR * chunk rows */
+rs_status rs_gpu_gemm_plan(const struct rs_scorer *sc, struct gpu_impl *im, size_t *weight_bytes,
+                           size_t *scratch_bytes);
+/* after the weights are on the device: allocate the planned bytes, split the inexact matrices */
+rs_status rs_gpu_gemm_alloc(const struct rs_scorer *sc, struct gpu_impl *im);
+void rs_gpu_gemm_free(struct gpu_impl *im);
+/* the describe() part: "gemm tf32x3 (226 of 226 weight matrices TF32-exact: 2 products)" */
+void rs_gpu_gemm_describe(const struct gpu_impl *im, char *buf, size_t n);
+
+#endif /* RS_GPU_GEMM_H */
