@@ -33,7 +33,7 @@ static const char k_kl_synopsis[] =
     "[--text FILE... | --token-ids FILE...] [--tokens N] [--policy P ...]\n"
     "[--window L] [--seed S] [--threads N] [--device cpu|cuda[:N]]\n"
     "[--compute fp32|tf32x3|tf32|bf16] [--chunk C] [--out F.h5] [--resume | --force]\n"
-    "[--quiet] [--progress-every SEC] [--all-stats] [--short skip|truncate]";
+    "[--batch B] [--quiet] [--progress-every SEC] [--all-stats] [--short skip|truncate]";
 static const char k_kl_about[] =
     "Teacher-forced KL(p_fp32 || p_policy) per position of PG-19 books, logged to HDF5.\n"
     "The fp32 reference runs in lockstep with every policy on the same tokens.";
@@ -201,6 +201,7 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     c.n_book_ids = o->n_book_ids;
     c.tokens = o->tokens;
     c.chunk = o->chunk;
+    c.batch = o->batch;
     c.threads = o->threads;
     if (!strcmp(o->device, "cuda")) {
 #ifdef RS_HAVE_CUDA

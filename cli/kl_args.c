@@ -22,6 +22,7 @@ void rs_kl_opts_init(rs_kl_opts *o, const char *cmd)
     o->books = 1;
     o->tokens = RS_KL_DEFAULT_TOKENS;
     o->chunk = RS_KL_DEFAULT_CHUNK;
+    o->batch = 1;
     o->window = RS_KL_DEFAULT_WINDOW;
     o->device = "cpu";
     o->compute = "fp32";
@@ -237,6 +238,10 @@ static size_t kl_table_(rs_kl_opts *o, int sweep, rs_cli_opt *t, char *policy_he
          "[fp32]", NULL, 0, 0, NULL, compute_opt_, NULL, 0},
         {"--chunk", NULL, RS_CLI_SIZE, "C", "positions per forward chunk and per HDF5 flush",
          "[" XSTR_(RS_KL_DEFAULT_CHUNK) "]", &o->chunk, 1, RS_KLEVAL_MAX_CHUNK, NULL, NULL, NULL, 0},
+        {"--batch", NULL, RS_CLI_SIZE, "B", "books / streams in flight at once: the next B books forwarded\n"
+         "together (the reference and every run of each as batch rows);\nthe log equals the one-by-one run's "
+         "(on cuda the GEMM shapes\nchange with B: recorded, --resume needs the same B)",
+         "[1]", &o->batch, 1, RS_KLEVAL_MAX_BATCH, NULL, NULL, NULL, 0},
         {"--out", NULL, RS_CLI_STR, "F.h5", "output log", sweep ? "[" RS_SWEEP_DEFAULT_OUT "]" : "[" RS_KL_DEFAULT_OUT "]",
          &o->out, 0, 0, NULL, NULL, NULL, 0},
         {"--resume", NULL, RS_CLI_FLAG, NULL, "continue an interrupted log (same configuration)", NULL, &o->resume, 0, 0,

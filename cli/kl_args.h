@@ -33,6 +33,7 @@ typedef struct rs_kl_opts {
     const char **inputs;
     size_t n_inputs;
     size_t tokens, chunk;
+    size_t batch;            /* --batch B: books in flight at once [1] */
     uint64_t seed;
     int threads, resume, force, quiet;
     double progress_every; /* --progress-every: seconds between plain progress lines (stderr not a TTY) */

@@ -18,6 +18,7 @@ rs_kleval_config rs_kleval_config_default(void)
     c.first_books = 1;
     c.tokens = 8192;
     c.chunk = 64;
+    c.batch = 1;
     c.short_books = RS_KLEVAL_SHORT_SKIP;
     c.output = RS_KLEVAL_OUT_NEW;
     c.device_kind = "cpu";
@@ -80,6 +81,8 @@ static rs_status check_config_(const rs_kleval_config *c)
              "tokens must be in [1, %d], not %zu", RS_KLEVAL_MAX_TOKENS, c->tokens);
     RS_CHECK(c->chunk >= 1 && c->chunk <= RS_KLEVAL_MAX_CHUNK, RS_E_INVAL,
              "chunk must be in [1, %d], not %zu", RS_KLEVAL_MAX_CHUNK, c->chunk);
+    RS_CHECK(c->batch <= RS_KLEVAL_MAX_BATCH, RS_E_INVAL, "batch must be in [1, %d], not %zu", RS_KLEVAL_MAX_BATCH,
+             c->batch);
     RS_CHECK(c->threads >= 0, RS_E_INVAL, "threads must be >= 0 (0: the OpenMP default), not %d",
              c->threads);
     RS_CHECK(!pg19 || c->n_book_ids > 0 || c->first_books > 0, RS_E_INVAL,
@@ -205,8 +208,9 @@ rs_status rs_kleval_step(rs_kleval *ev, int *finished)
              "rs_kleval_step: the evaluation failed earlier (the committed chunks are kept)");
     RS_CHECK(!ev->stopped, RS_E_STATE, "rs_kleval_step: the evaluation was interrupted (the log is closed; resume it)");
     if (!ev->prepared) RS_TRY(rs_kleval_prepare(ev));
-    RS_TRY(rs_kleval_next_chunk(ev));
-    if (ev->book >= ev->res.n_books) { /* every position committed */
+    int all_done = 0;
+    RS_TRY(rs_kleval_next_chunk(ev, &all_done));
+    if (all_done) { /* every position committed */
         RS_TRY(rs_kleval_log_finish(ev));
         ev->finished = 1;
         ev->res.complete = 1;
@@ -298,18 +302,8 @@ void rs_kleval_free(rs_kleval *ev)
     free(ev->runs);
     free(ev->books);
     free(ev->skipped);
-    free(ev->toks);
+    rs_kleval_slots_free(ev);
     rs_tokenizer_free(&ev->tok);
-    free(ev->kl_v);
-    free(ev->nll_v);
-    free(ev->dp_v);
-    free(ev->agree_v);
-    free(ev->buf);
-    free(ev->agree);
-    free(ev->tgt);
-    free(ev->top);
-    free(ev->rcs);
-    free(ev->nf_done);
     free(ev->running);
     free(ev->sums);
     free(ev);

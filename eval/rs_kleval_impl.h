@@ -41,6 +41,23 @@ typedef struct rs_kleval_stream {
     uint64_t row;          /* token ids: row of the array */
 } rs_kleval_stream;
 
+/* A book in flight: one stream of the scorer. Its chunk buffers are what the scorer writes and
+ * the log commits. */
+typedef struct rs_kleval_slot {
+    size_t book;              /* index among the evaluated books */
+    size_t pos, start, len;   /* next position; committed at open (replayed, not written, below it);
+                                 the book's positions */
+    int active;               /* positions left in this wave */
+    int32_t *toks;            /* [max_len + 1] the book's tokens */
+    double *buf;              /* [(3R + 1) C] kl, nll, dp of every run; the reference NLL */
+    uint8_t *agree;           /* [R C + 1] */
+    int32_t *tgt, *top;       /* [C] next tokens, reference top-1 */
+    rs_h5log_run_chunk *rcs;  /* [R + 1] views into buf / agree */
+    double **kl_v, **nll_v, **dp_v; /* [R + 1] the same views as the scorer's output arrays */
+    uint8_t **agree_v;
+    uint8_t *nf_done;         /* [R + 1] run already reported non-finite in this book */
+} rs_kleval_slot;
+
 struct rs_kleval {
     rs_kleval_config cfg;     /* every pointer refers to the copies below */
     char *model_dir, *data_dir, *split, *out_path, *command_line, *tool_version, *git_commit, *device_kind;
@@ -74,17 +91,14 @@ struct rs_kleval {
     char describe[512];       /* the scorer's description, for the log */
     rs_h5log *lg;
 
-    /* the position loop */
-    size_t book, pos;         /* next chunk: book index, position */
-    int book_open;            /* tokens of `book` are loaded and the runner is at `pos` */
-    int32_t *toks;            /* [max_len + 1] tokens of the current book */
-    double *buf;              /* [(3R + 1) C] kl, nll, dp of every run; the reference NLL */
-    uint8_t *agree;           /* [R C + 1] */
-    int32_t *tgt, *top;       /* [C] next tokens, reference top-1 */
-    rs_h5log_run_chunk *rcs;  /* [R + 1] views into buf / agree */
-    double **kl_v, **nll_v, **dp_v; /* [R + 1] the same views as the scorer's output arrays */
-    uint8_t **agree_v;
-    uint8_t *nf_done;         /* [R + 1] run already reported non-finite in this book */
+    /* the position loop (rs_kleval_step.c): a wave of up to n_slots books in flight, one scorer
+     * stream each, in lockstep from position 0 */
+    size_t book;              /* next book not yet taken into a wave */
+    size_t n_slots;           /* batch: the scorer's streams */
+    rs_kleval_slot *slots;    /* [n_slots] */
+    size_t n_wave;            /* slots of the current wave (0: none open) */
+    rs_scorer_stream *sin;    /* [n_slots] the step's inputs */
+    rs_scorer_out *sout;      /* [n_slots] the step's outputs (views into the slots) */
     rs_kl_running *running;   /* [R + 1] mean KL of the positions computed here */
     double ref_nll_sum;
     size_t ref_nll_n;
@@ -122,7 +136,9 @@ rs_status rs_kleval_input_tokens(rs_kleval *ev, size_t i, int32_t *toks, size_t 
 const char *rs_kleval_input_name(rs_kleval_input k); /* "pg19", "text", "token-ids" */
 void rs_kleval_input_free(rs_kleval *ev);
 
-/* rs_kleval_step.c: the next chunk (prepared, not finished, no earlier failure) */
-rs_status rs_kleval_next_chunk(rs_kleval *ev);
+/* rs_kleval_step.c: the next chunk of every book in flight (prepared, not finished, no earlier
+ * failure); *all_done = 1 once every book's positions are committed */
+rs_status rs_kleval_next_chunk(rs_kleval *ev, int *all_done);
+void rs_kleval_slots_free(rs_kleval *ev);
 
 #endif /* RS_KLEVAL_IMPL_H */

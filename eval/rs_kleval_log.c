@@ -14,7 +14,7 @@
 #include "rs_provenance.h"
 
 #define RS_KLEVAL_FMT_MAX 48
-#define RS_KLEVAL_LOG_EXTRA 5 /* device_kind, compute, device, input, input_files; + 2 per input file */
+#define RS_KLEVAL_LOG_EXTRA 6 /* device_kind, compute, device, batch, input, input_files; + 2 per input file */
 #define RS_KLEVAL_KEY_MAX 40
 
 /* FNV-1a 64 of a file's bytes ("fnv1a64:<16 hex>"); 0 if unreadable */
@@ -54,7 +54,7 @@ typedef struct log_meta {
     char cfg_hash[64];
     rs_h5log_extra *extra;             /* [RS_KLEVAL_LOG_EXTRA + 2 n_input_files] */
     char (*keys)[RS_KLEVAL_KEY_MAX];   /* [2 n_input_files] input_file_<i>, input_sha256_<i> */
-    char n_files[24];
+    char n_files[24], batch[24];
     rs_prov_files pf;                  /* the model folder's files and digests */
     rs_prov_env env;                   /* host, CPU, BLAS, compiler (and GPU) */
     char *abs_model, *abs_data, *abs_tok; /* absolute paths (realpath), NULL: as given */
@@ -186,9 +186,14 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf
     m->extra[0] = (rs_h5log_extra){"device_kind", c->device_kind, 1};
     m->extra[1] = (rs_h5log_extra){"compute", rs_compute_mode_name(c->compute), 1};
     m->extra[2] = (rs_h5log_extra){"device", ev->describe, 0};
+    /* books in flight (rs_kleval_step.c): on the CPU every stream is its own runner, the numbers do
+     * not depend on it (provenance); on a GPU the batch is the GEMMs' M, and cuBLAS picks its
+     * kernels (reduction order) by shape, so it is compared on resume there */
+    snprintf(m->batch, sizeof m->batch, "%zu", ev->n_slots);
+    m->extra[3] = (rs_h5log_extra){"batch", m->batch, strcmp(c->device_kind, "cpu") != 0};
     /* the input (docs/hdf5-layout.md): its kind, and per file its path (provenance) and SHA-256
      * (compared on resume, with the number of files) */
-    size_t ne = 3;
+    size_t ne = 4;
     m->extra[ne++] = (rs_h5log_extra){"input", rs_kleval_input_name(c->input), 1};
     if (!pg19) {
         snprintf(m->n_files, sizeof m->n_files, "%zu", nf);

@@ -176,6 +176,7 @@ static rs_status build_scorer_(rs_kleval *ev)
         sc.threads = ev->cfg.threads;
         sc.compute = ev->cfg.compute;
         sc.device = ev->cfg.device;
+        sc.n_streams = ev->n_slots;
         const rs_scorer_factory make = ev->cfg.scorer ? ev->cfg.scorer : rs_scorer_cpu_create;
         st = make(&ev->model, &sc, &ev->sc);
     }
@@ -188,35 +189,47 @@ static rs_status build_scorer_(rs_kleval *ev)
     return RS_OK;
 }
 
-/* the buffers of the position loop: one chunk of every run */
+/* the buffers of the position loop: per slot (book in flight) its tokens and one chunk of every
+ * run; the running means and summaries */
 static rs_status alloc_loop_(rs_kleval *ev)
 {
-    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk;
-    ev->toks = (int32_t *)malloc((ev->max_len + 1) * sizeof(int32_t));
-    ev->buf = (double *)malloc((3 * R + 1) * C * sizeof(double));
-    ev->agree = (uint8_t *)malloc(R * C + 1);
-    ev->tgt = (int32_t *)malloc(C * sizeof(int32_t));
-    ev->top = (int32_t *)malloc(C * sizeof(int32_t));
-    ev->rcs = (rs_h5log_run_chunk *)calloc(R + 1, sizeof *ev->rcs);
-    ev->nf_done = (uint8_t *)calloc(R + 1, 1);
+    const size_t R = ev->cfg.n_runs, C = ev->cfg.chunk, B = ev->n_slots;
+    ev->slots = (rs_kleval_slot *)calloc(B, sizeof *ev->slots);
+    ev->sin = (rs_scorer_stream *)calloc(B, sizeof *ev->sin);
+    ev->sout = (rs_scorer_out *)calloc(B, sizeof *ev->sout);
     ev->running = (rs_kl_running *)calloc(R + 1, sizeof *ev->running);
     ev->sums = (rs_kl_summary *)calloc(R + 1, sizeof *ev->sums);
-    ev->kl_v = (double **)calloc(R + 1, sizeof(double *));
-    ev->nll_v = (double **)calloc(R + 1, sizeof(double *));
-    ev->dp_v = (double **)calloc(R + 1, sizeof(double *));
-    ev->agree_v = (uint8_t **)calloc(R + 1, sizeof(uint8_t *));
-    if (!ev->kl_v || !ev->nll_v || !ev->dp_v || !ev->agree_v || !ev->toks || !ev->buf || !ev->agree || !ev->tgt || !ev->top || !ev->rcs ||
-        !ev->nf_done || !ev->running || !ev->sums)
+    if (!ev->slots || !ev->sin || !ev->sout || !ev->running || !ev->sums)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
-    for (size_t r = 0; r < R; r++) {
-        ev->rcs[r].kl = ev->buf + (3 * r + 0) * C;
-        ev->rcs[r].nll = ev->buf + (3 * r + 1) * C;
-        ev->rcs[r].dp = ev->buf + (3 * r + 2) * C;
-        ev->rcs[r].agree = ev->agree + r * C;
-        ev->kl_v[r] = ev->buf + (3 * r + 0) * C;
-        ev->nll_v[r] = ev->buf + (3 * r + 1) * C;
-        ev->dp_v[r] = ev->buf + (3 * r + 2) * C;
-        ev->agree_v[r] = ev->agree + r * C;
+    for (size_t i = 0; i < B; i++) {
+        rs_kleval_slot *sl = &ev->slots[i];
+        sl->toks = (int32_t *)malloc((ev->max_len + 1) * sizeof(int32_t));
+        sl->buf = (double *)malloc((3 * R + 1) * C * sizeof(double));
+        sl->agree = (uint8_t *)malloc(R * C + 1);
+        sl->tgt = (int32_t *)malloc(C * sizeof(int32_t));
+        sl->top = (int32_t *)malloc(C * sizeof(int32_t));
+        sl->rcs = (rs_h5log_run_chunk *)calloc(R + 1, sizeof *sl->rcs);
+        sl->nf_done = (uint8_t *)calloc(R + 1, 1);
+        sl->kl_v = (double **)calloc(R + 1, sizeof(double *));
+        sl->nll_v = (double **)calloc(R + 1, sizeof(double *));
+        sl->dp_v = (double **)calloc(R + 1, sizeof(double *));
+        sl->agree_v = (uint8_t **)calloc(R + 1, sizeof(uint8_t *));
+        if (!sl->kl_v || !sl->nll_v || !sl->dp_v || !sl->agree_v || !sl->toks || !sl->buf || !sl->agree || !sl->tgt ||
+            !sl->top || !sl->rcs || !sl->nf_done)
+            return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+        for (size_t r = 0; r < R; r++) {
+            sl->rcs[r].kl = sl->kl_v[r] = sl->buf + (3 * r + 0) * C;
+            sl->rcs[r].nll = sl->nll_v[r] = sl->buf + (3 * r + 1) * C;
+            sl->rcs[r].dp = sl->dp_v[r] = sl->buf + (3 * r + 2) * C;
+            sl->rcs[r].agree = sl->agree_v[r] = sl->agree + r * C;
+        }
+        rs_scorer_out *o = &ev->sout[i];
+        o->nll_ref = sl->buf + 3 * R * C;
+        o->top1_ref = sl->top;
+        o->kl = sl->kl_v;
+        o->nll = sl->nll_v;
+        o->dp = sl->dp_v;
+        o->agree = sl->agree_v;
     }
     return RS_OK;
 }
@@ -230,6 +243,9 @@ rs_status rs_kleval_plan(rs_kleval *ev)
     RS_TRY(rs_kleval_log_hash_start(ev));
     RS_TRY(load_model_(ev));
     RS_TRY(plan_books_(ev));
+    /* books in flight: the batch, but no more streams than books */
+    ev->n_slots = ev->cfg.batch > 1 ? ev->cfg.batch : 1;
+    if (ev->n_slots > ev->res.n_books) ev->n_slots = ev->res.n_books;
     RS_TRY(build_scorer_(ev));
     RS_TRY(alloc_loop_(ev));
     RS_TRY(rs_kleval_log_open(ev));

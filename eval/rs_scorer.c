@@ -33,6 +33,8 @@ rs_status rs_scorer_config_copy(rs_scorer *sc, const rs_scorer_config *cfg, void
              "scorer: %zu runs but NULL policies, windows or seeds", R);
     RS_CHECK(cfg->chunk >= 1 && cfg->max_tokens >= 1, RS_E_INVAL, "scorer: chunk %zu, max_tokens %zu must be >= 1",
              cfg->chunk, cfg->max_tokens);
+    RS_CHECK(cfg->n_streams <= RS_SCORER_MAX_STREAMS, RS_E_INVAL, "scorer: %zu streams (at most %d)", cfg->n_streams,
+             RS_SCORER_MAX_STREAMS);
     const size_t bytes = R * (sizeof(rs_policy) + sizeof(size_t) + sizeof(uint64_t)) + 1;
     unsigned char *p = (unsigned char *)malloc(bytes);
     if (!p) return rs_error_set(RS_E_NOMEM, "scorer: out of memory");
@@ -46,11 +48,17 @@ rs_status rs_scorer_config_copy(rs_scorer *sc, const rs_scorer_config *cfg, void
         memcpy(wins, cfg->windows, R * sizeof *wins);
     }
     sc->cfg = *cfg;
+    if (sc->cfg.n_streams == 0) sc->cfg.n_streams = 1;
     sc->cfg.policies = pol;
     sc->cfg.seeds = seeds;
     sc->cfg.windows = wins;
     *mem = p;
     return RS_OK;
+}
+
+size_t rs_scorer_n_streams(const rs_scorer *sc)
+{
+    return sc && sc->cfg.n_streams > 1 ? sc->cfg.n_streams : 1;
 }
 
 void rs_scorer_free(rs_scorer *sc)

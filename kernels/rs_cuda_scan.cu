@@ -32,7 +32,9 @@ struct rs_cuda_scan {
     size_t bytes, n_marks, states_bytes;
     unsigned char *slab; /* device */
     rs_scan_run *d_runs;
-    int *d_list; /* [n1 one-state runs][n2 two-state runs] */
+    int *d_list; /* [n1 one-state runs][n2 two-state runs], each part in ascending run order */
+    int *h_list; /* host copy of d_list */
+    size_t *h_state_off; /* [R + 1] first state float of each run; [R]: all states */
     int64_t *d_marks;
     float *d_states;
     /* the two-state launch runs beside the one-state launch (different runs, disjoint data): a side
@@ -139,6 +141,8 @@ extern "C" void rs_cuda_scan_free(rs_cuda_scan *s)
     if (s->side) cudaStreamDestroy(s->side);
     free(s->layer_ids);
     free(s->pos);
+    free(s->h_list);
+    free(s->h_state_off);
     free(s);
 }
 
@@ -156,8 +160,10 @@ extern "C" rs_status rs_cuda_scan_create(const rs_cuda_scan_config *cfg, rs_cuda
     if (s) {
         s->layer_ids = (uint32_t *)calloc((size_t)cfg->n_layers, sizeof *s->layer_ids);
         s->pos = (uint64_t *)calloc((size_t)cfg->n_layers, sizeof *s->pos);
+        s->h_list = (int *)calloc((size_t)R, sizeof *s->h_list);
+        s->h_state_off = (size_t *)calloc((size_t)R + 1, sizeof *s->h_state_off);
     }
-    if (!s || !runs || !list || !s->layer_ids || !s->pos) {
+    if (!s || !runs || !list || !s->layer_ids || !s->pos || !s->h_list || !s->h_state_off) {
         rs_cuda_scan_free(s);
         free(runs);
         free(list);
@@ -178,6 +184,7 @@ extern "C" rs_status rs_cuda_scan_create(const rs_cuda_scan_config *cfg, rs_cuda
         u.seed = cfg->seeds[r];
         u.L = rs_policy_is_replay(p) ? (uint64_t)cfg->windows[r] : 1u;
         u.state_off = off;
+        s->h_state_off[r] = off;
         u.mode = (int)p->mode;
         u.ns = rs_policy_is_split(p) ? 2 : 1;
         u.hp = dev_fmt_(p->hp);
@@ -188,6 +195,8 @@ extern "C" rs_status rs_cuda_scan_create(const rs_cuda_scan_config *cfg, rs_cuda
         if (runs[r].ns == 1) list[s->n1++] = r;
     for (int r = 0; r < R; ++r)
         if (runs[r].ns == 2) list[s->n1 + s->n2++] = r;
+    s->h_state_off[R] = off;
+    memcpy(s->h_list, list, (size_t)R * sizeof *list);
 
     cudaError_t e = cudaSuccess;
     if (s->n1 > 0 && s->n2 > 0) {
@@ -242,6 +251,21 @@ extern "C" rs_status rs_cuda_scan_reset(rs_cuda_scan *s, rs_cuda_stream st)
     return RS_OK;
 }
 
+extern "C" rs_status rs_cuda_scan_reset_runs(rs_cuda_scan *s, int run0, int n_runs, rs_cuda_stream st)
+{
+    static const char who[] = "rs_cuda_scan_reset_runs";
+    RS_CHECK(s, RS_E_INVAL, "%s: NULL object", who);
+    RS_CHECK(run0 >= 0 && n_runs >= 1 && run0 <= s->R - n_runs, RS_E_INVAL, "%s: runs %d .. %d outside 0 .. %d", who,
+             run0, run0 + n_runs - 1, s->R - 1);
+    const size_t f0 = s->h_state_off[run0], f1 = s->h_state_off[run0 + n_runs];
+    const size_t per_run = (size_t)s->n_layers * (size_t)s->H; /* marks [R][n_layers][H] */
+    cudaError_t e = cudaMemsetAsync(s->d_states + f0, 0, (f1 - f0) * sizeof(float), st);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(s->d_marks + (size_t)run0 * per_run, 0xFF, (size_t)n_runs * per_run * sizeof(int64_t), st);
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: cudaMemsetAsync failed: %s", who, cudaGetErrorString(e));
+    return RS_OK;
+}
+
 /* ---- chunks ------------------------------------------------------------------------------------- */
 
 static bool aligned16_(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -258,9 +282,10 @@ static bool getenv_serial_()
     return v == 1;
 }
 
-extern "C" rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cuda_scan_io *io, rs_cuda_stream st)
+/* the chunk of the runs run0 .. run0 + nr - 1 at position pos0 */
+static rs_status chunk_(rs_cuda_scan *s, int layer, int run0, int nr, uint64_t pos0, const rs_cuda_scan_io *io,
+                        rs_cuda_stream st, const char *who)
 {
-    static const char who[] = "rs_cuda_scan_chunk";
     RS_CHECK(s && io, RS_E_INVAL, "%s: NULL object or io", who);
     RS_CHECK(layer >= 0 && layer < s->n_layers, RS_E_INVAL, "%s: layer %d outside 0..%d", who, layer, s->n_layers - 1);
     RS_CHECK(io->T >= 1 && io->T <= s->max_chunk, RS_E_INVAL, "%s: T = %d outside 1..%d", who, io->T, s->max_chunk);
@@ -280,36 +305,65 @@ extern "C" rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cud
     a.alpha = io->alpha, a.beta = gdn ? io->beta : NULL, a.v = io->v, a.k = io->k, a.q = io->q, a.o = io->o;
     a.ld_a = io->ld_a, a.ld_v = io->ld_v, a.ld_k = io->ld_k, a.ld_q = io->ld_q, a.ld_o = io->ld_o;
     a.runs = s->d_runs, a.states = s->d_states, a.marks = s->d_marks;
-    a.pos0 = s->pos[layer];
+    a.pos0 = pos0;
+    a.run0 = run0;
+    /* the launch's part of each run list (both ascending: a run range is one segment of each) */
+    int lo1 = 0, hi1, lo2 = s->n1, hi2;
+    while (lo1 < s->n1 && s->h_list[lo1] < run0) lo1++;
+    for (hi1 = lo1; hi1 < s->n1 && s->h_list[hi1] < run0 + nr; hi1++) {}
+    while (lo2 < s->n1 + s->n2 && s->h_list[lo2] < run0) lo2++;
+    for (hi2 = lo2; hi2 < s->n1 + s->n2 && s->h_list[hi2] < run0 + nr; hi2++) {}
+    const int m1 = hi1 - lo1, m2 = hi2 - lo2;
     a.T = io->T, a.H = s->H, a.hpg = s->H / s->G, a.d_v = s->d_v, a.n_layers = s->n_layers, a.layer = layer;
     a.layer_id = s->layer_ids[layer];
     cudaStream_t cs = (cudaStream_t)st, cs2 = cs;
-    const bool fork = s->side && !getenv_serial_();
+    const bool fork = s->side && m1 > 0 && m2 > 0 && !getenv_serial_();
     if (fork) { /* cs2 starts after everything queued on cs so far; cs continues after cs2's launch */
         cudaError_t e = cudaEventRecord(s->ev_fork, cs);
         if (e == cudaSuccess) e = cudaStreamWaitEvent(s->side, s->ev_fork, 0);
         if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: fork: %s", who, cudaGetErrorString(e));
         cs2 = s->side;
     }
-    if (s->n1 > 0) {
-        a.list = s->d_list;
-        if (gdn) rs_scan_launch_gdn(s->rpw, 1, a, s->n1, cs);
-        else rs_scan_launch_mamba2(s->rpw, 1, a, s->n1, cs);
+    if (m1 > 0) {
+        a.list = s->d_list + lo1;
+        if (gdn) rs_scan_launch_gdn(s->rpw, 1, a, m1, cs);
+        else rs_scan_launch_mamba2(s->rpw, 1, a, m1, cs);
         const cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
     }
-    if (s->n2 > 0) {
-        a.list = s->d_list + s->n1;
-        if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, s->n2, cs2);
-        else rs_scan_launch_mamba2(s->rpw, 2, a, s->n2, cs2);
+    if (m2 > 0) {
+        a.list = s->d_list + lo2;
+        if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, m2, cs2);
+        else rs_scan_launch_mamba2(s->rpw, 2, a, m2, cs2);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess && fork) e = cudaEventRecord(s->ev_join, cs2);
         if (e == cudaSuccess && fork) e = cudaStreamWaitEvent(cs, s->ev_join, 0);
         if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
     }
+    return RS_OK;
+}
+
+extern "C" rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cuda_scan_io *io, rs_cuda_stream st)
+{
+    static const char who[] = "rs_cuda_scan_chunk";
+    RS_CHECK(s && io, RS_E_INVAL, "%s: NULL object or io", who);
+    RS_CHECK(layer >= 0 && layer < s->n_layers, RS_E_INVAL, "%s: layer %d outside 0..%d", who, layer, s->n_layers - 1);
+    RS_TRY(chunk_(s, layer, 0, s->R, s->pos[layer], io, st, who));
     s->pos[layer] += (uint64_t)io->T;
     return RS_OK;
 }
+
+extern "C" rs_status rs_cuda_scan_chunk_runs(rs_cuda_scan *s, int layer, int run0, int n_runs, uint64_t pos0,
+                                             const rs_cuda_scan_io *io, rs_cuda_stream st)
+{
+    static const char who[] = "rs_cuda_scan_chunk_runs";
+    RS_CHECK(s && io, RS_E_INVAL, "%s: NULL object or io", who);
+    RS_CHECK(run0 >= 0 && n_runs >= 1 && run0 <= s->R - n_runs, RS_E_INVAL, "%s: runs %d .. %d outside 0 .. %d", who,
+             run0, run0 + n_runs - 1, s->R - 1);
+    return chunk_(s, layer, run0, n_runs, pos0, io, st, who);
+}
+
+
 
 extern "C" rs_status rs_cuda_scan_first_nonfinite(rs_cuda_scan *s, int64_t *out, rs_cuda_stream st)
 {

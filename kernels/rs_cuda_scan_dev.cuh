@@ -55,7 +55,8 @@ struct rs_scan_kargs {
     const int *list;         /* run of blockIdx.y */
     float *states;
     int64_t *marks; /* [R][n_layers][H] */
-    uint64_t pos0;  /* the layer's position before this chunk */
+    uint64_t pos0;  /* the position of the launch's runs before this chunk */
+    int run0;       /* the first run of the launch: io rows (r - run0) * T + t */
     int T, H, hpg, d_v, n_layers, layer;
     uint32_t layer_id;
 };

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
     const int h = blockIdx.x, r = a.list[blockIdx.y];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
     const int row0 = warp * RPW, T = a.T, d_v = a.d_v;
-    const size_t rt0 = (size_t)r * T;
+    const size_t rt0 = (size_t)(r - a.run0) * T; /* the launch's rows start at its first run */
     float *const ob = a.o + (size_t)h * d_v; /* + (rt0 + t) * ld_o + row */
     int64_t *const mark = a.marks + ((size_t)r * a.n_layers + a.layer) * a.H + h;
 

@@ -1,8 +1,12 @@
-/* rs_gpu_forward.cu — the forward of one chunk on the GPU for the reference and every run, the
- * twin of eval/model/rs_forward.c: the same layers, in the same order, on the same stacked rows
- * (run g, position t -> row g * n + t), each CPU op replaced by its rs_gpu_ops.h twin, every
- * GEMM over all M = RR * n rows (rs_gpu_linear, rs_gpu_gemm.cu), the SSM recurrence by the
- * chunked state engine (rs_cuda_scan.h, one launch per layer for all runs and heads). */
+/* rs_gpu_forward.cu — the forward of one chunk on the GPU for the reference and every run of a
+ * batch of streams (books), the twin of eval/model/rs_forward.c: the same layers, in the same
+ * order, on the same stacked rows (row group g = j * (R + 1) + run of the batch's stream j,
+ * position t -> row g * n + t), each CPU op replaced by its rs_gpu_ops.h twin, every GEMM over
+ * all M = G * n rows (rs_gpu_linear, rs_gpu_gemm.cu), the SSM recurrence by the chunked state engine
+ * (rs_cuda_scan.h, one launch per layer for all runs, streams and heads). The batch is the
+ * streams b_s0 .. b_s0 + b_ns - 1, all at position b_pos with n new tokens each (the scorer
+ * groups them, rs_scorer_cuda.cu); their per-run state (conv states, KV caches, scan states)
+ * starts at row group b_r0 = b_s0 * (R + 1). */
 #include "rs_gpu_scorer_impl.h"
 #include "rs_gpu_ops.h"
 
@@ -36,7 +40,7 @@ static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     const rs_model *m = sc->m;
     const rs_gdn_config *g = &m->cfg.gdn;
     const rs_layer_weights *w = &m->w.layers[l];
-    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n, cd = (size_t)g->conv_dim;
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n, cd = (size_t)g->conv_dim;
     const size_t vd = (size_t)g->value_dim, Hv = (size_t)g->n_v_heads, dv = (size_t)g->v_head_dim;
     const float eps = m->cfg.rms_eps;
     GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), eps, RS_NORM_ONE_PLUS, im->xn, d, im->s));
@@ -46,7 +50,8 @@ static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     float *pa = plane_(im, 0, M), *pb = plane_(im, 1, M), *palpha = plane_(im, 2, M), *pbeta = plane_(im, 3, M);
     GTRY(rs_gpu_linear(im, M, Hv, d, im->xn, d, RS_GPU_W(im, w->gdn.in_a), 0.0f, pa, Hv));
     GTRY(rs_gpu_linear(im, M, Hv, d, im->xn, d, RS_GPU_W(im, w->gdn.in_b), 0.0f, pb, Hv));
-    GTRY(rsg_conv1d(im->RR, (int)n, (int)cd, g->conv_kernel, im->proj, cd, im->layers[l].conv_state,
+    GTRY(rsg_conv1d(im->G, (int)n, (int)cd, g->conv_kernel, im->proj, cd,
+                    im->layers[l].conv_state + im->b_r0 * cd * (size_t)(g->conv_kernel - 1),
                     RS_GPU_W(im, w->gdn.conv_w), NULL, 1, im->conv, cd, im->s));
     GTRY(rsg_gdn_prep((int)M, g->n_k_heads, g->k_head_dim, (int)Hv, im->conv, cd, pa, pb, RS_GPU_W(im, w->gdn.A_log),
                       RS_GPU_W(im, w->gdn.dt_bias), palpha, pbeta, im->s));
@@ -65,7 +70,7 @@ static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     io.ld_v = cd;
     io.o = im->ssm_o;
     io.ld_o = vd;
-    GTRY(rs_cuda_scan_chunk(im->scan_gdn, im->layers[l].ssm, &io, im->s));
+    GTRY(rs_cuda_scan_chunk_runs(im->scan_gdn, im->layers[l].ssm, (int)im->b_r0, im->G, im->b_pos, &io, im->s));
     rs_gpu_mark(im, GS_REC);
     /* per value head: y = w * rms(o) * silu(z) */
     GTRY(rsg_rmsnorm_gated((int)(M * Hv), (int)dv, (int)dv, im->ssm_o, dv, im->proj2, dv, RS_GPU_W(im, w->gdn.norm),
@@ -79,13 +84,14 @@ static rs_status mamba_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n
     const rs_model *m = sc->m;
     const rs_mamba2_config *mc = &m->cfg.mamba;
     const rs_layer_weights *w = &m->w.layers[l];
-    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n, ip = (size_t)mc->in_proj_dim;
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n, ip = (size_t)mc->in_proj_dim;
     const size_t cd = (size_t)mc->conv_dim, di = (size_t)mc->d_inner, H = (size_t)mc->n_heads;
     const size_t P = (size_t)mc->head_dim, N = (size_t)mc->d_state, G = (size_t)mc->n_groups;
     GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), m->cfg.rms_eps, RS_NORM_PLAIN, im->xn, d, im->s));
     rs_gpu_mark(im, GS_OTHER);
     GTRY(rs_gpu_linear(im, M, ip, d, im->xn, d, RS_GPU_W(im, w->mamba.in_proj), 0.0f, im->proj, ip)); /* z|xBC|dt */
-    GTRY(rsg_conv1d(im->RR, (int)n, (int)cd, mc->conv_kernel, im->proj + di, ip, im->layers[l].conv_state,
+    GTRY(rsg_conv1d(im->G, (int)n, (int)cd, mc->conv_kernel, im->proj + di, ip,
+                    im->layers[l].conv_state + im->b_r0 * cd * (size_t)(mc->conv_kernel - 1),
                     RS_GPU_W(im, w->mamba.conv_w), w->mamba.conv_b ? RS_GPU_W(im, w->mamba.conv_b) : NULL, 1,
                     im->conv, cd, im->s));
     float *palpha = plane_(im, 2, M);
@@ -106,7 +112,7 @@ static rs_status mamba_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n
     io.ld_q = cd;
     io.o = im->ssm_o;
     io.ld_o = di;
-    GTRY(rs_cuda_scan_chunk(im->scan_mamba, im->layers[l].ssm, &io, im->s));
+    GTRY(rs_cuda_scan_chunk_runs(im->scan_mamba, im->layers[l].ssm, (int)im->b_r0, im->G, im->b_pos, &io, im->s));
     rs_gpu_mark(im, GS_REC);
     GTRY(rsg_mamba_dskip((int)M, (int)H, (int)P, im->ssm_o, di, im->conv, cd, RS_GPU_W(im, w->mamba.D), im->s));
     /* Zamba2RMSNormGated: t = y * silu(z), normalised per group of d_inner / G */
@@ -121,12 +127,12 @@ static rs_status attn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     const rs_model *m = sc->m;
     const rs_attn_config *ac = &m->cfg.attn;
     const rs_layer_weights *w = &m->w.layers[l];
-    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n;
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n;
     const size_t H = (size_t)ac->n_heads, Hkv = (size_t)ac->n_kv_heads, hd = (size_t)ac->head_dim;
     const size_t q_hstride = ac->output_gate ? 2 * hd : hd, qw = H * q_hstride, kvw = Hkv * hd;
     float *q = im->proj, *k = im->proj2, *v = im->proj2 + M * kvw;
-    RS_CHECK(im->pos + n <= im->cap, RS_E_SHAPE, "layer %d: position %zu exceeds the KV cache capacity %zu", l,
-             im->pos + n, im->cap);
+    RS_CHECK(im->b_pos + n <= im->cap, RS_E_SHAPE, "layer %d: position %zu exceeds the KV cache capacity %zu", l,
+             im->b_pos + n, im->cap);
     GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), m->cfg.rms_eps, norm_kind_(m), im->xn, d, im->s));
     rs_gpu_mark(im, GS_OTHER);
     GTRY(rs_gpu_linear(im, M, qw, d, im->xn, d, RS_GPU_W(im, w->attn.q), 0.0f, q, qw));
@@ -139,18 +145,20 @@ static rs_status attn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
                          RS_NORM_ONE_PLUS, k, hd, im->s));
     }
     if (ac->use_rope && ac->rotary_dim > 0)
-        GTRY(rsg_rope((int)M, (int)n, (int64_t)im->pos, q, qw, (int)q_hstride, (int)H, k, kvw, (int)Hkv, (int)hd,
+        GTRY(rsg_rope((int)M, (int)n, (int64_t)im->b_pos, q, qw, (int)q_hstride, (int)H, k, kvw, (int)Hkv, (int)hd,
                       ac->rotary_dim, im->inv_freq, im->s));
-    float *Kc = im->kv + (size_t)im->layers[l].attn * 2 * im->kv_layer, *Vc = Kc + im->kv_layer;
-    GTRY(rsg_kv_append(im->RR, (int)n, (int)Hkv, (int)hd, (int64_t)im->pos, im->cap, k, kvw, v, kvw, Kc, Vc, im->s));
+    /* the caches of the batch's runs: [RR][Hkv][cap][hd] from row group b_r0 on */
+    float *Kc = im->kv + (size_t)im->layers[l].attn * 2 * im->kv_layer + im->b_r0 * Hkv * im->cap * hd;
+    float *Vc = Kc + im->kv_layer;
+    GTRY(rsg_kv_append(im->G, (int)n, (int)Hkv, (int)hd, (int64_t)im->b_pos, im->cap, k, kvw, v, kvw, Kc, Vc, im->s));
     rs_gpu_mark(im, GS_OTHER);
     rsg_attn_args aa;
-    aa.R = im->RR;
+    aa.R = im->G;
     aa.T = (int)n;
     aa.H = (int)H;
     aa.Hkv = (int)Hkv;
     aa.hd = (int)hd;
-    aa.pos0 = (int64_t)im->pos;
+    aa.pos0 = (int64_t)im->b_pos;
     aa.cap = im->cap;
     aa.Q = q;
     aa.ldq = qw;
@@ -175,7 +183,7 @@ static rs_status mlp_(const rs_scorer *sc, gpu_impl *im, int l, const float *nw,
 {
     const rs_model *m = sc->m;
     const rs_layer_weights *w = &m->w.layers[l];
-    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->RR * n, I = (size_t)m->cfg.mlp.intermediate;
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n, I = (size_t)m->cfg.mlp.intermediate;
     GTRY(rsg_rmsnorm((int)M, (int)d, im->x, d, RS_GPU_W(im, nw), m->cfg.rms_eps, norm_kind_(m), im->xn, d, im->s));
     rs_gpu_mark(im, GS_OTHER);
     if (m->cfg.mlp.activation == RS_ACT_SILU) {
@@ -193,8 +201,10 @@ static rs_status mlp_(const rs_scorer *sc, gpu_impl *im, int l, const float *nw,
 rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n)
 {
     const rs_model *m = sc->m;
-    const size_t d = (size_t)m->cfg.hidden, V = (size_t)m->cfg.vocab, M = (size_t)im->RR * n;
-    GTRY(rsg_embed(im->d_tok, (int)n, im->RR, RS_GPU_W(im, m->w.embed), (int)V, (int)d, im->x, d, im->s));
+    const size_t d = (size_t)m->cfg.hidden, V = (size_t)m->cfg.vocab, M = (size_t)im->G * n;
+    for (size_t j = 0; j < im->b_ns; j++) /* each stream's runs embed that stream's tokens */
+        GTRY(rsg_embed(im->d_tok + (im->b_s0 + j) * im->C, (int)n, im->RS, RS_GPU_W(im, m->w.embed), (int)V, (int)d,
+                       im->x + j * (size_t)im->RS * n * d, d, im->s));
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const rs_layer_weights *w = &m->w.layers[l];
         switch (m->cfg.layer_kind[l]) {

@@ -19,8 +19,10 @@
 
 /* ---- the memory plan ------------------------------------------------------------------------ */
 
-static const char *const mp_names_[MP_N] = {"weights (fp32)", "KV caches of every run", "SSM and conv states",
-                                            "chunk activations", "logits of a chunk"};
+static const char *const mp_names_[MP_N] = {"weights (fp32)", "KV caches of every run and book in flight",
+                                            "SSM and conv states of every run and book in flight",
+                                            "chunk activations of every run and book in flight",
+                                            "logits of a chunk of every run and book in flight"};
 
 void rs_gpu_plan_free(rs_gpu_plan *p)
 {
@@ -32,19 +34,23 @@ void rs_gpu_plan_free(rs_gpu_plan *p)
 rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
 {
     const rs_model_config *c = &sc->m->cfg;
-    const size_t RR = (size_t)im->RR, C = im->C, M = RR * C, d = (size_t)c->hidden, V = (size_t)c->vocab;
+    const size_t RR = (size_t)im->RR, RS = (size_t)im->RS, C = im->C, M = RR * C, d = (size_t)c->hidden,
+                 V = (size_t)c->vocab, S = im->S;
     memset(p, 0, sizeof *p);
     p->pol = (rs_policy *)calloc(RR, sizeof *p->pol);
     p->win = (size_t *)calloc(RR, sizeof *p->win);
     p->seed = (uint64_t *)calloc(RR, sizeof *p->seed);
     if (!p->pol || !p->win || !p->seed) return rs_error_set(RS_E_NOMEM, "out of memory");
-    p->pol[0] = rs_policy_fp32();
-    p->win[0] = RR > 1 ? sc->cfg.windows[0] : 16;
-    p->seed[0] = RR > 1 ? sc->cfg.seeds[0] : 0;
-    for (size_t r = 0; r + 1 < RR; r++) {
-        p->pol[r + 1] = sc->cfg.policies[r];
-        p->win[r + 1] = sc->cfg.windows[r];
-        p->seed[r + 1] = sc->cfg.seeds[r];
+    for (size_t s = 0; s < S; s++) { /* every stream: the reference, then the runs */
+        const size_t o = s * RS;
+        p->pol[o] = rs_policy_fp32();
+        p->win[o] = RS > 1 ? sc->cfg.windows[0] : 16;
+        p->seed[o] = RS > 1 ? sc->cfg.seeds[0] : 0;
+        for (size_t r = 0; r + 1 < RS; r++) {
+            p->pol[o + r + 1] = sc->cfg.policies[r];
+            p->win[o + r + 1] = sc->cfg.windows[r];
+            p->seed[o + r + 1] = sc->cfg.seeds[r];
+        }
     }
     /* scratch widths: the CPU runner's (rs_fwd_widths_of) */
     const rs_fwd_widths w = rs_fwd_widths_of(c);
@@ -93,9 +99,9 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     p->bytes[MP_WEIGHTS] = sc->m->w.slab_floats * sizeof(float) + split_w;
     p->bytes[MP_KV] = (size_t)c->n_attn * 2 * im->kv_layer * sizeof(float);
     p->bytes[MP_STATE] = state;
-    p->bytes[MP_ACT] = (M * (2 * d + P1 + P2 + cw + 4 * hmax + sv + so) + rot / 2 + 4 * C) * sizeof(float) +
-                       (3 * (RR - 1) + 1) * C * sizeof(double) + RR * C + C * sizeof(int32_t) +
-                       rsg_score_work_bytes((int)RR, (int)C) + split_x;
+    p->bytes[MP_ACT] = (M * (2 * d + P1 + P2 + cw + 4 * hmax + sv + so) + rot / 2 + 4 * S * C) * sizeof(float) +
+                       S * (3 * (RS - 1) + 1) * C * sizeof(double) + S * RS * C + S * C * sizeof(int32_t) +
+                       rsg_score_work_bytes((int)RS, (int)C) + split_x;
     p->bytes[MP_LOGITS] = M * V * sizeof(float);
     for (int i = 0; i < MP_N; i++) p->total += p->bytes[i];
     size_t free_b = 0, total_b = 0;
@@ -112,8 +118,8 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
                                   (double)p->bytes[i] / 1073741824.0);
         return rs_error_set(RS_E_CUDA,
                             "the GPU evaluation needs %.2f GiB (+0.5 GiB margin) but %s has %.2f GiB free; the "
-                            "largest consumer is %s (%.2f GiB): %s. Fewer runs, a shorter --tokens or a smaller "
-                            "--chunk reduce it",
+                            "largest consumer is %s (%.2f GiB): %s. Fewer runs, fewer books in flight (--batch), a "
+                            "shorter --tokens or a smaller --chunk reduce it",
                             (double)p->total / 1073741824.0, im->info.name, (double)free_b / 1073741824.0,
                             mp_names_[big], (double)p->bytes[big] / 1073741824.0, tab);
     }
@@ -141,7 +147,7 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     const rs_model *m = sc->m;
     const rs_model_config *c = &m->cfg;
     const size_t RR = (size_t)im->RR, C = im->C, M = RR * C, d = (size_t)c->hidden, V = (size_t)c->vocab;
-    const size_t R = RR - 1;
+    const size_t R = (size_t)im->RS - 1, S = im->S;
     DALLOC(im->d_slab, m->w.slab_floats * sizeof(float), "the weights");
     im->h_slab = m->w.slab;
     CTRY(cudaMemcpy(im->d_slab, m->w.slab, m->w.slab_floats * sizeof(float), cudaMemcpyHostToDevice),
@@ -173,12 +179,12 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     DALLOC(im->ssm_v, M * im->sv * sizeof(float), "the Mamba-2 inputs");
     DALLOC(im->ssm_o, M * im->so * sizeof(float), "the SSM outputs");
     DALLOC(im->logits, M * V * sizeof(float), "the logits of a chunk");
-    DALLOC(im->d_tok, 2 * C * sizeof(int32_t), "the tokens");
-    im->d_tgt = im->d_tok + C;
-    DALLOC(im->d_res, (3 * R + 1) * C * sizeof(double), "the scores");
-    DALLOC(im->d_flags, (R + 1) * C, "the score flags");
-    DALLOC(im->d_top, C * sizeof(int32_t), "the reference top-1");
-    DALLOC(im->score_work, rsg_score_work_bytes((int)RR, (int)C), "the scoring scratch");
+    DALLOC(im->d_tok, 2 * S * C * sizeof(int32_t), "the tokens");
+    im->d_tgt = im->d_tok + S * C;
+    DALLOC(im->d_res, S * (3 * R + 1) * C * sizeof(double), "the scores");
+    DALLOC(im->d_flags, S * (R + 1) * C, "the score flags");
+    DALLOC(im->d_top, S * C * sizeof(int32_t), "the reference top-1");
+    DALLOC(im->score_work, rsg_score_work_bytes(im->RS, (int)C), "the scoring scratch");
     if (c->n_attn > 0 && c->attn.use_rope && c->attn.rotary_dim > 0) {
         const size_t half = (size_t)c->attn.rotary_dim / 2;
         float *h = (float *)malloc(half * sizeof(float));
@@ -190,10 +196,11 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
         free(h);
         RS_TRY(st);
     }
-    CTRY(cudaMallocHost((void **)&im->h_tok, 2 * C * sizeof(int32_t)), "cudaMallocHost");
-    CTRY(cudaMallocHost((void **)&im->h_res, (3 * R + 1) * C * sizeof(double)), "cudaMallocHost");
-    CTRY(cudaMallocHost((void **)&im->h_flags, (R + 1) * C), "cudaMallocHost");
-    CTRY(cudaMallocHost((void **)&im->h_top, C * sizeof(int32_t)), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_tok, 2 * S * C * sizeof(int32_t)), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_res, S * (3 * R + 1) * C * sizeof(double)), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_flags, S * (R + 1) * C), "cudaMallocHost");
+    CTRY(cudaMallocHost((void **)&im->h_top, S * C * sizeof(int32_t)), "cudaMallocHost");
+    memset(im->h_tok, 0, 2 * S * C * sizeof(int32_t)); /* idle streams' tokens are uploaded too */
     size_t nf = 0;
     for (int k = 0; k < 2; k++)
         if (p->has_scan[k]) nf = MAXZ(nf, RR * (size_t)p->scfg[k].n_layers * (size_t)p->scfg[k].heads);

@@ -4,8 +4,11 @@
  *   rs_gpu_forward.cu   the forward of one chunk for every run (cuBLAS + rs_gpu_ops.h + scan)
  *   rs_gpu_gemm.cu      the GEMMs (rs_gpu_gemm.h: sgemm, tf32, split-TF32) and rs_gpu_linear
  *
- * Runs: g = 0 is the fp32 reference, g = r + 1 policy run r (RR = R + 1 runs on the device).
- * Rows of every stacked buffer: run g, chunk position t -> row g * n + t (as the CPU forward).
+ * Runs: g = 0 is the fp32 reference, g = r + 1 policy run r (RS = R + 1 runs per stream); S
+ * streams (books batched): run g of stream s is row group s * RS + g of RR = S * RS on the
+ * device (conv states, KV caches, scan runs). A forward covers a batch of consecutive streams at
+ * one position (G = streams * RS row groups); rows of its stacked buffers: row group j, chunk
+ * position t -> row j * n + t (as the CPU forward).
  */
 #ifndef RS_GPU_SCORER_IMPL_H
 #define RS_GPU_SCORER_IMPL_H
@@ -26,18 +29,24 @@ typedef struct gpu_layer {
     int kind;           /* rs_layer_kind */
     int ssm;            /* ordinal among the layers of its SSM kind (scan layer), -1 otherwise */
     int attn;           /* ordinal among the attention layers, -1 otherwise */
-    float *conv_state;  /* SSM: [RR][conv_dim][K-1] */
+    float *conv_state;  /* SSM: [RR][conv_dim][K-1] (every stream's runs) */
 } gpu_layer;
 
 typedef struct gpu_impl {
     rs_gpu_info info;
     cudaStream_t s;
     cublasHandle_t blas;
-    int RR;               /* runs on the device: the reference + R */
+    int RS;               /* runs per stream: the reference + R */
+    size_t S;             /* streams */
+    int RR;               /* row groups on the device: S * RS */
     size_t C;             /* chunk capacity */
     size_t cap;           /* KV capacity (positions) */
-    size_t pos;           /* positions done */
-    size_t last_n;        /* positions of the last step (0 after reset) */
+    size_t *spos;         /* [S] positions done per stream */
+    size_t last_n;        /* positions of the last step of stream 0 (0 after reset) */
+    /* the batch rs_gpu_forward_chunk forwards: streams b_s0 .. b_s0 + b_ns - 1 at position b_pos,
+     * G = b_ns * RS row groups from row group b_r0 = b_s0 * RS */
+    size_t b_s0, b_ns, b_pos, b_r0;
+    int G;
 
     /* weights: the host slab uploaded once; a host view p maps to d_slab + (p - slab) */
     float *d_slab;
@@ -46,20 +55,21 @@ typedef struct gpu_impl {
     gpu_layer layers[256];
     rs_cuda_scan *scan_gdn, *scan_mamba;
     float *kv;            /* [n_attn][2][RR][Hkv][cap][hd] */
-    size_t kv_layer;      /* floats of one cache (K or V) of one layer, all runs */
+    size_t kv_layer;      /* floats of one cache (K or V) of one layer, all runs of all streams */
     float *inv_freq;      /* [rot/2] */
 
-    /* chunk scratch, M = RR * C rows (sized as rs_runner_ws.c) */
+    /* chunk scratch, M = RR * C rows (sized as rs_runner_ws.c): room for every stream at once */
     float *x, *xn, *proj, *proj2, *conv, *small, *ssm_v, *ssm_o, *logits;
     size_t P1, P2, cw, hmax, so, sv;
-    int32_t *d_tok, *d_tgt;  /* [C] */
-    int32_t *h_tok;          /* pinned [2C]: tokens | targets */
+    int32_t *d_tok, *d_tgt;  /* [S][C] each */
+    int32_t *h_tok;          /* pinned [2][S][C]: tokens | targets */
 
-    /* scoring results [R][C] (+ reference [C]) on the device and their pinned host copies */
-    double *d_res, *h_res;   /* [3R + 1][C]: kl | nll | dp per run, nll_ref */
-    uint8_t *d_flags, *h_flags; /* [R][C] agree, [C] ref_bad */
-    int32_t *d_top, *h_top;  /* [C] */
-    void *score_work;
+    /* scoring results per stream [R][C] (+ reference [C]) on the device, pinned host copies */
+    double *d_res, *h_res;   /* [S][3R + 1][C]: kl | nll | dp per run, nll_ref */
+    uint8_t *d_flags, *h_flags; /* [S][R + 1][C]: [R][C] agree, [C] ref_bad */
+    int32_t *d_top, *h_top;  /* [S][C] */
+    void *score_work;        /* one stream's scoring scratch (streams are scored one by one) */
+    rs_scorer_stream *one;   /* [S] inputs of the single-stream step */
 
     /* timing */
     cudaEvent_t ev[RS_GPU_MAX_MARKS];
@@ -96,8 +106,8 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p);
 rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p);
 void rs_gpu_plan_free(rs_gpu_plan *p);
 
-/* rs_gpu_forward.cu: the forward of n tokens (already on the device in d_tok) for every run;
- * logits [RR * n][V] land in im->logits. */
+/* rs_gpu_forward.cu: the forward of n tokens (already on the device in d_tok) for every run of
+ * the batch set in im (b_s0, b_ns, b_pos, b_r0, G); logits [G * n][V] land in im->logits. */
 rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n);
 
 /* a timing mark: the work queued since the previous mark counts to `stage` */

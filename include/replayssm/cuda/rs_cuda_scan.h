@@ -126,6 +126,18 @@ rs_status rs_cuda_scan_reset(rs_cuda_scan *s, rs_cuda_stream st);
  *  RS_E_CUDA (launch failed). */
 rs_status rs_cuda_scan_chunk(rs_cuda_scan *s, int layer, const rs_cuda_scan_io *io, rs_cuda_stream st);
 
+/*! rs_cuda_scan_chunk_runs() : rs_cuda_scan_chunk for the runs run0 .. run0 + n_runs - 1 only,
+ *  which are at position pos0 of layer `layer` (the caller keeps the positions: the evaluator's
+ *  streams, i.e. books batched, hold their runs at different positions); io rows are
+ *  (r - run0) * T + t. The position rs_cuda_scan_chunk keeps is not touched. @return as
+ *  rs_cuda_scan_chunk, RS_E_INVAL also for a run range outside 0 .. n_runs - 1. */
+rs_status rs_cuda_scan_chunk_runs(rs_cuda_scan *s, int layer, int run0, int n_runs, uint64_t pos0,
+                                  const rs_cuda_scan_io *io, rs_cuda_stream st);
+
+/*! rs_cuda_scan_reset_runs() : rs_cuda_scan_reset for the runs run0 .. run0 + n_runs - 1 only
+ *  (their states zero, their non-finite marks cleared; asynchronous on st). */
+rs_status rs_cuda_scan_reset_runs(rs_cuda_scan *s, int run0, int n_runs, rs_cuda_stream st);
+
 /*! rs_cuda_scan_first_nonfinite() : copy the first non-finite position of every (run, layer,
  *  head) to the host, out[(r * n_layers + layer) * H + h], -1 where finite (synchronizes st). */
 rs_status rs_cuda_scan_first_nonfinite(rs_cuda_scan *s, int64_t *out, rs_cuda_stream st);

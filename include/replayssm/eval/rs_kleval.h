@@ -24,9 +24,10 @@
  *                               too-short books are skipped or truncated, reported as events),
  *                               the runner; then the log is created, or reopened with resume
  *                               after checking that the configuration matches.
- *   rs_kleval_step(ev, &done)   one chunk of positions of one book (forward, compare, write,
- *                               commit); after the last chunk: the summaries, the log finished
- *                               and closed, *done = 1.
+ *   rs_kleval_step(ev, &done)   one chunk of positions of one book, or with batch > 1 of each
+ *                               book in flight (forward, compare, write, commit); after the
+ *                               last chunk: the summaries, the log finished and closed,
+ *                               *done = 1.
  *   rs_kleval_run(ev)           prepare if needed, then steps until done, until the event
  *                               callback asks to stop (returns non-zero after a PROGRESS event)
  *                               or until *cfg.cancel is set (a signal: the log is then closed
@@ -62,6 +63,7 @@ extern "C" {
 #define RS_KLEVAL_MAX_TOKENS 131072 /* positions per book */
 #define RS_KLEVAL_MAX_CHUNK 65536   /* positions per chunk */
 #define RS_KLEVAL_MAX_WINDOW 4096   /* replay window L */
+#define RS_KLEVAL_MAX_BATCH 256     /* books in flight at once (batch) */
 
 /* One policy run. */
 typedef struct rs_kleval_run_spec {
@@ -140,6 +142,12 @@ typedef struct rs_kleval_config {
     size_t tokens;          /* positions per book (needs tokens + 1 tokens), 1..RS_KLEVAL_MAX_TOKENS */
     size_t chunk;           /* positions per forward chunk = per HDF5 chunk = per flush */
     int threads;            /* CPU threads; 0: the OpenMP default */
+    /* books in flight at once (--batch; 0 or 1: one after another): the next `batch` books with
+     * work left are forwarded together as streams of one scorer (rs_scorer.h), in lockstep from
+     * position 0, longest first (docs/evaluator.md, "Books batched"). The log is the same as
+     * for sequential books (on the CPU bit for bit); on the GPU the GEMM shapes change with the
+     * batch, so the log records it and --resume requires the same batch there. */
+    size_t batch;
     /* where the forward and scoring run (rs_scorer.h): NULL = rs_scorer_cpu_create; a GPU
      * scorer (rs_scorer_cuda_create) with `device_kind` "cuda". The log records device_kind,
      * compute and the scorer's description; --resume requires the same kind and compute. */
@@ -214,7 +222,7 @@ typedef struct rs_kleval_result {
 typedef struct rs_kleval rs_kleval;
 
 /*! rs_kleval_config_default() : PG-19 input, split "test", first_books 1, tokens 8192, chunk 64,
- *  threads 0, skip short books, RS_KLEVAL_OUT_NEW; paths, runs and callback NULL. */
+ *  threads 0, batch 1, skip short books, RS_KLEVAL_OUT_NEW; paths, runs and callback NULL. */
 rs_kleval_config rs_kleval_config_default(void);
 
 /*! rs_kleval_create() : copy and check cfg (paths given: data_dir for PG-19, input files for the

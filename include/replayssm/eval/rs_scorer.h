@@ -13,6 +13,18 @@
  *
  * Runs: index 0 .. R-1 are the policy runs of the config (the reference is internal). The
  * reference is the fp32 conventional recurrence ("fp32") on the same tokens.
+ *
+ * Streams (books batched): a scorer made with n_streams = S > 1 holds S independent token
+ * streams, each with its own reference and R runs, positions, KV caches, states and scores
+ * (stream s, run g -> row group s * (R + 1) + g on the GPU). step_streams advances any subset
+ * of them by their own n positions; reset_stream puts one back to position 0 (the next book
+ * takes its slot). The single-stream ops act on stream 0 (reset: on every stream), so a
+ * scorer with n_streams = 0 or 1 behaves exactly as before streams existed. How streams are
+ * computed is the scorer's business: the CPU one runs them one after another (one rs_runner
+ * each, so every stream's numbers equal a single-stream scorer's bit for bit); the GPU one
+ * forwards every maximal run of consecutive streams that share (position, n) as one batch
+ * (one GEMM of M = streams x (R + 1) x n rows, one scan launch), so lockstep streams cost one
+ * forward.
  */
 #ifndef RS_SCORER_H
 #define RS_SCORER_H
@@ -28,6 +40,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define RS_SCORER_MAX_STREAMS 1024 /* n_streams */
 
 /* Precision of the GEMMs (activations and accumulation stay fp32 in every mode). */
 typedef enum rs_compute_mode {
@@ -57,7 +71,16 @@ typedef struct rs_scorer_config {
     int threads;                /* CPU threads (0: the OpenMP default) */
     rs_compute_mode compute;    /* GEMM precision (the CPU scorer supports RS_COMPUTE_FP32 only) */
     int device;                 /* GPU ordinal (GPU scorers) */
+    size_t n_streams;           /* S independent streams (books) held at once; 0 means 1 */
 } rs_scorer_config;
+
+/* One stream's part of a multi-stream step (step_streams). */
+typedef struct rs_scorer_stream {
+    const int32_t *tokens;  /* [n] the stream's next tokens */
+    const int32_t *targets; /* [n] the true next tokens */
+    size_t n;               /* 0 .. chunk: 0 = the stream sits this step out (out not written) */
+    int ref_nonfinite;      /* set by the scorer: 1 if this stream's reference went non-finite */
+} rs_scorer_stream;
 
 /* What one step returns, caller-owned arrays of n entries (run arrays: [R] pointers to [n]). */
 typedef struct rs_scorer_out {
@@ -102,9 +125,20 @@ typedef struct rs_scorer_ops {
     /* cost counters so far */
     void (*stats)(const rs_scorer *sc, rs_scorer_stats *out);
     /* the fp32 logits of the last step's n positions of run r (-1: the reference) into out[n][V]
-     * (host memory; for parity tests and tools, not the evaluation loop) */
+     * (host memory; for parity tests and tools, not the evaluation loop; stream 0's with
+     * n_streams > 1 on the CPU, RS_E_UNSUPPORTED there on the GPU) */
     rs_status (*logits)(const rs_scorer *sc, long r, float *out);
     void (*destroy)(rs_scorer *sc);
+    /* ---- streams (n_streams > 1; the ops above act on stream 0, reset on all) ---- */
+    /* stream s (0 .. S-1) back to position 0 (its states, caches and non-finite marks only) */
+    rs_status (*reset_stream)(rs_scorer *sc, size_t s);
+    /* advance every stream s with in[s].n > 0 by its n positions and score it into out[s]
+     * (in[S], out[S]); streams with n = 0 are untouched. RS_E_NONFINITE: a stream's reference
+     * went non-finite (in[s].ref_nonfinite marks which; the other streams' outputs are written) */
+    rs_status (*step_streams)(rs_scorer *sc, rs_scorer_stream *in, const rs_scorer_out *out);
+    /* run_nonfinite of run r of stream s */
+    rs_status (*stream_nonfinite)(const rs_scorer *sc, size_t s, size_t r, rs_scorer_nonfinite *nf,
+                                  const char **msg);
 } rs_scorer_ops;
 
 struct rs_scorer {
@@ -121,6 +155,9 @@ typedef rs_status (*rs_scorer_factory)(const rs_model *m, const rs_scorer_config
 
 /*! rs_scorer_cpu_create() : the CPU scorer (rs_runner + rs_kl). */
 rs_status rs_scorer_cpu_create(const rs_model *m, const rs_scorer_config *cfg, rs_scorer **out);
+
+/*! rs_scorer_n_streams() : S of the scorer (n_streams, 0 counted as 1). */
+size_t rs_scorer_n_streams(const rs_scorer *sc);
 
 /*! rs_scorer_free() : destroy; accepts NULL. */
 void rs_scorer_free(rs_scorer *sc);
