@@ -100,6 +100,15 @@ std::vector<double> ct_head_rates(int H);
  * bf16_inputs: v and k bf16-exact (so a bf16 ring stores them unchanged) */
 void ct_gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<double> &rate, StepIn &in);
 void ct_stack(const std::vector<StepIn> &drafts, StepIn &out);
+/* Dyadic inputs on which every fp32 operation of the kernels and of the engine is exact, so both
+ * sides hold the same fp32 state bit for bit and a rounded checkpoint can be compared bit for bit
+ * (the rounding being the only thing tested): alpha = 1 (decay products 1), beta = 1/2,
+ * v = m 2^-10 (|m| <= 255); Mamba-2: k = m 2^-7 (|m| <= 127), so every product v k and every sum
+ * of them is a multiple of 2^-17 far below 2^7 (24 bits); GDN: k one-hot in one of 4 columns, so
+ * S k is one column, u = (v - S_c) / 2 and the update halves (S_c + v): a few bits per touch, and
+ * a flush's rounding brings them back to <= 11. q: random unit (outputs need no exactness).
+ * A rounded value of a multiple of 2^-17 (Mamba-2) stays one, so exactness survives flushes. */
+void ct_gen_step_exact(const Shape &s, int B, StepIn &in);
 
 /* Device copies of one StepIn (T drafts x B rows), and the io struct pointing at them. */
 struct DevStep {
