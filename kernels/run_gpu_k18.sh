@@ -30,7 +30,7 @@ t2=$(date +%s)
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 : > "$OUTD/bench.log"
 for m in nemotron-3-super qwen3.5-4b; do
-  timeout 40 "$BIN/replayssm" bench --model $m --sweep verify --quick --out "$OUTD/bench_$m.h5" --force >> "$OUTD/bench.log" 2>&1
+  timeout 20 "$BIN/replayssm" bench --model $m --sweep verify --quick --out "$OUTD/bench_$m.h5" --force >> "$OUTD/bench.log" 2>&1
   echo "bench verify $m: exit $?" >> "$S"
 done
 echo "bench: $(( $(date +%s) - t2 )) s" >> "$S"
