@@ -548,20 +548,20 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
 }
 
 /* Checkpoint rounding at a flush (rs_cuda_ckpt_round), a pass after the decode or verify launch
- * over the heads of the rows that flushed in it (decode: fill + 1 == L; verify: fill + T > L; both
- * read before advance / commit change fill): S_ckpt <- decode(Q(S_ckpt)) in place, a warp per
+ * over the heads of the rows that flushed in it, fill + T > lim (decode: T = 1, lim = L - 1, i.e.
+ * fill + 1 == L; verify: lim = L; both read before advance / commit change fill): S_ckpt <- decode(Q(S_ckpt)) in place, a warp per
  * head, lane l columns 4l..4l+3 of each row (Philox block row * 32 + l: rs_flush_round4). The
  * launch reads and writes the flushed heads once more (1/L of the state per step on average at
  * T = 1); fusing it into the flush's store would save that traffic but costs the main kernels
  * registers on their non-flush path, which this functional path leaves untouched. */
-__global__ void __launch_bounds__(128) rs_k_ckpt_round(rs_ssm_dims d, float *S, const int32_t *fill, int L, int T,
+__global__ void __launch_bounds__(128) rs_k_ckpt_round(rs_ssm_dims d, float *S, const int32_t *fill, int lim, int T,
                                                        rs_cuda_ckpt_round c)
 {
     const int lane = threadIdx.x & 31;
     const size_t bh = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (bh >= (size_t)d.batch * d.heads) return;
     const size_t b = bh / d.heads;
-    if (!(fill[b] + T > L)) return; /* T = 1: fill + 1 == L, the decode rule (fill <= L - 1) */
+    if (!(fill[b] + T > lim)) return; /* this row did not flush */
     const rs_flush_round fr = rs_flush_round_of(c, b, (unsigned)(bh % d.heads));
     float *p = S + bh * (size_t)d.d_v * RS_CUDA_DK + 4 * lane;
     for (int row = 0; row < d.d_v; ++row) {
@@ -570,12 +570,12 @@ __global__ void __launch_bounds__(128) rs_k_ckpt_round(rs_ssm_dims d, float *S, 
     }
 }
 
-extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, const int32_t *fill, int L, int T,
+extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, const int32_t *fill, int lim, int T,
                                                const rs_cuda_ckpt_round *c, cudaStream_t s)
 {
     if (c->dtype == RS_CUDA_F32) return RS_OK;
     const size_t warps = (size_t)d->batch * d->heads;
-    rs_k_ckpt_round<<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, S, fill, L, T, *c);
+    rs_k_ckpt_round<<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, S, fill, lim, T, *c);
     return rs_cuda_launch_status("checkpoint rounding at flush");
 }
 
@@ -736,7 +736,8 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         }
         RS_TRY(rs_cuda_launch_status(who));
     }
-    return rs_cuda_ckpt_round_launch(dims, st->S_ckpt, st->fill, st->L, 1, &st->ckpt_round, s);
+    /* rows with fill + 1 == L flushed: fill + 1 > L - 1 */
+    return rs_cuda_ckpt_round_launch(dims, st->S_ckpt, st->fill, st->L - 1, 1, &st->ckpt_round, s);
 }
 
 extern "C" rs_status rs_cuda_replay_advance_counted(int32_t *d_fill, int64_t *d_flushes, int batch, int L,

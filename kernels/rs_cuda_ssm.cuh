@@ -116,10 +116,14 @@ __device__ __forceinline__ uint32_t rs_bf16bits(float x) /* x already bf16-exact
     return __float_as_uint(x) >> 16;
 }
 
-/* N consecutive ring elements (N = 2, 4 or 8) at element offset e (a multiple of N). */
+/* N consecutive ring elements (N = 1, 2, 4 or 8) at element offset e (a multiple of N). */
 template <int RDT, int N> __device__ __forceinline__ void rs_ring_ld(const void *p, size_t e, float *x)
 {
-    if (RDT == RS_CUDA_F32) {
+    static_assert(N == 1 || N == 2 || N % 4 == 0, "rs_ring_ld: N = 1, 2 or a multiple of 4");
+    if constexpr (N == 1) { /* GDN verification at T > 8 (one row per warp) */
+        if (RDT == RS_CUDA_F32) x[0] = static_cast<const float *>(p)[e];
+        else x[0] = __uint_as_float((uint32_t)static_cast<const uint16_t *>(p)[e] << 16);
+    } else if (RDT == RS_CUDA_F32) {
         const float *f = static_cast<const float *>(p) + e;
         if (N == 2) {
             const float2 a = *reinterpret_cast<const float2 *>(f);
@@ -145,10 +149,14 @@ template <int RDT, int N> __device__ __forceinline__ void rs_ring_ld(const void 
         }
     }
 }
-/* store N ring elements (already rounded to the ring type) */
+/* store N ring elements (already rounded to the ring type); N = 1, 2 or a multiple of 4 */
 template <int RDT, int N> __device__ __forceinline__ void rs_ring_st(void *p, size_t e, const float *x)
 {
-    if (RDT == RS_CUDA_F32) {
+    static_assert(N == 1 || N == 2 || N % 4 == 0, "rs_ring_st: N = 1, 2 or a multiple of 4");
+    if constexpr (N == 1) {
+        if (RDT == RS_CUDA_F32) static_cast<float *>(p)[e] = x[0];
+        else static_cast<uint16_t *>(p)[e] = (uint16_t)(__float_as_uint(x[0]) >> 16);
+    } else if (RDT == RS_CUDA_F32) {
         float *f = static_cast<float *>(p) + e;
         if (N == 2) {
             *reinterpret_cast<float2 *>(f) = make_float2(x[0], x[1]);

@@ -84,10 +84,9 @@ std::vector<double> ct_head_rates(int H)
     return r;
 }
 
-void ct_gen_step_exact(const Shape &s, int B, StepIn &in)
+void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos)
 {
     const int H = s.H, G = s.G, dv = s.dv;
-    static const int cols[4] = {3, 40, 77, 127};
     in.alpha.assign((size_t)B * H, 1.0f);
     in.beta.assign((size_t)B * H, 0.5f);
     in.v.resize((size_t)B * H * dv);
@@ -98,7 +97,10 @@ void ct_gen_step_exact(const Shape &s, int B, StepIn &in)
         double nq = 0, qq[DK];
         for (int c = 0; c < DK; ++c) qq[c] = ct_normal(), nq += qq[c] * qq[c];
         for (int c = 0; c < DK; ++c) in.q[i + c] = (float)(qq[c] / sqrt(nq));
-        if (s.fam == RS_SSM_GDN) in.k[i + cols[ct_rnd64() % 4]] = 1.0f;
+        if (s.fam == RS_SSM_GDN) {
+            const long b = (long)(i / DK) / G, g = (long)(i / DK) % G;
+            in.k[i + (size_t)((37 * pos[b] + 13 * g) % DK)] = 1.0f; /* 37 odd: distinct over 128 positions */
+        }
         else
             for (int c = 0; c < DK; ++c) in.k[i + c] = ldexpf((float)((int)(ct_rnd64() % 255) - 127), -7);
     }

@@ -462,9 +462,10 @@ static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int
     int nflush = 0;
     std::vector<float> og(nout), oe(nout), ck(nS), eck;
     std::vector<double> o64(nout);
+    std::vector<long> hpos(B, 0); /* tokens decoded per row (ct_gen_step_exact's positions) */
     auto one = [&](int b0, int nb, const DevStep &io) {
         StepIn in;
-        if (exact) ct_gen_step_exact(s, nb, in);
+        if (exact) ct_gen_step_exact(s, nb, in, hpos.data() + b0);
         else ct_gen_step(s, nb, false, rate, in);
         io.upload(in);
         rs_ssm_dims d = {nb, H, s.G, dv, DK};
@@ -488,6 +489,7 @@ static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int
             }
         og.resize(nout);
         bool any = false;
+        for (int b = b0; b < b0 + nb; ++b) hpos[b]++;
         for (int b = b0; b < b0 + nb; ++b) {
             const bool fl = hfill[b] + 1 == L;
             nflush += fl, hfl[b] += fl, any |= fl;

@@ -80,6 +80,7 @@ struct VErr {
     bool exact = false;    /* ct_gen_step_exact inputs */
     size_t ck_differ = 0;  /* rounded runs: checkpoint values differing from the engine's, summed over rounds */
     std::vector<int64_t> hfl; /* rounded runs: flushes per row (the commit must count them) */
+    std::vector<long> pos;    /* exact inputs: committed tokens per row (draft t sits at pos + t) */
     bool fl_ok = true;
 };
 
@@ -93,8 +94,13 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     std::vector<StepIn> drafts(T);
     StepIn st;
     for (int t = 0; t < T; ++t) {
-        if (e.exact) ct_gen_step_exact(s, nb, drafts[t]);
-        else ct_gen_step(s, nb, false, rate, drafts[t]);
+        if (e.exact) {
+            std::vector<long> p(nb);
+            for (int b = 0; b < nb; ++b) p[b] = e.pos[b0 + b] + t;
+            ct_gen_step_exact(s, nb, drafts[t], p.data());
+        } else {
+            ct_gen_step(s, nb, false, rate, drafts[t]);
+        }
     }
     ct_stack(drafts, st);
     io.upload(st);
@@ -143,6 +149,7 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     for (int i = 0; i < nb; ++i) { /* the commit rule of rs_cuda.h */
         const int b = b0 + i;
         e.ntok += acc[i];
+        if (e.exact) e.pos[b] += acc[i];
         if (hfill[b] + T > L) {
             fl_before[i] = 1;
             ++e.nflush;
@@ -200,6 +207,7 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         g.rnd = {rc->dt, rc->rnd, rc->k, 2, RS_SLOT_SHARED, dseeds, dfl};
         e.exact = true;
         e.hfl.assign(B, 0);
+        e.pos.assign(B, 0);
     }
     br.init(s, B, pol, (size_t)L, (size_t)T, rc ? seeds : nullptr, 2, S0.data());
     bs.init(s, B, "fp32", (size_t)L, (size_t)T, nullptr, 0, S0.data());
