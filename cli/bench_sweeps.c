@@ -181,7 +181,9 @@ int rs_bench_sweep_window(bn_ctx *c, const rs_model_shape *m)
 
 int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
 {
-    static const int Ts[] = {1, 2, 4, 6, 8};
+    static const int Ts[] = {1, 2, 4, 6, 8, 12, 16};
+    /* windows with L + T = 64 (ring capacity at its limit RS_CUDA_LMAX: lanes hold two records) */
+    static const int LTs[][2] = {{48, 16}, {56, 8}};
     const double cu = conv256(c, m);
     if (cu <= 0) return 1;
     bn_row *rs = rs_bench_find_row(c, "std", m->name, "replay", "cycle-bf16ring", 256);
@@ -195,7 +197,7 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
     print_header("speculative verification, B = 256, L = 16 (x = time / conventional standard step)");
     for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; ++i) {
         const int T = Ts[i];
-        if (quick && T != 1 && T != 8) continue;
+        if (quick && T != 1 && T != 8 && T != 16) continue;
         rs_bench_case k = bn_case(RS_BENCH_VERIFY_SNAPSHOT, m, 256, c->reps);
         k.T = T;
         bn_row *r = bn_run(c, "verify", m, &k, "snapshot");
@@ -210,6 +212,21 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
             char v[24];
             snprintf(v, sizeof v, "bf16ring-a%d", a);
             if (!(r = bn_run(c, "verify", m, &k, v))) return 1;
+            r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
+            print_row(r, r->norm);
+        }
+    }
+    for (size_t i = 0; i < sizeof LTs / sizeof LTs[0]; ++i) {
+        const int L = LTs[i][0], T = LTs[i][1];
+        if (quick && i > 0) break;
+        for (int ai = 0; ai < 2; ++ai) {
+            const int a = ai ? T : 1;
+            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
+            k.L = L, k.T = T, k.accepted = a;
+            char v[32];
+            snprintf(v, sizeof v, "bf16ring-L%d-a%d", L, a);
+            bn_row *r = bn_run(c, "verify", m, &k, v);
+            if (!r) return 1;
             r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
             print_row(r, r->norm);
         }

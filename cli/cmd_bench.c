@@ -31,8 +31,9 @@ static const char k_about[] =
     "  std      standard decode, fp32 state, L = 16: conventional vs ReplaySSM,\n"
     "           B in {1, 8, 32, 128, 256, 512}, flush cost amortised over the window\n"
     "  window   ReplaySSM, L in {4, 8, 16, 32, 64}, B = 256\n"
-    "  verify   speculative verification, T in {1, 2, 4, 6, 8}, a = 1 and a = T, B = 256:\n"
-    "           snapshot baseline (1R + T W) vs ReplaySSM output-only (+ UT solve, GDN)\n"
+    "  verify   speculative verification, T in {1, 2, 4, 6, 8, 12, 16} at L = 16, a = 1 and a = T,\n"
+    "           B = 256: snapshot baseline (1R + T W) vs ReplaySSM output-only (+ UT solve, GDN);\n"
+    "           ReplaySSM also at L + T = 64 ((L, T) = (48, 16), (56, 8))\n"
     "  lp       ReplaySSM non-flush step reading an fp32 / fp16 / fp8 / nvfp4 checkpoint\n"
     "Timing: CUDA graphs of consecutive steps over rotating input sets larger than the L2,\n"
     "CUDA events, warm-up, median of N replays. Every row reports achieved GB/s of the\n"
@@ -56,7 +57,7 @@ static int parse_bench_(int argc, char **argv, bench_opts *b)
          0, 0, NULL, NULL, NULL, 0},
         {"--reps", NULL, RS_CLI_INT, "N", "timed graph replays per case", "[50]", &b->reps, 1, 100000, NULL, NULL, NULL,
          0},
-        {"--quick", NULL, RS_CLI_FLAG, NULL, "B = 256 only in std, T in {1, 8} in verify (smoke test)", NULL, &b->quick,
+        {"--quick", NULL, RS_CLI_FLAG, NULL, "B = 256 only in std, T in {1, 8, 16} and (48, 16) in verify (smoke test)", NULL, &b->quick,
          0, 0, NULL, NULL, NULL, 0},
     };
     const rs_cli_spec spec = {"bench", "[--out FILE.h5] [--force] [--shape NAME|all] [--sweep LIST]\n"

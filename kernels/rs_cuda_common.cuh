@@ -21,6 +21,14 @@ static inline rs_status rs_cuda_call_status(cudaError_t e, const char *who, cons
     return RS_OK;
 }
 
+/* Argument checks of an rs_cuda_ckpt_round (rs_cuda_decode.cu; used by the decode and verify launchers). */
+extern "C" rs_status rs_cuda_check_ckpt_round(const rs_cuda_ckpt_round *c, const char *who);
+/* The checkpoint rounding pass (rs_cuda_decode.cu: rs_k_ckpt_round) over the heads of the rows with
+ * fill + T > lim (decode: T = 1, lim = L - 1, i.e. fill + 1 == L; verify: lim = L); nothing when
+ * c->dtype is F32. */
+extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, const int32_t *fill, int lim, int T,
+                                               const rs_cuda_ckpt_round *c, cudaStream_t s);
+
 __device__ __forceinline__ float rs_dev_warp_sum(float x)
 {
 #pragma unroll

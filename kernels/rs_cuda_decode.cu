@@ -57,21 +57,6 @@ template <int DT> __device__ __forceinline__ float4 load_state4(const void *S, s
     return make_float4(f[0], f[1], f[2], f[3]);
 }
 
-/* One fp16/bf16 code, bit-identical to rs_elem_encode. RTN of a non-NaN value is the hardware
- * cvt.rn (IEEE round-to-nearest-even, no flush, overflow to Inf: the CPU codec's rules); SR and
- * NaN take the shared codec's bit paths (rs_codec.h: what rs_fp16_encode_sr / rs_bf16_encode_sr
- * run on the CPU). */
-template <int DT> __device__ __forceinline__ uint32_t half_code(float x, int sr, uint32_t r, int k)
-{
-    const uint32_t ax = __float_as_uint(x) & 0x7FFFFFFFu;
-    if (!sr && ax <= 0x7F800000u) {
-        if (DT == RS_CUDA_F16) return __half_as_ushort(__float2half_rn(x));
-        return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-    }
-    if (DT == RS_CUDA_F16) return sr ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
-    return sr ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
-}
-
 /* Store 4 elements; fp16/bf16 with RTN or SR (words w for the 4 elements). */
 template <int DT>
 __device__ __forceinline__ void store_state4(void *S, size_t e, float4 v, int sr, rs_philox_words w, int k)
@@ -80,8 +65,8 @@ __device__ __forceinline__ void store_state4(void *S, size_t e, float4 v, int sr
         *reinterpret_cast<float4 *>(static_cast<float *>(S) + e) = v;
         return;
     }
-    const uint32_t c0 = half_code<DT>(v.x, sr, w.x, k), c1 = half_code<DT>(v.y, sr, w.y, k);
-    const uint32_t c2 = half_code<DT>(v.z, sr, w.z, k), c3 = half_code<DT>(v.w, sr, w.w, k);
+    const uint32_t c0 = rs_half_code<DT>(v.x, sr, w.x, k), c1 = rs_half_code<DT>(v.y, sr, w.y, k);
+    const uint32_t c2 = rs_half_code<DT>(v.z, sr, w.z, k), c3 = rs_half_code<DT>(v.w, sr, w.w, k);
     *reinterpret_cast<uint2 *>(static_cast<uint16_t *>(S) + e) = make_uint2(c0 | (c1 << 16), c2 | (c3 << 16));
 }
 
@@ -283,6 +268,7 @@ __global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_di
             w[3 * L] = (float)gc;
             w[3 * L + 1] = kq_s[hn];
             st.ring_alpha[bh * L + hn] = acur;
+            if (FAM == RS_SSM_GDN && st.ring_beta) st.ring_beta[bh * L + hn] = io.beta[bh]; /* two-precision records */
         }
     }
 }
@@ -319,7 +305,8 @@ __device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_c
 
 /* Flush rows [r_begin, r_end) of head bh: S = P_ckpt S_ckpt + sum_j P_j v_j k_j^T (GDN: then the
  * current token's u from S_{t-1} k), o = S q, S_ckpt <- S (fp32, 4 rows a chunk, the next chunk
- * prefetched). Shared by rs_k_replay_main and the wide low-precision kernel (rs_cuda_lpread.cuh). */
+ * prefetched). Shared by rs_k_replay_main and the wide low-precision kernel (rs_cuda_lpread.cuh).
+ * A rounded checkpoint (rs_cuda_ckpt_round) is a separate pass, rs_k_ckpt_round, after the launch. */
 template <int FAM, int RDT, bool TWO>
 __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
                                                   size_t kg, int dv, int r_begin, int r_end, int lane, int hn, int last,
@@ -386,6 +373,73 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
 #pragma unroll
             for (int r = 0; r < RF; ++r) cs[r] = ns[r], cv0[r] = nv0[r], cv1[r] = nv1[r], cvv[r] = nvv[r];
         }
+    }
+}
+
+/* GDN flush with two-precision records (rs_cuda_replay_state.ring_vraw / ring_beta; the engine's
+ * split policy, rs_replay_gdn_fold_recompute then this step), its own launch after the main kernel
+ * (which leaves these rows alone, so its registers and the non-flush path do not change): a warp
+ * per head of a flushing row; it starts from S_ckpt and replays the hn committed tokens one by one
+ * from their raw (alpha, beta, v, k), u_j = beta_j (v_j - alpha_j S k_j) (one transposed warp
+ * reduction of the chunk's 4 rows per record), S = alpha_j S + u_j k_j^T, then this step the same
+ * way; o = S q; S_ckpt <- S. The cached u of the ring (from the low-precision reads) are not read.
+ * u_j is rounded to the ring type, as every record is. Sequential in j: hn + 1 reductions per 4
+ * rows, paid at flushes only. */
+template <int RDT, bool TWO>
+__global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d, rs_ssm_step_io io,
+                                                                   rs_cuda_replay_state st)
+{
+    const int lane = threadIdx.x & 31;
+    const size_t bh = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (bh >= (size_t)d.batch * d.heads) return; /* whole warps */
+    const size_t b = bh / d.heads, kg = b * d.key_heads + (bh % d.heads) / (d.heads / d.key_heads);
+    const int L = st.L, hn = st.fill[b], dv = d.d_v;
+    if (hn + 1 != L) return; /* not flushing: the main kernel did the row */
+    const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
+    const float4 kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane); /* stored by the prologue */
+    const float alpha = io.alpha[bh], beta = io.beta[bh];
+    const int r_begin = 0, r_end = dv;
+    constexpr int RF = 4;
+    /* lane j holds record j's decay and beta (and j + 32's) */
+    const float a0 = lane < hn ? st.ring_alpha[bh * L + lane] : 1.f, b0 = lane < hn ? st.ring_beta[bh * L + lane] : 0.f;
+    const float a1 = TWO && lane + 32 < hn ? st.ring_alpha[bh * L + lane + 32] : 1.f;
+    const float b1 = TWO && lane + 32 < hn ? st.ring_beta[bh * L + lane + 32] : 0.f;
+    for (int row = r_begin; row < r_end; row += RF) {
+        float4 s[RF];
+#pragma unroll
+        for (int r = 0; r < RF; ++r) s[r] = rs_ld4(st.S_ckpt + (bh * dv + row + r) * RS_CUDA_DK + 4 * lane);
+        for (int j = 0; j <= hn; ++j) {
+            const bool cur = j == hn; /* this step: its k, alpha, beta, v from the inputs */
+            float4 kj;
+            float vr[RF], aj, bj;
+            if (cur) {
+                kj = kc4, aj = alpha, bj = beta;
+                rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + row, vr);
+            } else {
+                kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+                aj = __shfl_sync(RS_FULL_MASK, j < 32 ? a0 : a1, j & 31);
+                bj = __shfl_sync(RS_FULL_MASK, j < 32 ? b0 : b1, j & 31);
+                rs_ring_ld<RDT, RF>(st.ring_vraw, (bh * L + j) * dv + row, vr);
+            }
+            float x[RF];
+#pragma unroll
+            for (int r = 0; r < RF; ++r) x[r] = rs_dot4(s[r], kj);
+            rs_warp_sum_t<RF>(x, lane);
+#pragma unroll
+            for (int r = 0; r < RF; ++r) {
+                const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
+                const float u = rs_ring_round<RDT>(bj * (vr[r] - aj * sk));
+                s[r] = rs_fma4(u, kj, rs_scale4(aj, s[r]));
+            }
+        }
+        float x[RF];
+#pragma unroll
+        for (int r = 0; r < RF; ++r) {
+            x[r] = rs_dot4(s[r], q4);
+            *reinterpret_cast<float4 *>(st.S_ckpt + (bh * dv + row + r) * RS_CUDA_DK + 4 * lane) = s[r];
+        }
+        rs_warp_sum_t<RF>(x, lane);
+        if (lane % (32 / RF) == 0) io.o[bh * dv + row + lane / (32 / RF)] = x[0];
     }
 }
 
@@ -477,6 +531,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
                     io.o[grow0 + r] = __fmaf_rn(u, kqc, alpha * sq);
                     if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[(bh * L + hn) * dv + row + r] = u;
                     else static_cast<uint16_t *>(st.ring_v)[(bh * L + hn) * dv + row + r] = (uint16_t)rs_bf16bits(u);
+                    if (st.ring_vraw) rs_ring_st1<RDT>(st.ring_vraw, (bh * L + hn) * dv + row + r, rs_ring_round<RDT>(cvi));
                 }
             }
             if (more) {
@@ -488,13 +543,49 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
         return;
     }
 
+    if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
     replay_flush_rows<FAM, RDT, TWO>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4, q4, alpha, beta);
 }
 
-__global__ void rs_k_replay_advance(int32_t *fill, int batch, int L)
+/* Checkpoint rounding at a flush (rs_cuda_ckpt_round), a pass after the decode or verify launch
+ * over the heads of the rows that flushed in it, fill + T > lim (decode: T = 1, lim = L - 1, i.e.
+ * fill + 1 == L; verify: lim = L; both read before advance / commit change fill): S_ckpt <- decode(Q(S_ckpt)) in place, a warp per
+ * head, lane l columns 4l..4l+3 of each row (Philox block row * 32 + l: rs_flush_round4). The
+ * launch reads and writes the flushed heads once more (1/L of the state per step on average at
+ * T = 1); fusing it into the flush's store would save that traffic but costs the main kernels
+ * registers on their non-flush path, which this functional path leaves untouched. */
+__global__ void __launch_bounds__(128) rs_k_ckpt_round(rs_ssm_dims d, float *S, const int32_t *fill, int lim, int T,
+                                                       rs_cuda_ckpt_round c)
+{
+    const int lane = threadIdx.x & 31;
+    const size_t bh = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (bh >= (size_t)d.batch * d.heads) return;
+    const size_t b = bh / d.heads;
+    if (!(fill[b] + T > lim)) return; /* this row did not flush */
+    const rs_flush_round fr = rs_flush_round_of(c, b, (unsigned)(bh % d.heads));
+    float *p = S + bh * (size_t)d.d_v * RS_CUDA_DK + 4 * lane;
+    for (int row = 0; row < d.d_v; ++row) {
+        float4 *q = reinterpret_cast<float4 *>(p + (size_t)row * RS_CUDA_DK);
+        *q = rs_flush_round4(fr, *q, row, lane);
+    }
+}
+
+extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, const int32_t *fill, int lim, int T,
+                                               const rs_cuda_ckpt_round *c, cudaStream_t s)
+{
+    if (c->dtype == RS_CUDA_F32) return RS_OK;
+    const size_t warps = (size_t)d->batch * d->heads;
+    rs_k_ckpt_round<<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, S, fill, lim, T, *c);
+    return rs_cuda_launch_status("checkpoint rounding at flush");
+}
+
+__global__ void rs_k_replay_advance(int32_t *fill, int64_t *flushes, int batch, int L)
 {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b < batch) fill[b] = fill[b] + 1 == L ? 0 : fill[b] + 1;
+    if (b >= batch) return;
+    const bool fl = fill[b] + 1 == L;
+    fill[b] = fl ? 0 : fill[b] + 1;
+    if (flushes && fl) flushes[b] += 1;
 }
 
 template <int FAM, int RDT>
@@ -610,6 +701,9 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
              rpw);
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
+    RS_TRY(rs_cuda_check_ckpt_round(&st->ckpt_round, who));
+    RS_CHECK(!st->ring_vraw == !st->ring_beta, RS_E_INVAL, "%s: two-precision records need both ring_vraw and ring_beta",
+             who);
     rs_ckpt_src src = {st->S_ckpt, nullptr, nullptr, nullptr, nullptr, dims->d_v};
     int ckf = RS_FMT_FP32;
     if (st->ckpt_read) {
@@ -629,13 +723,46 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
         else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
     }
-    return rs_cuda_launch_status(who);
+    RS_TRY(rs_cuda_launch_status(who));
+    if (fam == RS_SSM_GDN && st->ring_vraw) { /* the flush rows the main kernel left: u recomputed */
+        const unsigned blocks = (unsigned)(((size_t)dims->batch * dims->heads + 3) / 4);
+        const bool two = st->L > 32;
+        if (st->ring_dtype == RS_CUDA_F32) {
+            if (two) rs_k_replay_flush_recompute<RS_CUDA_F32, true><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+            else rs_k_replay_flush_recompute<RS_CUDA_F32, false><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+        } else {
+            if (two) rs_k_replay_flush_recompute<RS_CUDA_BF16, true><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+            else rs_k_replay_flush_recompute<RS_CUDA_BF16, false><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+        }
+        RS_TRY(rs_cuda_launch_status(who));
+    }
+    /* rows with fill + 1 == L flushed: fill + 1 > L - 1 */
+    return rs_cuda_ckpt_round_launch(dims, st->S_ckpt, st->fill, st->L - 1, 1, &st->ckpt_round, s);
+}
+
+extern "C" rs_status rs_cuda_replay_advance_counted(int32_t *d_fill, int64_t *d_flushes, int batch, int L,
+                                                   rs_cuda_stream s)
+{
+    RS_CHECK(d_fill && batch > 0 && L >= 1, RS_E_INVAL, "rs_cuda_replay_advance: bad arguments (B = %d, L = %d)",
+             batch, L);
+    rs_k_replay_advance<<<(batch + 255) / 256, 256, 0, s>>>(d_fill, d_flushes, batch, L);
+    return rs_cuda_launch_status("rs_cuda_replay_advance");
 }
 
 extern "C" rs_status rs_cuda_replay_advance(int32_t *d_fill, int batch, int L, rs_cuda_stream s)
 {
-    RS_CHECK(d_fill && batch > 0 && L >= 1, RS_E_INVAL, "rs_cuda_replay_advance: bad arguments (B = %d, L = %d)",
-             batch, L);
-    rs_k_replay_advance<<<(batch + 255) / 256, 256, 0, s>>>(d_fill, batch, L);
-    return rs_cuda_launch_status("rs_cuda_replay_advance");
+    return rs_cuda_replay_advance_counted(d_fill, nullptr, batch, L, s);
+}
+
+/* the checks of rs_cuda_ckpt_round shared by the decode and verify launchers */
+extern "C" rs_status rs_cuda_check_ckpt_round(const rs_cuda_ckpt_round *c, const char *who)
+{
+    RS_CHECK(c->dtype == RS_CUDA_F32 || c->dtype == RS_CUDA_F16 || c->dtype == RS_CUDA_BF16, RS_E_INVAL,
+             "%s: ckpt_round dtype %d (F32, F16 or BF16)", who, (int)c->dtype);
+    RS_CHECK(c->rounding == RS_ROUND_RTN || c->rounding == RS_ROUND_SR, RS_E_INVAL, "%s: ckpt_round rounding %d", who,
+             (int)c->rounding);
+    const bool sr = c->dtype != RS_CUDA_F32 && c->rounding == RS_ROUND_SR;
+    RS_CHECK(!sr || (c->sr_bits >= 1 && c->sr_bits <= 32 && c->seeds && c->flushes), RS_E_INVAL,
+             "%s: SR checkpoint rounding needs sr_bits in 1..32 (got %d), seeds and flushes", who, c->sr_bits);
+    return RS_OK;
 }

@@ -162,6 +162,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_ste
     if (hn + 1 == L) { /* flush: v3's path (fp32 S_ckpt read and written), head by head */
         rs_cp_commit();
         rs_cp_wait<0>(); /* the early pieces are not used */
+        if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
         const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
         float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f);
         if (FAM == RS_SSM_GDN) kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
@@ -323,6 +324,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_ste
                 const size_t e = (bh * L + hn) * dv + row + rr;
                 if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = u;
                 else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(u);
+                if (st.ring_vraw) rs_ring_st1<RDT>(st.ring_vraw, e, rs_ring_round<RDT>(vc[rr])); /* two-precision records */
             }
         }
     }

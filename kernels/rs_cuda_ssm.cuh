@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "replayssm/cuda/rs_cuda.h"
+#include "replayssm/quant/rs_codec.h"
 
 #define RS_FULL_MASK 0xFFFFFFFFu
 
@@ -115,10 +116,14 @@ __device__ __forceinline__ uint32_t rs_bf16bits(float x) /* x already bf16-exact
     return __float_as_uint(x) >> 16;
 }
 
-/* N consecutive ring elements (N = 2, 4 or 8) at element offset e (a multiple of N). */
+/* N consecutive ring elements (N = 1, 2, 4 or 8) at element offset e (a multiple of N). */
 template <int RDT, int N> __device__ __forceinline__ void rs_ring_ld(const void *p, size_t e, float *x)
 {
-    if (RDT == RS_CUDA_F32) {
+    static_assert(N == 1 || N == 2 || N % 4 == 0, "rs_ring_ld: N = 1, 2 or a multiple of 4");
+    if constexpr (N == 1) { /* GDN verification at T > 8 (one row per warp) */
+        if (RDT == RS_CUDA_F32) x[0] = static_cast<const float *>(p)[e];
+        else x[0] = __uint_as_float((uint32_t)static_cast<const uint16_t *>(p)[e] << 16);
+    } else if (RDT == RS_CUDA_F32) {
         const float *f = static_cast<const float *>(p) + e;
         if (N == 2) {
             const float2 a = *reinterpret_cast<const float2 *>(f);
@@ -144,10 +149,14 @@ template <int RDT, int N> __device__ __forceinline__ void rs_ring_ld(const void 
         }
     }
 }
-/* store N ring elements (already rounded to the ring type) */
+/* store N ring elements (already rounded to the ring type); N = 1, 2 or a multiple of 4 */
 template <int RDT, int N> __device__ __forceinline__ void rs_ring_st(void *p, size_t e, const float *x)
 {
-    if (RDT == RS_CUDA_F32) {
+    static_assert(N == 1 || N == 2 || N % 4 == 0, "rs_ring_st: N = 1, 2 or a multiple of 4");
+    if constexpr (N == 1) {
+        if (RDT == RS_CUDA_F32) static_cast<float *>(p)[e] = x[0];
+        else static_cast<uint16_t *>(p)[e] = (uint16_t)(__float_as_uint(x[0]) >> 16);
+    } else if (RDT == RS_CUDA_F32) {
         float *f = static_cast<float *>(p) + e;
         if (N == 2) {
             *reinterpret_cast<float2 *>(f) = make_float2(x[0], x[1]);
@@ -167,12 +176,69 @@ template <int RDT, int N> __device__ __forceinline__ void rs_ring_st(void *p, si
         }
     }
 }
+/* store one ring element (already rounded to the ring type) */
+template <int RDT> __device__ __forceinline__ void rs_ring_st1(void *p, size_t e, float x)
+{
+    if (RDT == RS_CUDA_F32) static_cast<float *>(p)[e] = x;
+    else static_cast<uint16_t *>(p)[e] = (uint16_t)rs_bf16bits(x);
+}
 /* the lane's 4 columns of ring key record at element offset e (row start) */
 template <int RDT> __device__ __forceinline__ float4 rs_ring_k4(const void *p, size_t e, int lane)
 {
     float x[4];
     rs_ring_ld<RDT, 4>(p, e + 4 * (size_t)lane, x);
     return make_float4(x[0], x[1], x[2], x[3]);
+}
+
+/* ---- fp16 / bf16 stores --------------------------------------------------------------------------
+ * One fp16/bf16 code, bit-identical to rs_elem_encode. RTN of a non-NaN value is the hardware
+ * cvt.rn (IEEE round-to-nearest-even, no flush, overflow to Inf: the CPU codec's rules); SR and
+ * NaN take the shared codec's bit paths (rs_codec.h: what rs_fp16_encode_sr / rs_bf16_encode_sr
+ * run on the CPU). */
+template <int DT> __device__ __forceinline__ uint32_t rs_half_code(float x, int sr, uint32_t r, int k)
+{
+    const uint32_t ax = __float_as_uint(x) & 0x7FFFFFFFu;
+    if (!sr && ax <= 0x7F800000u) {
+        if (DT == RS_CUDA_F16) return __half_as_ushort(__float2half_rn(x));
+        return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+    }
+    if (DT == RS_CUDA_F16) return sr ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
+    return sr ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
+}
+
+/* Checkpoint rounding at a flush (rs_cuda_ckpt_round), resolved once per (row b, head h): dt F32
+ * = none; else the Philox stream of this flush (the engine's store_: rs_stream_id(slot, layer,
+ * head, flush index) under the row's seed). */
+struct rs_flush_round {
+    int dt, sr, k;
+    uint64_t seed, stream;
+};
+__device__ __forceinline__ rs_flush_round rs_flush_round_of(const rs_cuda_ckpt_round &c, size_t b, unsigned h)
+{
+    rs_flush_round f = {(int)c.dtype, 0, 32, 0, 0};
+    if (f.dt != RS_CUDA_F32 && c.rounding == RS_ROUND_SR) {
+        f.sr = 1, f.k = c.sr_bits;
+        f.seed = c.seeds[b];
+        f.stream = rs_codec_stream_id(c.slot, c.layer, h, (uint64_t)c.flushes[b]);
+    }
+    return f;
+}
+/* The lane's 4 columns 4l..4l+3 of head row `row` as the checkpoint stores them: element
+ * e = row * d_k + 4l + i takes word i of Philox block e / 4 = row * 32 + l (rs_rand_u32's keying). */
+__device__ __forceinline__ float4 rs_flush_round4(const rs_flush_round &f, float4 v, int row, int lane)
+{
+    if (f.dt == RS_CUDA_F32) return v;
+    rs_philox_words w = {0, 0, 0, 0};
+    if (f.sr) w = rs_codec_rand_block(f.seed, f.stream, (uint64_t)row * (RS_CUDA_DK / 4) + (uint64_t)lane);
+    if (f.dt == RS_CUDA_F16)
+        return make_float4(rs_codec_fp16_value(rs_half_code<RS_CUDA_F16>(v.x, f.sr, w.x, f.k)),
+                           rs_codec_fp16_value(rs_half_code<RS_CUDA_F16>(v.y, f.sr, w.y, f.k)),
+                           rs_codec_fp16_value(rs_half_code<RS_CUDA_F16>(v.z, f.sr, w.z, f.k)),
+                           rs_codec_fp16_value(rs_half_code<RS_CUDA_F16>(v.w, f.sr, w.w, f.k)));
+    return make_float4(rs_codec_bf16_value(rs_half_code<RS_CUDA_BF16>(v.x, f.sr, w.x, f.k)),
+                       rs_codec_bf16_value(rs_half_code<RS_CUDA_BF16>(v.y, f.sr, w.y, f.k)),
+                       rs_codec_bf16_value(rs_half_code<RS_CUDA_BF16>(v.z, f.sr, w.z, f.k)),
+                       rs_codec_bf16_value(rs_half_code<RS_CUDA_BF16>(v.w, f.sr, w.w, f.k)));
 }
 
 /* ---- checkpoint loaders -----------------------------------------------------------------------

@@ -367,7 +367,7 @@ __global__ void __launch_bounds__(128) rs_k_verify_main(rs_ssm_dims d, int T, rs
 }
 
 __global__ void rs_k_verify_commit(int batch, int T, int L, int C, const int32_t *accepted, int32_t *fill,
-                                   int32_t *start)
+                                   int32_t *start, int64_t *flushes)
 {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= batch) return;
@@ -376,6 +376,7 @@ __global__ void rs_k_verify_commit(int batch, int T, int L, int C, const int32_t
         int s0 = start[b] + h;
         start[b] = s0 >= C ? s0 - C : s0;
         fill[b] = accepted[b];
+        if (flushes) flushes[b] += 1;
     } else {
         fill[b] = h + accepted[b];
     }
@@ -465,7 +466,10 @@ template <int FAM, int RDT, int TP>
 static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
                           cudaStream_t s)
 {
-    constexpr int RPW = FAM == RS_SSM_MAMBA2 ? RS_VERIFY_RPW_M2 : RS_VERIFY_RPW_GDN;
+    /* rows per warp: one transposed reduction holds RPW x TP (Mamba-2) or 2 RPW x TP (GDN) values, at
+     * most 32, so T > 8 halves the rows (Mamba-2 2, GDN 1) */
+    constexpr int RPW0 = FAM == RS_SSM_MAMBA2 ? RS_VERIFY_RPW_M2 : RS_VERIFY_RPW_GDN;
+    constexpr int RPW = TP > 8 ? RPW0 / 2 : RPW0;
     const size_t psmem = sizeof(float) * (size_t)(d->heads / d->key_heads) * st->cap;
     rs_k_verify_prep<FAM, RDT, TP><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_VPREP_WARPS, psmem, s>>>(
         *d, T, *io, *st);
@@ -481,7 +485,8 @@ static void verify_launch_t(const rs_ssm_dims *d, int T, const rs_ssm_step_io *i
     if (T <= 1) verify_launch<FAM, RDT, 1>(d, T, io, st, s);
     else if (T <= 2) verify_launch<FAM, RDT, 2>(d, T, io, st, s);
     else if (T <= 4) verify_launch<FAM, RDT, 4>(d, T, io, st, s);
-    else verify_launch<FAM, RDT, 8>(d, T, io, st, s);
+    else if (T <= 8) verify_launch<FAM, RDT, 8>(d, T, io, st, s);
+    else verify_launch<FAM, RDT, 16>(d, T, io, st, s);
 }
 
 extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
@@ -495,6 +500,7 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
              "%s: need T <= L and L + T <= cap <= %d (L = %d, T = %d, cap = %d)", who, RS_VCAP_MAX, st->L, T, st->cap);
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
+    RS_TRY(rs_cuda_check_ckpt_round(&st->ckpt_round, who));
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, T, io, st, s);
         else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, T, io, st, s);
@@ -502,7 +508,9 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
         if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_GDN, RS_CUDA_F32>(dims, T, io, st, s);
         else verify_launch_t<RS_SSM_GDN, RS_CUDA_BF16>(dims, T, io, st, s);
     }
-    return rs_cuda_launch_status(who);
+    RS_TRY(rs_cuda_launch_status(who));
+    /* rows with fill + T > L folded their records: round their checkpoint (before the commit moves fill) */
+    return rs_cuda_ckpt_round_launch(dims, st->S_ckpt, st->fill, st->L, T, &st->ckpt_round, s);
 }
 
 extern "C" rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted,
@@ -511,7 +519,7 @@ extern "C" rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const
     RS_CHECK(dims && accepted && st && st->fill && st->start && T >= 1 && dims->batch > 0, RS_E_INVAL,
              "rs_cuda_replay_commit: bad arguments");
     rs_k_verify_commit<<<(dims->batch + 255) / 256, 256, 0, s>>>(dims->batch, T, st->L, st->cap, accepted, st->fill,
-                                                                  st->start);
+                                                                  st->start, st->ckpt_round.flushes);
     return rs_cuda_launch_status("rs_cuda_replay_commit");
 }
 

@@ -84,6 +84,28 @@ std::vector<double> ct_head_rates(int H)
     return r;
 }
 
+void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos)
+{
+    const int H = s.H, G = s.G, dv = s.dv;
+    in.alpha.assign((size_t)B * H, 1.0f);
+    in.beta.assign((size_t)B * H, 0.5f);
+    in.v.resize((size_t)B * H * dv);
+    in.k.assign((size_t)B * G * DK, 0.0f);
+    in.q.resize((size_t)B * G * DK);
+    for (auto &v : in.v) v = ldexpf((float)((int)(ct_rnd64() % 511) - 255), -10);
+    for (size_t i = 0; i < in.k.size(); i += DK) {
+        double nq = 0, qq[DK];
+        for (int c = 0; c < DK; ++c) qq[c] = ct_normal(), nq += qq[c] * qq[c];
+        for (int c = 0; c < DK; ++c) in.q[i + c] = (float)(qq[c] / sqrt(nq));
+        if (s.fam == RS_SSM_GDN) {
+            const long b = (long)(i / DK) / G, g = (long)(i / DK) % G;
+            in.k[i + (size_t)((37 * pos[b] + 13 * g) % DK)] = 1.0f; /* 37 odd: distinct over 128 positions */
+        }
+        else
+            for (int c = 0; c < DK; ++c) in.k[i + c] = ldexpf((float)((int)(ct_rnd64() % 255) - 127), -7);
+    }
+}
+
 void ct_gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<double> &rate, StepIn &in)
 {
     const int H = s.H, G = s.G, dv = s.dv;

@@ -100,6 +100,19 @@ std::vector<double> ct_head_rates(int H);
  * bf16_inputs: v and k bf16-exact (so a bf16 ring stores them unchanged) */
 void ct_gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<double> &rate, StepIn &in);
 void ct_stack(const std::vector<StepIn> &drafts, StepIn &out);
+/* Dyadic inputs on which every fp32 operation of the kernels and of the engine is exact, so both
+ * sides hold the same fp32 state bit for bit and a rounded checkpoint can be compared bit for bit
+ * (the rounding being the only thing tested): alpha = 1 (decay products 1), beta = 1/2,
+ * v = m 2^-10 (|m| <= 255); Mamba-2: k = m 2^-7 (|m| <= 127), so every product v k and every sum
+ * of them is a multiple of 2^-17 far below 2^7 (24 bits); a rounded value of a multiple of 2^-17
+ * stays one, so exactness survives flushes. GDN: k one-hot in column (37 pos + 13 g) mod 128 for
+ * the token at position pos[b] of row b (key head g), so the tokens of any window (<= 64
+ * consecutive positions) touch distinct columns: S k is one column x, the update is
+ * x <- (x + v) / 2 with x a stored (fp16/bf16) value, exact in fp32 (<= 24 bits), and the flush
+ * rounds it before the column is touched again (an earlier version with 4 columns let several
+ * touches per window pile up bits: a few values per million went inexact). q: random unit
+ * (outputs need no exactness). pos: [B] token positions (Mamba-2 ignores it). */
+void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos);
 
 /* Device copies of one StepIn (T drafts x B rows), and the io struct pointing at them. */
 struct DevStep {

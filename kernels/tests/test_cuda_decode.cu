@@ -401,6 +401,137 @@ static void test_half_long(int nsteps)
     }
 }
 
+/* stored values that differ (as floats: every bit, except that +0 and -0 count as equal, a sign of
+ * zero being no rounding decision; NaN never equal) */
+static size_t values_differ(const float *a, const float *b, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += !(a[i] == b[i]);
+    return bad;
+}
+
+/* ---- fp16 / bf16 checkpoint rounded at each flush (rs_cuda_replay_state.ckpt_round) --------------
+ * ReplaySSM decode with S_ckpt <- Q(S) at every flush against the engine's shared:<fmt> heads (same
+ * window, per-row seeds, layer 3, slot RS_SLOT_SHARED, flush index counted on the device by
+ * rs_cuda_replay_advance_counted). Rows start at different fills (solo warm-up steps), so they flush
+ * at different steps and their flush counters differ.
+ *   exact = true: ct_gen_step_exact inputs, on which both sides' fp32 arithmetic is exact, so the
+ *     state before each rounding is the same bits on both sides and the stored checkpoint must be
+ *     too: checkpoint bit for bit after every step (0 elements differ), outputs <= k_tol_engine (the
+ *     outputs' dot products are the only inexact operations), flush counts and fills exact.
+ *   exact = false: random inputs over nsteps. Both sides round (almost) the same fp32 values with
+ *     the same words, so they agree except where an element lies within their fp32 difference
+ *     (~1e-7 relative) of a rounding boundary. Against float64 (unrounded) the rounding dominates
+ *     both sides' error: RMS(o_gpu - o64) / RMS(o_cpu - o64) in [0.8, 1.25], and
+ *     RMS(o_gpu - o_cpu) <= 0.5 RMS(o_cpu - o64). A keying error (stream, element, flush index)
+ *     makes the GPU an independent rounding (difference ratio ~1.4) and fails the second bound;
+ *     the exact runs catch it bit for bit. */
+static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int L, bool exact)
+{
+    const int B = 4, H = s.H, dv = s.dv;
+    const size_t nS = (size_t)B * H * dv * DK, nout = (size_t)B * H * dv, row = (size_t)H * dv * DK;
+    const int fill0[B] = {0, 3 % L, 9 % L, L - 1};
+    const rs_elem et = cf.dt == RS_CUDA_F16 ? RS_ELEM_FP16 : RS_ELEM_BF16;
+    const std::vector<double> rate = ct_head_rates(H);
+    std::vector<float> S0(nS);
+    for (auto &x : S0) { /* representable in the format: the engine's reset stores it unchanged */
+        uint32_t c;
+        const float v = exact ? ldexpf((float)((int)(ct_rnd64() % 511) - 255), -10) : (float)(0.3 * ct_normal());
+        rs_elem_encode(et, v, RS_ROUND_RTN, 0, 32, &c);
+        x = rs_elem_decode(et, c);
+    }
+    std::vector<double> S64(S0.begin(), S0.end());
+    Rig g;
+    g.alloc(s, B, L, false, 0, S0);
+    const uint64_t seeds[B] = {7, 0xFFFFFFFFFFFFull, 99, 123456789};
+    uint64_t *dseeds = dalloc<uint64_t>(B);
+    int64_t *dfl = dalloc<int64_t>(B);
+    h2d(dseeds, std::vector<uint64_t>(seeds, seeds + B));
+    CK(cudaMemset(dfl, 0, B * sizeof(int64_t)));
+    char pol[32];
+    snprintf(pol, sizeof pol, "shared:%s", cf.name);
+    Bank bank;
+    bank.init(s, B, pol, (size_t)L, 1, seeds, 3, S0.data());
+    DevStep io1, io4;
+    io1.alloc(s, 1, 1), io4.alloc(s, B, 1);
+    std::vector<int> hfill(B, 0);
+    std::vector<int64_t> hfl(B, 0);
+    double eo = 0, s_g64 = 0, s_c64 = 0, s_gc = 0;
+    size_t nbits = 0;
+    bool cnt_ok = true;
+    int nflush = 0;
+    std::vector<float> og(nout), oe(nout), ck(nS), eck;
+    std::vector<double> o64(nout);
+    std::vector<long> hpos(B, 0); /* tokens decoded per row (ct_gen_step_exact's positions) */
+    auto one = [&](int b0, int nb, const DevStep &io) {
+        StepIn in;
+        if (exact) ct_gen_step_exact(s, nb, in, hpos.data() + b0);
+        else ct_gen_step(s, nb, false, rate, in);
+        io.upload(in);
+        rs_ssm_dims d = {nb, H, s.G, dv, DK};
+        rs_cuda_replay_state st = g.replay(b0);
+        st.ckpt_round = {cf.dt, cf.rnd, cf.k, 3, RS_SLOT_SHARED, dseeds + b0, dfl + b0};
+        const rs_ssm_step_io sio = io.io();
+        RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, nullptr));
+        RSK(rs_cuda_replay_advance_counted(g.fill + b0, dfl + b0, nb, L, nullptr));
+        const size_t no = (size_t)nb * H * dv;
+        bank.decode(b0, nb, in, oe.data());
+        if (!exact) ct_host_step<double>(s, nb, S64.data() + b0 * row, in, o64.data());
+        CK(cudaDeviceSynchronize());
+        og.resize(no);
+        d2h(og, io.o);
+        eo = fmax(eo, ct_rel(og.data(), oe.data(), no));
+        if (!exact)
+            for (size_t i = 0; i < no; ++i) {
+                s_g64 += (og[i] - o64[i]) * (og[i] - o64[i]);
+                s_c64 += (oe[i] - o64[i]) * (oe[i] - o64[i]);
+                s_gc += (double)(og[i] - oe[i]) * (og[i] - oe[i]);
+            }
+        og.resize(nout);
+        bool any = false;
+        for (int b = b0; b < b0 + nb; ++b) hpos[b]++;
+        for (int b = b0; b < b0 + nb; ++b) {
+            const bool fl = hfill[b] + 1 == L;
+            nflush += fl, hfl[b] += fl, any |= fl;
+            hfill[b] = fl ? 0 : hfill[b] + 1;
+        }
+        std::vector<int32_t> fill(B);
+        std::vector<int64_t> fls(B);
+        d2h(fill, g.fill), d2h(fls, dfl);
+        for (int b = b0; b < b0 + nb; ++b) cnt_ok &= fill[b] == hfill[b] && fls[b] == hfl[b] && bank.unfolded(b) == (long)fill[b];
+        if (exact && any) { /* the checkpoint after every step that flushed (others leave it alone) */
+            d2h(ck, g.Sr);
+            bank.checkpoint(0, eck);
+            nbits += values_differ(ck.data(), eck.data(), nS);
+        }
+    };
+    for (int b = 0; b < B; ++b)
+        for (int j = 0; j < fill0[b]; ++j) one(b, 1, io1);
+    for (int t = 0; t < nsteps; ++t) one(0, B, io4);
+    d2h(ck, g.Sr);
+    bank.checkpoint(0, eck);
+    const size_t nbits_end = values_differ(ck.data(), eck.data(), nS);
+    char name[160];
+    if (exact) {
+        snprintf(name, sizeof name, "replay %s %s L=%d checkpoint %s at flush, exact inputs, %d steps == engine shared:%s",
+                 ct_fam(s), s.name, L, cf.name, nsteps, cf.name);
+        ct_report(name, nbits == 0 && nbits_end == 0 && cnt_ok && eo <= k_tol_engine && nflush > 0,
+                  "%zu checkpoint values differ (summed over flush steps); outputs %.2e; %d flushes; fill/flush counters %s",
+                  nbits, eo, nflush, cnt_ok ? "== engine" : "WRONG");
+    } else {
+        const double r64 = sqrt(s_g64 / s_c64), rgc = sqrt(s_gc / s_c64);
+        snprintf(name, sizeof name, "replay %s %s L=%d checkpoint %s at flush, %d steps vs engine shared:%s", ct_fam(s),
+                 s.name, L, cf.name, nsteps, cf.name);
+        ct_report(name, cnt_ok && r64 >= 0.8 && r64 <= 1.25 && rgc <= 0.5 && nflush > 0,
+                  "RMS vs f64 gpu/cpu %.3f, RMS(gpu - cpu)/RMS(cpu - f64) %.3f; final ckpt: %zu of %zu values differ; "
+                  "%d flushes; counters %s",
+                  r64, rgc, nbits_end, nS, nflush, cnt_ok ? "== engine" : "WRONG");
+    }
+    cudaFree(dseeds), cudaFree(dfl);
+    g.free_all();
+    io1.free_all(), io4.free_all();
+}
+
 int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_decode");
@@ -421,5 +552,16 @@ int main(int argc, char **argv)
     for (const HalfCfg &cf : k_half) test_half_one_step(cf);
     for (const HalfCfg &cf : k_half) test_half_engine(cf, ct_quick ? 4 : 64);
     test_half_long(nsteps);
+    /* checkpoint rounded at flush: fp16/bf16 RTN/SR, both families, exact inputs (bit for bit) over
+     * >= 1000 steps at L = 16 (64 flushes a row), L = 5 and the largest window, plus random inputs */
+    const int nround = ct_quick ? 12 : 1024;
+    test_replay_round(ct_shapes[0], k_half[1], nround, 16, true);
+    test_replay_round(ct_shapes[2], k_half[1], nround, 16, true);
+    test_replay_round(ct_shapes[1], k_half[3], nshort, 5, true);
+    test_replay_round(ct_shapes[3], k_half[4], nshort, 5, true);
+    test_replay_round(ct_shapes[1], k_half[0], nshort, 16, true);
+    test_replay_round(ct_shapes[2], k_half[2], nshort, 64, true);
+    test_replay_round(ct_shapes[1], k_half[1], nround, 16, false);
+    test_replay_round(ct_shapes[2], k_half[3], nshort, 16, false);
     return ct_finish("test_cuda_decode");
 }

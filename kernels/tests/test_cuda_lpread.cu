@@ -78,7 +78,10 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
 /* lpk: rs_cuda_replay_state.lp_kernel (0 = v4, 3 = v3); bf16ring (Mamba-2 only): a bf16 ring with
  * bf16-exact v and k, so the ring stores them unchanged and the engine (fp32 records) stays the
  * reference, as in test_cuda_decode */
-static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag)
+/* recompute (GDN): two-precision records (ring_vraw, ring_beta): the flush recomputes u along the
+ * fp32 path; engine "split:<fmt>/fp32" (rs_replay_gdn_fold_recompute) instead of split-naive */
+static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag,
+                          bool recompute = false)
 {
     const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
     const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
@@ -94,6 +97,8 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     float *dS = dalloc<float>(nS), *drv = dalloc<float>((size_t)B * H * L * dv), *drk = dalloc<float>((size_t)B * G * L * DK),
           *dra = dalloc<float>((size_t)B * H * L);
     int32_t *dfill = dalloc<int32_t>(B);
+    float *drvraw = recompute ? dalloc<float>((size_t)B * H * L * dv) : nullptr;
+    float *drbeta = recompute ? dalloc<float>((size_t)B * H * L) : nullptr;
     rs_ssm_dims d4 = {B, H, G, dv, DK}, d1 = {1, H, G, dv, DK};
     float *dwork = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&d4, L, 0));
     h2d(dS, S0);
@@ -111,7 +116,7 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
 
     Bank bank;
     char pol[64];
-    snprintf(pol, sizeof pol, "split-naive:%s/fp32", fmtstr);
+    snprintf(pol, sizeof pol, "%s:%s/fp32", recompute ? "split" : "split-naive", fmtstr);
     bank.init(s, B, pol, (size_t)L - 1, 1, nullptr, 0, S0.data());
     std::vector<float> elp;
     bank.checkpoint(1, elp);
@@ -127,9 +132,10 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
         const rs_qtensor v = row_view(dq, row, b);
         /* ring views in bytes: the ring elements are rdt, not float */
         const size_t es = rs_cuda_dtype_bytes(rdt);
-        const rs_cuda_replay_state st = {dS + b * row, (uint8_t *)drv + es * b * H * L * dv,
-                                         (uint8_t *)drk + es * b * G * L * DK, dra + (size_t)b * H * L, rdt, L,
-                                         dfill + b, dwork, &v, 0, lpk};
+        rs_cuda_replay_state st = {dS + b * row, (uint8_t *)drv + es * b * H * L * dv,
+                                   (uint8_t *)drk + es * b * G * L * DK, dra + (size_t)b * H * L, rdt, L,
+                                   dfill + b, dwork, &v, 0, lpk};
+        if (recompute) st.ring_vraw = drvraw + (size_t)b * H * L * dv, st.ring_beta = drbeta + (size_t)b * H * L;
         const rs_ssm_step_io sio = io1.io();
         for (int j = 0; j < fill0[b]; ++j) {
             ct_gen_step(s, 1, bf16ring, rate, in);
@@ -147,7 +153,8 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     ct_gen_step(s, B, bf16ring, rate, in);
     io4.upload(in);
     const rs_ssm_step_io sio4 = io4.io();
-    const rs_cuda_replay_state st4 = {dS, drv, drk, dra, rdt, L, dfill, dwork, &dq, 0, lpk};
+    rs_cuda_replay_state st4 = {dS, drv, drk, dra, rdt, L, dfill, dwork, &dq, 0, lpk};
+    st4.ring_vraw = drvraw, st4.ring_beta = drbeta;
     const int version = rs_cuda_replay_lp_version(&sio4, &st4); /* the kernel that must run */
     RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
     RSK(rs_cuda_replay_requant(&d4, &st4, nullptr));
@@ -157,6 +164,11 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     std::vector<int32_t> fill(B);
     CK(cudaDeviceSynchronize());
     d2h(og, io4.o), d2h(Snew, dS), d2h(rv, drv), d2h(rk, drk), d2h(ra, dra), d2h(fill, dfill);
+    std::vector<float> rvraw, rbeta; /* the raw records the recompute reads (fp32 ring) */
+    if (recompute) {
+        rvraw.resize(rv.size()), rbeta.resize(ra.size());
+        d2h(rvraw, drvraw), d2h(rbeta, drbeta);
+    }
     CK(cudaMemcpy(hq2.codes, dq.codes, qbytes, cudaMemcpyDeviceToHost));
     if (bf16ring) { /* the rings hold bf16 codes in the first half of their bytes */
         std::vector<uint16_t> c(rv.size());
@@ -180,8 +192,14 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
         for (int i = 0; i < dv; ++i) {
             for (int c = 0; c < DK; ++c) r[c] = Su[((size_t)bh * dv + i) * DK + c];
             for (int j = 0; j < hn; ++j) {
-                const double a = ra[(size_t)bh * L + j], vj = rv[((size_t)bh * L + j) * dv + i];
+                const double a = ra[(size_t)bh * L + j];
+                double vj = rv[((size_t)bh * L + j) * dv + i];
                 const float *kj = &rk[(((size_t)b * G + g) * L + j) * DK];
+                if (recompute && hn + 1 == L) { /* the flush: u_j from the raw record along the fp32 path */
+                    double sk = 0;
+                    for (int c = 0; c < DK; ++c) sk += r[c] * kj[c];
+                    vj = (double)rbeta[(size_t)bh * L + j] * ((double)rvraw[((size_t)bh * L + j) * dv + i] - a * sk);
+                }
                 for (int c = 0; c < DK; ++c) r[c] = a * r[c] + vj * kj[c];
             }
             const double alpha = in.alpha[bh];
@@ -218,11 +236,21 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
         fill_ok &= fill[b] == (fill0[b] + 1) % L;
     }
     char name[128];
-    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s", version, tag, ct_fam(s), s.name, fmtstr,
-             bf16ring ? " bf16 ring" : "");
+    /* the raw records the GPU stored: the inputs of every step, exactly (fp32 ring) */
+    bool raw_ok = true;
+    if (recompute)
+        for (int b = 0; b < B; ++b)
+            if (b != bf)
+                for (int h = 0; h < H; ++h) {
+                    const size_t bh = (size_t)b * H + h, hn = (size_t)fill0[b];
+                    raw_ok &= rbeta[bh * L + hn] == in.beta[bh];
+                    for (int i = 0; i < dv; ++i) raw_ok &= rvraw[(bh * L + hn) * dv + i] == in.v[bh * dv + i];
+                }
+    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s", version, tag, ct_fam(s), s.name, fmtstr,
+             bf16ring ? " bf16 ring" : "", recompute ? " two-precision records (u recomputed at flush)" : "");
     ct_report(name,
               version == (lpk == 3 ? 3 : 4) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
-                  kept_bits == 0 && rq_ok && fill_ok,
+                  kept_bits == 0 && rq_ok && fill_ok && raw_ok,
               "vs engine %s (L-1): LP %zu bits differ, out %.2e, flushed state %.2e; vs f64: out %.2e state %.2e; "
               "kept ckpt %zu bits differ; requant %s; fill %s",
               pol, lp_bits, e_eng, es_eng, e64, es64, kept_bits, rq_ok ? "bit-identical" : "WRONG",
@@ -230,6 +258,7 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     rs_cuda_qtensor_free(&dq);
     rs_qtensor_free(&hq), rs_qtensor_free(&hq2), rs_qtensor_free(&hq3);
     cudaFree(dS), cudaFree(drv), cudaFree(drk), cudaFree(dra), cudaFree(dfill), cudaFree(dwork);
+    if (recompute) cudaFree(drvraw), cudaFree(drbeta);
     io1.free_all(), io4.free_all();
 }
 
@@ -258,5 +287,20 @@ int main(int argc, char **argv)
     }
     rs_cuda_set_lp_heads_per_warp(0);
     rs_cuda_set_warps_per_head(0);
+    /* GDN two-precision records: v4 (automatic geometry and one warp per head) and v3, both GDN
+     * shapes; the engine's split policy recomputes u at the flush, so a kernel that folded the
+     * cached u would miss the flushed state (vs engine and vs float64) by the effect of the LP
+     * quantisation error on u, not by fp32 noise */
+    for (const Shape &s : ct_shapes) {
+        if (s.fam != RS_SSM_GDN) continue;
+        for (const char *f : {"fp16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
+            if (ct_quick && f[1] == 'p' && f[2] == '1') continue;
+            rs_cuda_set_warps_per_head(1);
+            test_lp_reads(s, f, 0, false, "", true);
+            rs_cuda_set_warps_per_head(0);
+            test_lp_reads(s, f, 0, false, "", true);
+            if (!ct_quick) test_lp_reads(s, f, 3, false, "", true);
+        }
+    }
     return ct_finish("test_cuda_lpread");
 }

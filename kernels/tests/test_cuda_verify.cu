@@ -33,6 +33,7 @@ struct VRig {
     float *Sr = nullptr, *Sc = nullptr, *snap = nullptr, *snap1 = nullptr, *rv = nullptr, *rk = nullptr,
           *ra = nullptr, *work = nullptr, *os = nullptr;
     int32_t *fill = nullptr, *start = nullptr, *acc = nullptr;
+    rs_cuda_ckpt_round rnd{}; /* checkpoint rounding at flush (zeroed: none); seeds / flushes: [B] */
     void alloc(const Shape &sh, int nb, int win, int nt, const std::vector<float> &S0)
     {
         s = sh, B = nb, L = win, T = nt, C = L + T;
@@ -61,6 +62,8 @@ struct VRig {
                                   fill + b0,
                                   start + b0,
                                   work};
+        v.ckpt_round = rnd;
+        if (rnd.seeds) v.ckpt_round.seeds = rnd.seeds + b0, v.ckpt_round.flushes = rnd.flushes + b0;
         return v;
     }
     void free_all()
@@ -74,6 +77,11 @@ struct VErr {
     double rep64 = 0, snap64 = 0, eng64 = 0, rep_eng = 0, snap_eng = 0;
     bool ptr_ok = true;
     int nflush = 0, ntok = 0;
+    bool exact = false;    /* ct_gen_step_exact inputs */
+    size_t ck_differ = 0;  /* rounded runs: checkpoint values differing from the engine's, summed over rounds */
+    std::vector<int64_t> hfl; /* rounded runs: flushes per row (the commit must count them) */
+    std::vector<long> pos;    /* exact inputs: committed tokens per row (draft t sits at pos + t) */
+    bool fl_ok = true;
 };
 
 /* One verification round of rows [b0, b0 + nb) everywhere. hfill/hstart: the commit rule. */
@@ -85,7 +93,15 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     rs_ssm_dims d = {nb, s.H, s.G, s.dv, DK};
     std::vector<StepIn> drafts(T);
     StepIn st;
-    for (int t = 0; t < T; ++t) ct_gen_step(s, nb, false, rate, drafts[t]);
+    for (int t = 0; t < T; ++t) {
+        if (e.exact) {
+            std::vector<long> p(nb);
+            for (int b = 0; b < nb; ++b) p[b] = e.pos[b0 + b] + t;
+            ct_gen_step_exact(s, nb, drafts[t], p.data());
+        } else {
+            ct_gen_step(s, nb, false, rate, drafts[t]);
+        }
+    }
     ct_stack(drafts, st);
     io.upload(st);
     const size_t per = (size_t)nb * s.H * s.dv, nv = (size_t)T * per;
@@ -129,10 +145,13 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     }
     std::vector<int32_t> fill(g.B), start(g.B);
     d2h(fill, g.fill), d2h(start, g.start);
+    std::vector<int> fl_before(nb, 0);
     for (int i = 0; i < nb; ++i) { /* the commit rule of rs_cuda.h */
         const int b = b0 + i;
         e.ntok += acc[i];
+        if (e.exact) e.pos[b] += acc[i];
         if (hfill[b] + T > L) {
+            fl_before[i] = 1;
             ++e.nflush;
             hstart[b] = (hstart[b] + hfill[b]) % C;
             hfill[b] = acc[i];
@@ -141,25 +160,59 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
         }
         e.ptr_ok &= fill[b] == hfill[b] && start[b] == hstart[b] && br.unfolded(b) == (long)fill[b];
     }
+    if (g.rnd.seeds) { /* rounded checkpoint: flush counters and the checkpoint every round */
+        std::vector<int64_t> fl(g.B);
+        d2h(fl, g.rnd.flushes);
+        for (int i = 0; i < nb; ++i) {
+            const int b = b0 + i;
+            e.hfl[b] += fl_before[i];
+            e.fl_ok &= fl[b] == e.hfl[b];
+        }
+        std::vector<float> ck((size_t)g.B * g.row), eck;
+        d2h(ck, g.Sr);
+        br.checkpoint(0, eck);
+        for (size_t i = 0; i < ck.size(); ++i) e.ck_differ += !(ck[i] == eck[i]); /* +0 == -0 */
+    }
 }
 
-static void test_verify_shape(const Shape &s, int rounds, int L, int T)
+/* rounding of the checkpoint at flush: rs_format name for the engine, and the GPU's fields */
+struct RoundCfg {
+    const char *name;
+    rs_cuda_dtype dt;
+    rs_rounding rnd;
+    int k;
+};
+
+static void test_verify_shape(const Shape &s, int rounds, int L, int T, const RoundCfg *rc = nullptr)
 {
     const int B = 4;
     const int warm[B] = {0, ct_quick ? 1 : 2, ct_quick ? 2 : 5, ct_quick ? 3 : 9}; /* solo rounds per row */
     const size_t nS = (size_t)B * s.H * s.dv * DK;
     const std::vector<double> rate = ct_head_rates(s.H);
     std::vector<float> S0(nS);
-    for (auto &x : S0) x = (float)(0.3 * ct_normal());
+    for (auto &x : S0) x = rc ? ldexpf((float)((int)(ct_rnd64() % 511) - 255), -10) : (float)(0.3 * ct_normal());
     std::vector<double> S64(S0.begin(), S0.end());
     VRig g;
     g.alloc(s, B, L, T, S0);
     Bank br, bs;
-    br.init(s, B, "shared:fp32", (size_t)L, (size_t)T, nullptr, 0, S0.data());
+    const uint64_t seeds[B] = {5, 0xFFFFFFFFFFFFull, 77, 31337};
+    char pol[32] = "shared:fp32";
+    VErr e;
+    if (rc) { /* the engine's shared:<fmt>: layer 2, slot RS_SLOT_SHARED, index = the head's flush count */
+        snprintf(pol, sizeof pol, "shared:%s", rc->name);
+        uint64_t *dseeds = dalloc<uint64_t>(B);
+        int64_t *dfl = dalloc<int64_t>(B);
+        h2d(dseeds, std::vector<uint64_t>(seeds, seeds + B));
+        CK(cudaMemset(dfl, 0, B * sizeof(int64_t)));
+        g.rnd = {rc->dt, rc->rnd, rc->k, 2, RS_SLOT_SHARED, dseeds, dfl};
+        e.exact = true;
+        e.hfl.assign(B, 0);
+        e.pos.assign(B, 0);
+    }
+    br.init(s, B, pol, (size_t)L, (size_t)T, rc ? seeds : nullptr, 2, S0.data());
     bs.init(s, B, "fp32", (size_t)L, (size_t)T, nullptr, 0, S0.data());
     DevStep io1, io4;
     io1.alloc(s, 1, T), io4.alloc(s, B, T);
-    VErr e;
     std::vector<int> hfill(B, 0), hstart(B, 0);
     for (int b = 0; b < B; ++b)
         for (int r = 0; r < warm[b]; ++r) round_(g, br, bs, S64, b, 1, io1, e, hfill, hstart, rate);
@@ -176,8 +229,23 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T)
     bs.checkpoint(0, esc);
     const double es_rep = ct_rel(Sfin, S64), es_snap = ct_rel(Sc, S64), es_cpu = ct_rel(esc, S64);
     const double eck_eng = ct_rel(ck, eck), est_eng = ct_rel(Sfin, est), esc_eng = ct_rel(Sc, esc);
-    char name[128];
+    char name[160];
     const char *fam = ct_fam(s);
+    if (rc) {
+        /* exact inputs: both sides fold the same fp32 values exactly and round them with the same
+         * words, so the checkpoint is the same bits every round; outputs differ by the dot products'
+         * fp32 rounding only (k_tol_engine) */
+        snprintf(name, sizeof name, "verify replay %s %s L=%d T=%d checkpoint %s at flush, exact inputs == engine %s",
+                 fam, s.name, L, T, rc->name, pol);
+        ct_report(name, e.ptr_ok && e.fl_ok && e.ck_differ == 0 && e.rep_eng <= k_tol_engine && e.nflush > 0,
+                  "%zu checkpoint values differ (summed over rounds); outputs %.2e; %d tokens, %d flushes; pointers %s, "
+                  "flush counters %s",
+                  e.ck_differ, e.rep_eng, e.ntok, e.nflush, e.ptr_ok ? "ok" : "WRONG", e.fl_ok ? "ok" : "WRONG");
+        cudaFree((void *)g.rnd.seeds), cudaFree(g.rnd.flushes);
+        g.free_all();
+        io1.free_all(), io4.free_all();
+        return;
+    }
     snprintf(name, sizeof name, "verify replay %s %s L=%d T=%d wph=%d", fam, s.name, L, T, rs_cuda_get_warps_per_head());
     ct_report(name,
               e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
@@ -211,5 +279,21 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[0], ct_quick ? 3 : 48, 16, 1);
     test_verify_shape(ct_shapes[3], ct_quick ? 3 : 48, 16, 2);
     test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 8, 6); /* T not a power of two, small window */
+    /* T > 8 (rows per warp halved: Mamba-2 2, GDN 1) and L + T = 64 (lanes hold two records) */
+    test_verify_shape(ct_shapes[0], ct_quick ? 2 : 48, 16, 12);
+    test_verify_shape(ct_shapes[3], ct_quick ? 2 : 48, 16, 16);
+    test_verify_shape(ct_shapes[1], ct_quick ? 2 : 48, 48, 16);
+    test_verify_shape(ct_shapes[2], ct_quick ? 2 : 48, 48, 16);
+    test_verify_shape(ct_shapes[2], ct_quick ? 2 : 32, 56, 8);
+    /* checkpoint rounded at flush (fp16/bf16 SR and RTN), exact inputs, bit for bit */
+    static const RoundCfg rf[3] = {{"fp16-sr", RS_CUDA_F16, RS_ROUND_SR, 32},
+                                   {"bf16-sr", RS_CUDA_BF16, RS_ROUND_SR, 32},
+                                   {"fp16-rtn", RS_CUDA_F16, RS_ROUND_RTN, 32}};
+    /* (--quick keeps enough rounds that every run flushes: the check requires flushes) */
+    test_verify_shape(ct_shapes[1], ct_quick ? 8 : 96, 16, 4, &rf[0]);
+    test_verify_shape(ct_shapes[2], ct_quick ? 8 : 96, 16, 4, &rf[0]);
+    test_verify_shape(ct_shapes[0], ct_quick ? 6 : 48, 16, 8, &rf[1]);
+    test_verify_shape(ct_shapes[3], ct_quick ? 6 : 48, 8, 6, &rf[1]);
+    test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
     return ct_finish("test_cuda_verify");
 }

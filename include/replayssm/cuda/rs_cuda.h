@@ -82,7 +82,7 @@ typedef enum rs_cuda_dtype { RS_CUDA_F32 = 0, RS_CUDA_F16 = 1, RS_CUDA_BF16 = 2 
 
 #define RS_CUDA_DK 128  /* d_k supported by this version (one float4 per lane, a warp per row) */
 #define RS_CUDA_LMAX 64 /* largest ReplaySSM window */
-#define RS_CUDA_TMAX 8  /* most draft tokens per verification */
+#define RS_CUDA_TMAX 16 /* most draft tokens per verification (L + T <= RS_CUDA_LMAX as well) */
 
 typedef struct rs_ssm_dims {
     int batch;     /* B */
@@ -124,6 +124,26 @@ typedef struct rs_cuda_conv_state {
 rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                               const rs_cuda_conv_state *st, rs_cuda_stream s);
 
+/* Rounding of the checkpoint at a flush (the engine's shared:<fmt> policy for fp16/bf16 formats,
+ * and the HP copy of split:<lp>/<hp>): with dtype F16 or BF16 every flush stores
+ * S_ckpt <- decode(Q(S)), i.e. values representable in dtype held in the fp32 S_ckpt (what the
+ * engine's checkpoint holds), RTN or SR; outputs of the flushing step use the unrounded S, as in
+ * the engine. SR element e = row * d_k + col of (row b, head h) uses rs_rand_u32(seeds[b],
+ * rs_stream_id(slot, layer, h, flushes[b]), e): the engine's keying with slot RS_SLOT_SHARED (1)
+ * for shared:<fmt> (RS_SLOT_HP (2) for a split HP copy) and index = the head's flush count.
+ * flushes[b] is kept on the device: rs_cuda_replay_advance_counted (standard decode) and
+ * rs_cuda_replay_commit (verification) add 1 for each row that flushed. A zeroed struct (dtype
+ * F32) means no rounding: the fp32 checkpoint of earlier versions. */
+typedef struct rs_cuda_ckpt_round {
+    rs_cuda_dtype dtype;   /* F32 (no rounding), F16 or BF16 */
+    rs_rounding rounding;  /* RTN or SR */
+    int sr_bits;           /* SR random bits, 1..32 */
+    uint32_t layer;        /* SR stream field */
+    uint32_t slot;         /* SR stream field */
+    const uint64_t *seeds; /* [B] per-sequence seeds (SR only) */
+    int64_t *flushes;      /* [B] flushes so far (SR only; advanced by advance_counted / commit) */
+} rs_cuda_ckpt_round;
+
 /* ReplaySSM decode (digest Algorithms 1 and 4). fill[b] = records committed in row b before
  * this step (0..L-1). The step appends one record; row b flushes iff fill[b] + 1 == L.
  *  - non-flush (Mamba-2): o = gamma S_ckpt q + sum_j gamma_{j+1:h} v_j (k_j . q), reading
@@ -159,6 +179,15 @@ typedef struct rs_cuda_replay_state {
                                   a per-warp cp.async pipeline; needs 16-byte aligned codes, ring_v and io->v,
                                   else v3 runs), 3 = v3 (4 columns per lane, register prefetch), kept for
                                   side-by-side benchmarks; fp32 reads ignore it */
+    rs_cuda_ckpt_round ckpt_round; /* rounding of S_ckpt at a flush (zeroed: none) */
+    /* GDN two-precision records (engine split:<lp>/<hp>, digest section 4): with both set, every step
+     * also stores its raw v (ring_dtype) and beta, and a flush discards the cached u (computed from
+     * the copy non-flush rows read) and recomputes them along the checkpoint's own path,
+     * u_j = beta_j (v_j - alpha_j S_{j-1} k_j), S_j = alpha_j S_{j-1} + u_j k_j^T from S_ckpt, then
+     * this step. Both NULL: the flush folds the cached u (split-naive; shared). Mamba-2 ignores them
+     * (its records do not depend on the state). */
+    void *ring_vraw;           /* [B][H][L][d_v] raw v, ring_dtype */
+    float *ring_beta;          /* [B][H][L] */
 } rs_cuda_replay_state;
 
 /*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
@@ -181,6 +210,10 @@ rs_status rs_cuda_replay_requant(const rs_ssm_dims *dims, const rs_cuda_replay_s
 /*! rs_cuda_replay_advance() : fill[b] <- fill[b] + 1 == L ? 0 : fill[b] + 1, on the device. */
 rs_status rs_cuda_replay_advance(int32_t *d_fill, int batch, int L, rs_cuda_stream s);
 
+/*! rs_cuda_replay_advance_counted() : rs_cuda_replay_advance, and d_flushes[b] += 1 for the rows
+ *  that flushed (fill[b] + 1 == L); d_flushes may be NULL (then the same as advance). */
+rs_status rs_cuda_replay_advance_counted(int32_t *d_fill, int64_t *d_flushes, int batch, int L, rs_cuda_stream s);
+
 /* ---- speculative verification (digest section 3) ------------------------------------------- */
 
 /* Snapshot baseline (what vLLM ships): T conventional steps from S, each state written to its
@@ -200,7 +233,8 @@ rs_status rs_cuda_snapshot_commit(const rs_ssm_dims *dims, int T, const int32_t 
  * (K^T Q once per key head) from one pass over S_ckpt, and, if fill + T > L (the flush rule of
  * Appendix D.1), also folds the committed records into S_ckpt in the same pass. The commit
  * kernel then sets fill <- (flushed ? 0 : fill) + accepted, start <- start + (flushed ? fill : 0)
- * (pointer rollback: rejected drafts stay where they are and are overwritten later). */
+ * (pointer rollback: rejected drafts stay where they are and are overwritten later).
+ * T <= RS_CUDA_TMAX (16), T <= L, L + T <= cap <= RS_CUDA_LMAX (64). */
 typedef struct rs_cuda_verify_state {
     float *S_ckpt;            /* [B][H][d_v][d_k] fp32 */
     void *ring_v;             /* [B][H][C][d_v] Mamba-2 v / GDN u, ring_dtype */
@@ -212,12 +246,14 @@ typedef struct rs_cuda_verify_state {
     int32_t *fill;            /* [B] committed records h */
     int32_t *start;           /* [B] physical slot of logical record 0 */
     float *work;              /* rs_cuda_replay_work_bytes(dims, L, T) */
+    rs_cuda_ckpt_round ckpt_round; /* rounding of S_ckpt at a flush (zeroed: none); commit counts flushes */
 } rs_cuda_verify_state;
 
 rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
                                 const rs_cuda_verify_state *st, rs_cuda_stream s);
 
-/*! rs_cuda_replay_commit() : the pointer commit after acceptance (accepted[b] in 1..T). */
+/*! rs_cuda_replay_commit() : the pointer commit after acceptance (accepted[b] in 1..T); with
+ *  st->ckpt_round.flushes set, also flushes[b] += 1 for the rows whose verify flushed. */
 rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted,
                                 const rs_cuda_verify_state *st, rs_cuda_stream s);
 
