@@ -22,26 +22,11 @@
 #include <vector>
 
 #include "../rs_gpu_ops.h"
+#include "gpu_test_check.h"
 #include "replayssm/eval/rs_backend.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_layers.h"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define RSK(call)                                                                                  \
-    do {                                                                                           \
-        rs_status s_ = (call);                                                                     \
-        if (s_ != RS_OK) {                                                                         \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, rs_last_error());        \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 typedef std::vector<float> vf;
 static bool g_quick = false;
