@@ -3,6 +3,7 @@
  * library call behind `kl` and `sweep` (eval/rs_kleval.h) with what the commands print: the
  * library's events (skipped / truncated books, non-finite runs, the progress line on stderr)
  * and, at the end, the summary table on stdout. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,32 @@ static char *join_argv_(int argc, char **argv)
 typedef struct printer {
     const rs_kl_opts *o;
     rs_cli_progress prog; /* the progress report on stderr (cli_progress.h) */
+    FILE *timing;         /* --timing: NULL if not asked for */
 } printer;
+
+/* --timing: a header, then per committed chunk where the time went so far (cumulative, so a line's
+ * difference to the one before is that chunk's cost; with --resume the scorer's counters restart) */
+static FILE *timing_open_(const rs_kl_opts *o)
+{
+    FILE *f = fopen(o->timing, o->resume ? "a" : "w");
+    if (!f) {
+        fprintf(stderr, "replayssm %s: --timing %s: %s\n", o->cmd, o->timing, strerror(errno));
+        return NULL;
+    }
+    if (ftell(f) == 0 || !o->resume)
+        fprintf(f, "book\tposition\tdone\telapsed_s\tscorer_s\tgemm_s\tattention_s\trecurrence_s\tother_s\t"
+                   "score_s\tcopy_s\tpeak_bytes\n");
+    return f;
+}
+
+static void timing_line_(FILE *f, const rs_kleval_event *e)
+{
+    const rs_scorer_stats *s = &e->stats;
+    fprintf(f, "%s\t%zu\t%zu\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%zu\n", e->book_id, e->position,
+            e->done, e->elapsed_s, s->total_s, s->gemm_s, s->attention_s, s->recurrence_s, s->other_s, s->score_s,
+            s->copy_s, s->peak_bytes);
+    fflush(f); /* a killed run keeps the lines of its committed chunks */
+}
 
 static int on_event_(const rs_kleval_event *e, void *user)
 {
@@ -112,7 +138,10 @@ static int on_event_(const rs_kleval_event *e, void *user)
                 e->message[0] ? ": " : "", rs_cli_esc(e->message, msg, sizeof msg));
         break;
     }
-    case RS_KLEVAL_EVENT_PROGRESS: rs_cli_progress_event(&p->prog, e); break;
+    case RS_KLEVAL_EVENT_PROGRESS:
+        rs_cli_progress_event(&p->prog, e);
+        if (p->timing) timing_line_(p->timing, e);
+        break;
     }
     return 0;
 }
@@ -188,6 +217,7 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     const char *pols[RS_KL_MAX_RUNS];
     for (size_t r = 0; r < o->n_runs; r++) pols[r] = o->pol_str[r];
     pr.o = o;
+    pr.timing = NULL;
     rs_cli_progress_init(&pr.prog, o->cmd, pols, o->win, o->n_runs, o->quiet, o->progress_every);
     rs_kleval_config c = rs_kleval_config_default();
     c.model_dir = o->model;
@@ -244,15 +274,22 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
         return 2;
     }
 #endif
+    if (o->timing && !(pr.timing = timing_open_(o))) { /* (under mpirun the ranks' drivers time nothing) */
+        free(cmdline);
+        return 1;
+    }
     rs_kleval *ev = NULL;
     rs_status st = rs_kleval_create(&c, &ev);
     free(cmdline);
     if (st != RS_OK) {
         fprintf(stderr, "replayssm %s: %s\n", o->cmd, rs_last_error());
+        if (pr.timing) fclose(pr.timing);
         return 2;
     }
     st = rs_kleval_run(ev);
     rs_cli_progress_end(&pr.prog);
+    if (pr.timing && fclose(pr.timing) != 0) fprintf(stderr, "replayssm %s: --timing %s: %s\n", o->cmd, o->timing,
+                                                     strerror(errno));
     int rc = st != RS_OK ? report_failure_(o, rs_kleval_failed_stage(ev)) : 0;
     if (rc == 0 && rs_kleval_get_result(ev)->interrupted) {
         rc = rs_cli_interrupted(o->cmd, o->out, stderr);

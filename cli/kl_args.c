@@ -253,6 +253,8 @@ static size_t kl_table_(rs_kl_opts *o, int sweep, rs_cli_opt *t, char *policy_he
          RS_CLI_LO_OPEN},
         {"--all-stats", NULL, RS_CLI_FLAG, NULL, "also the low KL percentiles and the Δp percentiles", NULL,
          &o->all_stats, 0, 0, NULL, NULL, NULL, 0},
+        {"--timing", NULL, RS_CLI_STR, "F.tsv", "one line per committed chunk: positions done and the\n"
+         "scorer's cumulative stage seconds (GEMM, attention, ...)", NULL, &o->timing, 0, 0, NULL, NULL, NULL, 0},
         {"--short", NULL, RS_CLI_CHOICE, "MODE", "books / streams shorter than N+1 tokens: skip (report) or\ntruncate",
          "[skip]", &o->short_mode, 0, 0, "skip|truncate", NULL, NULL, 0},
     };

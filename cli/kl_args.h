@@ -38,6 +38,7 @@ typedef struct rs_kl_opts {
     int threads, resume, force, quiet;
     double progress_every; /* --progress-every: seconds between plain progress lines (stderr not a TTY) */
     int all_stats;         /* --all-stats: the low KL percentiles and the Δp percentiles too */
+    const char *timing;    /* --timing F.tsv: one line of cumulative stage seconds per committed chunk */
     const char *device;      /* --device cpu|cuda[:N]  ["cpu"] */
     int device_ordinal;      /* N of cuda:N [0] */
     const char *compute;     /* --compute fp32|tf32x3|tf32|bf16  ["fp32"] */

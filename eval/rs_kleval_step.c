@@ -194,6 +194,7 @@ static void progress_(rs_kleval *ev, size_t b, size_t end)
     e.n_runs = ev->cfg.n_runs;
     e.running = ev->running;
     e.ref_mean_nll = ev->ref_nll_sum / (double)ev->ref_nll_n;
+    if (ev->sc && ev->sc->ops->stats) ev->sc->ops->stats(ev->sc, &e.stats);
     if (ev->cfg.on_event(&e, ev->cfg.user)) ev->stop = 1;
 }
 

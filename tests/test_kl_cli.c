@@ -148,13 +148,45 @@ static void test_sweep(void **state)
 /* --policy none: the fp32 reference alone (its bits equal a policy run's: test_kleval.c). The
  * printed bits per token equal the mean of the stored NLL computed here; --resume of such a log
  * works; info reports it. */
+/* --timing: the header, then one line per committed chunk: position and done = 32, 64, ..., the
+ * cumulative scorer seconds positive and non-decreasing */
+static void check_timing_(const char *path, size_t positions, size_t chunk)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[1024];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_int_equal(strncmp(line, "book\tposition\tdone\telapsed_s\tscorer_s\tgemm_s\t", 44), 0);
+    size_t lines = 0;
+    double prev = 0;
+    while (fgets(line, sizeof line, f)) {
+        char book[64];
+        size_t pos = 0, done = 0;
+        double el = 0, sc = 0;
+        assert_int_equal(sscanf(line, "%63s %zu %zu %lf %lf", book, &pos, &done, &el, &sc), 5);
+        lines++;
+        assert_string_equal(book, "1023");
+        assert_int_equal(pos, lines * chunk);
+        assert_int_equal(done, lines * chunk);
+        assert_true(sc > 0 && sc >= prev && el >= sc * 0.5);
+        prev = sc;
+    }
+    fclose(f);
+    assert_int_equal(lines, positions / chunk);
+}
+
 static void test_reference_only(void **state)
 {
     (void)state;
     char ref[600], want[64];
     snprintf(ref, sizeof ref, "%s/refonly.h5", g_dir);
     const char *common = "--book-ids 1023 --tokens 160 --chunk 32 --threads 1 --quiet --policy none";
-    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --out '%s'", g_cli, g_gdn, g_data, common, ref), 0);
+    char tsv[600];
+    snprintf(tsv, sizeof tsv, "%s/refonly.tsv", g_dir);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --out '%s' --timing '%s'", g_cli, g_gdn,
+                                g_data, common, ref, tsv),
+                     0);
+    check_timing_(tsv, 160, 32);
     rs_h5log *a = NULL;
     double x[160], sum = 0;
     assert_int_equal(rs_h5log_open(ref, 0, NULL, &a), RS_OK);

@@ -182,6 +182,16 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
     rs_gpu_gemm_state *g = &im->gemm;
     *weight_bytes = *scratch_bytes = 0;
     RS_TRY(rsg_gemm_method_of(sc->cfg.compute, &g->method));
+    g->pad_rows = 0;
+    const char *pad = getenv("RS_GPU_GEMM_PAD_ROWS");
+    if (pad && *pad) {
+        char *end = NULL;
+        const unsigned long long v = strtoull(pad, &end, 10);
+        RS_CHECK(end && *end == '\0' && v >= 1, RS_E_INVAL, "RS_GPU_GEMM_PAD_ROWS=%s: a positive row count expected",
+                 pad);
+        const size_t cap = (size_t)im->RR * im->C;
+        g->pad_rows = v < cap ? (size_t)v : cap;
+    }
     if (g->method != RSG_GEMM_TF32X3) return RS_OK;
     const rs_model *m = sc->m;
     std::vector<rs_gpu_wmat> v;
@@ -250,6 +260,7 @@ void rs_gpu_gemm_free(gpu_impl *im)
     rs_gpu_gemm_state *g = &im->gemm;
     cudaFree(g->ws);
     cudaFree(g->split_mem);
+    cudaFree(g->pad_y);
     free(g->mats);
     memset(g, 0, sizeof *g);
 }
@@ -262,6 +273,37 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
                  g->n_mats);
     else
         snprintf(buf, n, "gemm %s", rsg_gemm_method_name(g->method));
+    if (g->pad_rows > 1) {
+        const size_t u = strlen(buf);
+        if (u < n) snprintf(buf + u, n - u, ", every GEMM padded to %zu rows (RS_GPU_GEMM_PAD_ROWS)", g->pad_rows);
+    }
+}
+
+/* the padded GEMM of rs_gpu_linear (see pad_rows): Y's M rows through a pad_rows-row copy */
+static rs_status linear_padded_(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *hi,
+                                const float *lo, float beta, float *Y, size_t ldy)
+{
+    rs_gpu_gemm_state *g = &im->gemm;
+    const size_t P = g->pad_rows, need = P * ldy;
+    if (need > g->pad_y_floats) {
+        cudaFree(g->pad_y);
+        g->pad_y = NULL;
+        g->pad_y_floats = 0;
+        const cudaError_t e = cudaMalloc((void **)&g->pad_y, need * sizeof(float));
+        if (e != cudaSuccess)
+            return rs_error_set(RS_E_CUDA, "cudaMalloc of the padded GEMM output (%zu x %zu floats): %s", P, ldy,
+                                cudaGetErrorString(e));
+        g->pad_y_floats = need;
+    }
+    const size_t row = ldy * sizeof(float), w = N * sizeof(float);
+    if (beta != 0.0f && cudaMemcpy2DAsync(g->pad_y, row, Y, row, w, M, cudaMemcpyDeviceToDevice, im->s) != cudaSuccess)
+        return rs_error_set(RS_E_CUDA, "padded GEMM: copying Y in");
+    /* rows M .. P-1 of X are whatever the buffers (sized for RR x chunk rows) hold: a GEMM's rows
+       are independent, so they reach only the rows of pad_y that are not copied out */
+    RS_TRY(rsg_linear(im->blas, g->method, P, N, K, X, ldx, hi, lo, beta, g->pad_y, ldy, g->ws, g->ws_floats, im->s));
+    if (cudaMemcpy2DAsync(Y, row, g->pad_y, row, w, M, cudaMemcpyDeviceToDevice, im->s) != cudaSuccess)
+        return rs_error_set(RS_E_CUDA, "padded GEMM: copying Y out");
+    return RS_OK;
 }
 
 rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
@@ -280,7 +322,8 @@ rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float 
         hi = e->hi;
         lo = e->lo;
     }
-    RS_TRY(rsg_linear(im->blas, g->method, M, N, K, X, ldx, hi, lo, beta, Y, ldy, g->ws, g->ws_floats, im->s));
+    if (g->pad_rows > M) RS_TRY(linear_padded_(im, M, N, K, X, ldx, hi, lo, beta, Y, ldy));
+    else RS_TRY(rsg_linear(im->blas, g->method, M, N, K, X, ldx, hi, lo, beta, Y, ldy, g->ws, g->ws_floats, im->s));
     rs_gpu_mark(im, GS_GEMM);
     return RS_OK;
 }

@@ -87,6 +87,14 @@ typedef struct rs_gpu_gemm_state {
     float *split_mem;        /* device [split_floats] */
     size_t ws_floats;        /* X split scratch: 2 M Kmax (tf32x3) */
     float *ws;
+    /* diagnostic (env RS_GPU_GEMM_PAD_ROWS=P, read at plan, capped at the rows the buffers hold):
+     * every GEMM of fewer than P rows runs as a P-row GEMM into pad_y and copies its M rows out, so
+     * the GEMM's shape, and with it cuBLAS's kernel and per-element reduction order, no longer
+     * depends on the chunk length. gpu_parity's step path uses it to show that stepping one
+     * position at a time is the chunked arithmetic bit for bit once the GEMM shapes agree. */
+    size_t pad_rows;
+    float *pad_y;            /* device, grown on first use */
+    size_t pad_y_floats;
 } rs_gpu_gemm_state;
 
 struct rs_scorer;

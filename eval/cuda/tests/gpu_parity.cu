@@ -12,7 +12,11 @@
  *   recurrence: 1e-4 of the logit range leaves ~100x the ~1e-6 observed at the tiny shapes);
  * then the first S positions again one position per step (decode-like, M = 1 row per GEMM) against
  * the chunked logits: PASS if max |diff| / max |logit| <= 1e-5 (the same arithmetic up to the GEMMs'
- * blocking, which cuBLAS chooses by shape: ~1e-6 relative). Exit 0 if both pass.
+ * blocking, which cuBLAS chooses by shape: ~1e-6 relative); and (GPU only) once more with every GEMM
+ * padded to the chunk's C rows (RS_GPU_GEMM_PAD_ROWS, rs_gpu_gemm.h) so that cuBLAS runs the chunked
+ * path's GEMM shapes: PASS only if those logits equal the chunked ones bit for bit (then the chunked
+ * scan, conv, attention and KV cache are the step-by-step arithmetic exactly and the unpadded
+ * difference is the GEMMs' shape-dependent blocking alone). Exit 0 if all pass.
  * --compute M[,M...] (default fp32): each compute mode in turn on the one loaded model (fp32 is cuBLAS
  * SGEMM, tf32x3 the split-TF32 GEMM, tf32 one TF32 GEMM: rs_gpu_gemm.h); every mode after the
  * first is also compared with the first one's chunked logits (max |diff| / max |logit|, printed:
@@ -184,8 +188,34 @@ int main(int argc, char **argv)
         printf("%s [%s] step-by-step vs chunked, %zu positions (%.2f s, %.1f positions/s): max|diff|/max|logit| = "
                "%.3e (bound 1e-5)\n",
                ok2 ? "PASS" : "FAIL", mn, S, secs1, (double)S / secs1, dm / rm);
-        all_ok &= ok1 && ok2;
         rs_scorer_free(s);
+        int ok3 = 1;
+        if (!cpu) { /* the step path again with the chunk's GEMM shapes: bit-identical expected */
+            char rows[32];
+            snprintf(rows, sizeof rows, "%zu", C);
+            setenv("RS_GPU_GEMM_PAD_ROWS", rows, 1);
+            const rs_status st = rs_scorer_cuda_create(&m, &sc, &s);
+            unsetenv("RS_GPU_GEMM_PAD_ROWS");
+            if (st != RS_OK) {
+                fprintf(stderr, "gpu_parity: %s\n", rs_last_error());
+                return 1;
+            }
+            printf("[%s] %s\n", mn, s->ops->describe(s));
+            if (forward_(s, ids, S, 1, V, stp, &secs1)) return 1;
+            size_t ndiff = 0;
+            double pm = 0;
+            for (size_t i = 0; i < S * V; i++) {
+                if (memcmp(&stp[i], &got[i], sizeof(float)) != 0) ndiff++;
+                const double d = fabs((double)stp[i] - (double)got[i]);
+                if (!(d <= pm)) pm = d;
+            }
+            ok3 = ndiff == 0;
+            printf("%s [%s] step-by-step with the GEMMs padded to %zu rows vs chunked, %zu positions (%.2f s): "
+                   "%zu of %zu logits differ in their bits, max|diff|/max|logit| = %.3e (bound: bit-identical)\n",
+                   ok3 ? "PASS" : "FAIL", mn, C, S, secs1, ndiff, S * V, pm / rm);
+            rs_scorer_free(s);
+        }
+        all_ok &= ok1 && ok2 && ok3;
     }
     rs_model_free(&m);
     free(got);

@@ -123,6 +123,7 @@ typedef struct rs_kleval_event {
     size_t n_runs;      /* PROGRESS: runs */
     const rs_kl_running *running; /* PROGRESS: [n_runs] mean KL of the positions computed here */
     double ref_mean_nll; /* PROGRESS: mean reference NLL (nats) of the positions computed here */
+    rs_scorer_stats stats; /* PROGRESS: the scorer's cost counters so far (cumulative; zero if it has none) */
 } rs_kleval_event;
 
 /* Event callback. Its return value is read after PROGRESS events only: non-zero asks
