@@ -2,6 +2,8 @@
  * the scorer's weight preparation for the split-TF32 method, and rs_gpu_linear, the forward's
  * entry point (rs_gpu_scorer_impl.h). */
 #include "rs_gpu_gemm.h"
+
+#include <cuda_bf16.h>
 #include "rs_gpu_ops.h"
 #include "rs_gpu_scorer_impl.h"
 
@@ -24,6 +26,7 @@ const char *rsg_gemm_method_name(rsg_gemm_method m)
     case RSG_GEMM_SGEMM: return "sgemm";
     case RSG_GEMM_TF32: return "tf32";
     case RSG_GEMM_TF32X3: return "tf32x3";
+    case RSG_GEMM_BF16X3: return "bf16x3";
     }
     return "?";
 }
@@ -31,7 +34,7 @@ const char *rsg_gemm_method_name(rsg_gemm_method m)
 rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out)
 {
     switch (c) {
-    case RS_COMPUTE_FP32: *out = RSG_GEMM_SGEMM; return RS_OK;
+    case RS_COMPUTE_FP32: *out = RSG_GEMM_BF16X3; return RS_OK;
     case RS_COMPUTE_TF32X3: *out = RSG_GEMM_TF32X3; return RS_OK;
     case RS_COMPUTE_TF32: *out = RSG_GEMM_TF32; return RS_OK;
     default: break;
@@ -42,20 +45,21 @@ rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out)
 
 /* ---- exactness (host) ----------------------------------------------------------------------- */
 
-static int exact_range_(const uint32_t *u, size_t n)
+static int exact_range_(const uint32_t *u, size_t n, uint32_t mask)
 {
     uint32_t acc = 0;
     for (size_t i = 0; i < n; i++) acc |= u[i];
-    return (acc & 0x1FFFu) == 0;
+    return (acc & mask) == 0;
 }
 
-int rsg_tf32_exact(const float *w, size_t n, int threads)
+/* 1 if no element of w has a bit of `mask` set */
+static int exact_(const float *w, size_t n, int threads, uint32_t mask)
 {
     const uint32_t *u = (const uint32_t *)(const void *)w;
     const size_t blk = (size_t)1 << 22; /* 16 MiB a piece */
     if (threads <= 1 || n <= blk) {
         for (size_t o = 0; o < n; o += blk)
-            if (!exact_range_(u + o, std::min(blk, n - o))) return 0;
+            if (!exact_range_(u + o, std::min(blk, n - o), mask)) return 0;
         return 1;
     }
     std::atomic<size_t> next(0);
@@ -63,7 +67,7 @@ int rsg_tf32_exact(const float *w, size_t n, int threads)
     const size_t pieces = (n + blk - 1) / blk;
     auto work = [&]() {
         for (size_t p; !bad.load(std::memory_order_relaxed) && (p = next.fetch_add(1)) < pieces;)
-            if (!exact_range_(u + p * blk, std::min(blk, n - p * blk))) bad.store(1);
+            if (!exact_range_(u + p * blk, std::min(blk, n - p * blk), mask)) bad.store(1);
     };
     std::vector<std::thread> pool;
     const int nt = (int)std::min<size_t>((size_t)threads, pieces);
@@ -73,9 +77,15 @@ int rsg_tf32_exact(const float *w, size_t n, int threads)
     return !bad.load();
 }
 
+int rsg_tf32_exact(const float *w, size_t n, int threads) { return exact_(w, n, threads, 0x1FFFu); }
+int rsg_bf16_exact(const float *w, size_t n, int threads) { return exact_(w, n, threads, 0xFFFFu); }
+
 /* ---- rsg_linear ---------------------------------------------------------------------------- */
 
-size_t rsg_linear_ws_floats(rsg_gemm_method m, size_t M, size_t K) { return m == RSG_GEMM_TF32X3 ? 2 * M * K : 0; }
+size_t rsg_linear_ws_floats(rsg_gemm_method m, size_t M, size_t K)
+{
+    return m == RSG_GEMM_TF32X3 ? 2 * M * K : m == RSG_GEMM_BF16X3 ? (3 * M * K + 1) / 2 : 0;
+}
 
 /* row-major Y[M][N] = beta Y + X W^T is column-major Y^T (N x M) = W^T(K x N col-major)^T X^T */
 static rs_status gemm_(cublasHandle_t h, cublasComputeType_t ct, int M, int N, int K, const float *X, size_t ldx,
@@ -118,6 +128,115 @@ rs_status rsg_linear(cublasHandle_t h, rsg_gemm_method m, size_t M, size_t N, si
     RS_TRY(gemm_(h, CUBLAS_COMPUTE_32F_FAST_TF32, m_, n_, k_, xl, K, W, beta, Y, ldy));
     if (W_lo) RS_TRY(gemm_(h, CUBLAS_COMPUTE_32F_FAST_TF32, m_, n_, k_, xh, K, W_lo, 1.0f, Y, ldy));
     return gemm_(h, CUBLAS_COMPUTE_32F_FAST_TF32, m_, n_, k_, xh, K, W, 1.0f, Y, ldy);
+}
+
+/* ---- bf16x3 ---------------------------------------------------------------------------------- */
+
+static __global__ void bf16x3_split_k_(int K, const float *X, size_t ldx, __nv_bfloat16 *B, size_t plane)
+{
+    const int i = blockIdx.y * 256 + threadIdx.x;
+    if (i >= K) return;
+    const size_t r = blockIdx.x, o = r * (size_t)K + i;
+    const float x = X[r * ldx + i];
+    __nv_bfloat16 b0 = __float2bfloat16_rn(x), b1 = __float2bfloat16_rn(0.0f), b2 = b1;
+    if (isfinite(x)) {
+        if (isinf(__bfloat162float(b0))) /* past bf16's largest finite value: truncate */
+            b0 = __ushort_as_bfloat16((unsigned short)(__float_as_uint(x) >> 16));
+        const float r1 = x - __bfloat162float(b0); /* exact: within half a bf16 ulp of x, same binade */
+        b1 = __float2bfloat16_rn(r1);
+        b2 = __float2bfloat16_rn(r1 - __bfloat162float(b1)); /* <= 8 significant bits left: exact */
+    }
+    B[o] = b0;
+    B[plane + o] = b1;
+    B[2 * plane + o] = b2;
+}
+
+rs_status rsg_bf16x3_split(int M, int K, const float *X, size_t ldx, void *B, cudaStream_t s)
+{
+    RS_CHECK(X && B && M >= 1 && K >= 1 && ldx >= (size_t)K && K <= 65535 * 256, RS_E_INVAL,
+             "rsg_bf16x3_split: bad arguments (M %d, K %d, ldx %zu)", M, K, ldx);
+    const dim3 g((unsigned)M, (unsigned)((K + 255) / 256));
+    bf16x3_split_k_<<<g, 256, 0, s>>>(K, X, ldx, (__nv_bfloat16 *)B, (size_t)M * K);
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? RS_OK : rs_error_set(RS_E_CUDA, "rsg_bf16x3_split: %s", cudaGetErrorString(e));
+}
+
+/* Y[r][j] = beta Y[r][j] + sum_b P[b][r][j], b ascending, each add rounded to nearest */
+static __global__ void bf16x3_reduce_k_(size_t n, int ns, int nb, const float *P, float beta, float *Y, size_t ldy)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float a = P[i];
+        for (int b = 1; b < nb; b++) a = __fadd_rn(a, P[(size_t)b * n + i]);
+        float *y = Y + (i / (size_t)ns) * ldy + i % (size_t)ns;
+        *y = beta == 0.0f ? a : __fmaf_rn(beta, *y, a); /* beta 0: Y is not read (it may hold NaN) */
+    }
+}
+
+size_t rsg_bf16x3_part_floats(size_t M, size_t N, size_t K)
+{
+    const size_t nb = (K + RSG_BF16X3_KB - 1) / RSG_BF16X3_KB;
+    return nb > 1 ? nb * M * N : 0;
+}
+
+static rs_status bf_gemm_(cublasHandle_t h, int N, int M, int k, const __nv_bfloat16 *W, int K, const __nv_bfloat16 *X,
+                          float beta, float *C, int ldc, long long strideC, int batch)
+{
+    const float one = 1.0f;
+    const cublasStatus_t e =
+        batch > 1 ? cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, k, &one, W, CUDA_R_16BF, K,
+                                               RSG_BF16X3_KB, X, CUDA_R_16BF, K, RSG_BF16X3_KB, &beta, C, CUDA_R_32F,
+                                               ldc, strideC, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+                  : cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, k, &one, W, CUDA_R_16BF, K, X, CUDA_R_16BF, K, &beta,
+                                 C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return rs_error_set(RS_E_CUDA, "bf16x3 GEMM (M %d, N %d, k %d, batch %d): cuBLAS status %d", M, N, k, batch,
+                            (int)e);
+    return RS_OK;
+}
+
+rs_status rsg_linear_bf16x3(cublasHandle_t h, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                            const void *W_bf16, float beta, float *Y, size_t ldy, void *ws, size_t ws_floats,
+                            float *part, size_t part_floats, cudaStream_t s)
+{
+    const size_t KB = RSG_BF16X3_KB, nf = K / KB, kr = K % KB, nb = nf + (kr > 0);
+    RS_CHECK(h && X && W_bf16 && Y && ws && M >= 1 && N >= 1 && K >= 1 && M < INT_MAX && N < INT_MAX &&
+                 K < INT_MAX && ldx >= K && ldy >= N && ldx < INT_MAX && ldy < INT_MAX,
+             RS_E_INVAL, "rsg_linear_bf16x3: bad arguments (M %zu, N %zu, K %zu, ldx %zu, ldy %zu)", M, N, K, ldx, ldy);
+    RS_CHECK(ws_floats >= rsg_linear_ws_floats(RSG_GEMM_BF16X3, M, K), RS_E_INVAL,
+             "rsg_linear_bf16x3: needs %zu floats of workspace (%zu given)",
+             rsg_linear_ws_floats(RSG_GEMM_BF16X3, M, K), ws_floats);
+    RS_CHECK(nb == 1 || (part && part_floats >= nb * M), RS_E_INVAL,
+             "rsg_linear_bf16x3: K %zu in %zu blocks needs >= %zu floats of partial sums (%zu given)", K, nb, nb * M,
+             part_floats);
+    cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    RS_TRY(rsg_bf16x3_split((int)M, (int)K, X, ldx, ws, s));
+    const __nv_bfloat16 *B = (const __nv_bfloat16 *)ws, *W = (const __nv_bfloat16 *)W_bf16;
+    const size_t plane = M * K;
+    const int m_ = (int)M, k_ = (int)K;
+    if (nb == 1) { /* one block: the three products straight into Y, the smallest first */
+        for (int p = 2; p >= 0; p--)
+            RS_TRY(bf_gemm_(h, (int)N, m_, k_, W, k_, B + p * plane, p == 2 ? beta : 1.0f, Y, (int)ldy, 0, 1));
+        return RS_OK;
+    }
+    size_t ns = std::min(N, part_floats / (nb * M)); /* columns per slice */
+    if (ns < N && ns >= 8) ns &= ~(size_t)7;
+    for (size_t n0 = 0; n0 < N; n0 += ns) {
+        const size_t w = std::min(ns, N - n0);
+        const long long stride = (long long)(M * w); /* partial sums [nb][M][w] */
+        for (int p = 2; p >= 0; p--) {
+            const __nv_bfloat16 *Xp = B + p * plane, *Wn = W + n0 * K;
+            const float bp = p == 2 ? 0.0f : 1.0f;
+            if (nf) RS_TRY(bf_gemm_(h, (int)w, m_, (int)KB, Wn, k_, Xp, bp, part, (int)w, stride, (int)nf));
+            if (kr) RS_TRY(bf_gemm_(h, (int)w, m_, (int)kr, Wn + nf * KB, k_, Xp + nf * KB, bp, part + nf * M * w,
+                                    (int)w, 0, 1));
+        }
+        const size_t n = M * w;
+        const unsigned blocks = (unsigned)std::min<size_t>((n + 255) / 256, 8192);
+        bf16x3_reduce_k_<<<blocks, 256, 0, s>>>(n, (int)w, (int)nb, part, beta, Y + n0, ldy);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "bf16x3 partial sums: %s", cudaGetErrorString(e));
+    }
+    return RS_OK;
 }
 
 /* ---- the scorer's weights ------------------------------------------------------------------- */
@@ -177,6 +296,41 @@ static void list_mats_(const rs_model *m, std::vector<rs_gpu_wmat> &v)
     add_mat_(v, m->w.lm_head, (size_t)c->vocab, d, m->w.lm_head == m->w.embed);
 }
 
+/* bf16x3: which matrices are bf16-exact (their bf16 copies: weights), X's three planes and the
+ * partial sums (scratch; at most 1 GiB unless the widest block count needs more for 256 columns) */
+static rs_status plan_bf16x3_(const rs_scorer *sc, gpu_impl *im, size_t *weight_bytes, size_t *scratch_bytes)
+{
+    rs_gpu_gemm_state *g = &im->gemm;
+    std::vector<rs_gpu_wmat> v;
+    list_mats_(sc->m, v);
+    free(g->mats);
+    g->mats = (rs_gpu_wmat *)calloc(v.size() + 1, sizeof *g->mats);
+    if (!g->mats) return rs_error_set(RS_E_NOMEM, "out of memory");
+    const unsigned hw = std::thread::hardware_concurrency();
+    const int threads = (int)std::min(hw ? hw : 1u, 32u);
+    const size_t Mc = (size_t)im->RR * im->C;
+    size_t kmax = 0, bf = 0, need = 0, nbmax = 1;
+    g->n_mats = (int)v.size();
+    g->n_exact = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+        rs_gpu_wmat &e = v[i];
+        e.exact = rsg_bf16_exact(e.h, e.rows * e.cols, threads);
+        g->mats[i] = e;
+        if (!e.exact) continue; /* sgemm */
+        g->n_exact++;
+        bf += e.rows * e.cols;
+        kmax = std::max(kmax, e.cols);
+        need = std::max(need, rsg_bf16x3_part_floats(Mc, e.rows, e.cols));
+        nbmax = std::max(nbmax, (e.cols + RSG_BF16X3_KB - 1) / RSG_BF16X3_KB);
+    }
+    g->bf_elems = bf;
+    g->ws_floats = rsg_linear_ws_floats(RSG_GEMM_BF16X3, Mc, kmax);
+    g->part_floats = need ? std::max(std::min(need, (size_t)1 << 28), std::min(need, nbmax * Mc * 256)) : 0;
+    *weight_bytes = bf * 2;
+    *scratch_bytes = (g->ws_floats + g->part_floats) * sizeof(float);
+    return RS_OK;
+}
+
 rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_bytes, size_t *scratch_bytes)
 {
     rs_gpu_gemm_state *g = &im->gemm;
@@ -192,6 +346,9 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
         const size_t cap = (size_t)im->RR * im->C;
         g->pad_rows = v < cap ? (size_t)v : cap;
     }
+    const char *force = getenv("RS_GPU_GEMM"); /* comparisons: `--compute fp32` on cuBLAS SGEMM */
+    if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "sgemm")) g->method = RSG_GEMM_SGEMM;
+    if (g->method == RSG_GEMM_BF16X3) return plan_bf16x3_(sc, im, weight_bytes, scratch_bytes);
     if (g->method != RSG_GEMM_TF32X3) return RS_OK;
     const rs_model *m = sc->m;
     std::vector<rs_gpu_wmat> v;
@@ -221,10 +378,48 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
 
 static bool by_key_(const rs_gpu_wmat &a, const rs_gpu_wmat &b) { return a.key < b.key; }
 
+static __global__ void to_bf16_k_(size_t n, const float *w, __nv_bfloat16 *b)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        b[i] = __float2bfloat16_rn(w[i]); /* exact: the matrix was checked bf16-exact */
+}
+
+static rs_status alloc_bf16x3_(gpu_impl *im)
+{
+    rs_gpu_gemm_state *g = &im->gemm;
+    cudaError_t e = cudaMalloc((void **)&g->ws, (g->ws_floats ? g->ws_floats : 4) * sizeof(float));
+    if (e == cudaSuccess && g->part_floats) e = cudaMalloc((void **)&g->part, g->part_floats * sizeof(float));
+    if (e == cudaSuccess && g->bf_elems) e = cudaMalloc(&g->bf_mem, g->bf_elems * 2);
+    if (e != cudaSuccess)
+        return rs_error_set(RS_E_CUDA, "cudaMalloc of the bf16x3 GEMM buffers (%.3f GiB): %s",
+                            ((double)(g->ws_floats + g->part_floats) * 4.0 + (double)g->bf_elems * 2.0) / 1073741824.0,
+                            cudaGetErrorString(e));
+    im->device_bytes += (g->ws_floats + g->part_floats) * sizeof(float) + g->bf_elems * 2;
+    size_t o = 0;
+    for (int i = 0; i < g->n_mats; i++) {
+        rs_gpu_wmat *w = &g->mats[i];
+        float *key = (float *)RS_GPU_W(im, w->h);
+        w->key = w->hi = key;
+        w->lo = NULL;
+        w->bf = NULL;
+        if (!w->exact) continue;
+        __nv_bfloat16 *b = (__nv_bfloat16 *)g->bf_mem + o;
+        const size_t n = w->rows * w->cols;
+        o += n;
+        to_bf16_k_<<<(unsigned)std::min<size_t>((n + 255) / 256, 16384), 256, 0, im->s>>>(n, key, b);
+        w->bf = b;
+    }
+    std::sort(g->mats, g->mats + g->n_mats, by_key_);
+    e = cudaStreamSynchronize(im->s);
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "the bf16 weight copies: %s", cudaGetErrorString(e));
+    return RS_OK;
+}
+
 rs_status rs_gpu_gemm_alloc(const rs_scorer *sc, gpu_impl *im)
 {
     (void)sc;
     rs_gpu_gemm_state *g = &im->gemm;
+    if (g->method == RSG_GEMM_BF16X3) return alloc_bf16x3_(im);
     if (g->method != RSG_GEMM_TF32X3) return RS_OK;
     cudaError_t e = cudaMalloc((void **)&g->ws, (g->ws_floats ? g->ws_floats : 4) * sizeof(float));
     if (e == cudaSuccess && g->split_floats) e = cudaMalloc((void **)&g->split_mem, g->split_floats * sizeof(float));
@@ -261,6 +456,8 @@ void rs_gpu_gemm_free(gpu_impl *im)
     cudaFree(g->ws);
     cudaFree(g->split_mem);
     cudaFree(g->pad_y);
+    cudaFree(g->part);
+    cudaFree(g->bf_mem);
     free(g->mats);
     memset(g, 0, sizeof *g);
 }
@@ -271,6 +468,10 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
     if (g->method == RSG_GEMM_TF32X3)
         snprintf(buf, n, "gemm tf32x3 (%d of %d weight matrices TF32-exact: 2 products, others 3)", g->n_exact,
                  g->n_mats);
+    else if (g->method == RSG_GEMM_BF16X3)
+        snprintf(buf, n, "gemm bf16x3 (exact bf16 products, fp32 sums of K blocks of %d; %d of %d weight matrices "
+                         "bf16-exact, others sgemm)",
+                 RSG_BF16X3_KB, g->n_exact, g->n_mats);
     else
         snprintf(buf, n, "gemm %s", rsg_gemm_method_name(g->method));
     if (g->pad_rows > 1) {
@@ -279,9 +480,26 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
     }
 }
 
+/* one GEMM by the scorer's method; e: the weight matrix's entry (tf32x3, bf16x3), else NULL */
+static rs_status run_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                      const float *W, float beta, float *Y, size_t ldy)
+{
+    const rs_gpu_gemm_state *g = &im->gemm;
+    switch (g->method) {
+    case RSG_GEMM_TF32X3:
+        return rsg_linear(im->blas, g->method, M, N, K, X, ldx, e->hi, e->lo, beta, Y, ldy, g->ws, g->ws_floats, im->s);
+    case RSG_GEMM_BF16X3:
+        if (e->bf)
+            return rsg_linear_bf16x3(im->blas, M, N, K, X, ldx, e->bf, beta, Y, ldy, g->ws, g->ws_floats, g->part,
+                                     g->part_floats, im->s);
+        return rsg_linear(im->blas, RSG_GEMM_SGEMM, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
+    default: return rsg_linear(im->blas, g->method, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
+    }
+}
+
 /* the padded GEMM of rs_gpu_linear (see pad_rows): Y's M rows through a pad_rows-row copy */
-static rs_status linear_padded_(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *hi,
-                                const float *lo, float beta, float *Y, size_t ldy)
+static rs_status linear_padded_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, size_t K, const float *X,
+                                size_t ldx, const float *W, float beta, float *Y, size_t ldy)
 {
     rs_gpu_gemm_state *g = &im->gemm;
     const size_t P = g->pad_rows, need = P * ldy;
@@ -289,10 +507,10 @@ static rs_status linear_padded_(gpu_impl *im, size_t M, size_t N, size_t K, cons
         cudaFree(g->pad_y);
         g->pad_y = NULL;
         g->pad_y_floats = 0;
-        const cudaError_t e = cudaMalloc((void **)&g->pad_y, need * sizeof(float));
-        if (e != cudaSuccess)
+        const cudaError_t ce = cudaMalloc((void **)&g->pad_y, need * sizeof(float));
+        if (ce != cudaSuccess)
             return rs_error_set(RS_E_CUDA, "cudaMalloc of the padded GEMM output (%zu x %zu floats): %s", P, ldy,
-                                cudaGetErrorString(e));
+                                cudaGetErrorString(ce));
         g->pad_y_floats = need;
     }
     const size_t row = ldy * sizeof(float), w = N * sizeof(float);
@@ -300,7 +518,7 @@ static rs_status linear_padded_(gpu_impl *im, size_t M, size_t N, size_t K, cons
         return rs_error_set(RS_E_CUDA, "padded GEMM: copying Y in");
     /* rows M .. P-1 of X are whatever the buffers (sized for RR x chunk rows) hold: a GEMM's rows
        are independent, so they reach only the rows of pad_y that are not copied out */
-    RS_TRY(rsg_linear(im->blas, g->method, P, N, K, X, ldx, hi, lo, beta, g->pad_y, ldy, g->ws, g->ws_floats, im->s));
+    RS_TRY(run_(im, e, P, N, K, X, ldx, W, beta, g->pad_y, ldy));
     if (cudaMemcpy2DAsync(Y, row, g->pad_y, row, w, M, cudaMemcpyDeviceToDevice, im->s) != cudaSuccess)
         return rs_error_set(RS_E_CUDA, "padded GEMM: copying Y out");
     return RS_OK;
@@ -310,20 +528,18 @@ rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float 
                         float beta, float *Y, size_t ldy)
 {
     const rs_gpu_gemm_state *g = &im->gemm;
-    const float *hi = W, *lo = NULL;
-    if (g->method == RSG_GEMM_TF32X3) {
+    const rs_gpu_wmat *e = NULL;
+    if (g->method == RSG_GEMM_TF32X3 || g->method == RSG_GEMM_BF16X3) {
         rs_gpu_wmat key;
         memset(&key, 0, sizeof key);
         key.key = W;
-        const rs_gpu_wmat *e = std::lower_bound(g->mats, g->mats + g->n_mats, key, by_key_);
+        e = std::lower_bound(g->mats, g->mats + g->n_mats, key, by_key_);
         RS_CHECK(e < g->mats + g->n_mats && e->key == W && e->rows == N && e->cols == K, RS_E_STATE,
-                 "rs_gpu_linear: weight matrix %p (%zu x %zu) was not prepared for the split-TF32 GEMM", (const void *)W,
-                 N, K);
-        hi = e->hi;
-        lo = e->lo;
+                 "rs_gpu_linear: weight matrix %p (%zu x %zu) was not prepared for the %s GEMM", (const void *)W, N, K,
+                 rsg_gemm_method_name(g->method));
     }
-    if (g->pad_rows > M) RS_TRY(linear_padded_(im, M, N, K, X, ldx, hi, lo, beta, Y, ldy));
-    else RS_TRY(rsg_linear(im->blas, g->method, M, N, K, X, ldx, hi, lo, beta, Y, ldy, g->ws, g->ws_floats, im->s));
+    if (g->pad_rows > M) RS_TRY(linear_padded_(im, e, M, N, K, X, ldx, W, beta, Y, ldy));
+    else RS_TRY(run_(im, e, M, N, K, X, ldx, W, beta, Y, ldy));
     rs_gpu_mark(im, GS_GEMM);
     return RS_OK;
 }

@@ -1,8 +1,25 @@
 /* rs_gpu_gemm.h — the GPU evaluator's GEMMs (private to eval/cuda/): Y = beta Y + X W^T on cuBLAS
- * by one of three methods, and the scorer's preparation of the weight matrices for them.
+ * by one of four methods, and the scorer's preparation of the weight matrices for them.
  *
+ *   bf16x3  `--compute fp32`, the default, for every weight matrix whose values are bf16-exact (a
+ *           bf16 checkpoint's, i.e. every model of the paper; the others run as sgemm): X =
+ *           X1 + X2 + X3 exactly (rsg_bf16x3_split: three bf16 planes of 8 significant bits each
+ *           cover fp32's 24), W in a bf16 copy (exact), so every product X_i w is exact in fp32;
+ *           K is cut into blocks of RSG_BF16X3_KB = 512 and each block's three products run as
+ *           bf16 tensor-core GEMMs with fp32 accumulation, chained with beta = 1 (the small parts
+ *           first) into a partial sum per block (cuBLAS strided-batched GEMMs over the blocks);
+ *           the blocks' partial sums are then added in fp32 on the CUDA cores, round to nearest,
+ *           in block order (rsg_linear_bf16x3). Why: the tensor cores' fp32 accumulation errs more
+ *           than an SGEMM's FFMAs and more with the chain length (tf32x3 below); cutting the chain
+ *           at 512 keeps that error below SGEMM's. On the H200 (gemm_emul_probe, 2026-12-01, M =
+ *           2560): max |err| / max |y64| 5.0e-7 - 6.0e-7 against SGEMM's 9.3e-7 - 2.5e-6 at
+ *           K = 2560 .. 9216, mean 8e-9 against 1.7e-8, at 2.0-2.1x SGEMM's speed (full-K chains:
+ *           4-5x faster but 1.3-12x SGEMM's error). The blocks' partial sums cost device
+ *           traffic (nb x M x N floats written and read), bounded by a scratch of at most 1 GiB:
+ *           wide matrices (the LM head) run in column slices. RS_GPU_GEMM=sgemm at create makes
+ *           `--compute fp32` run cuBLAS SGEMM instead (the previous default: comparisons).
  *   sgemm   cuBLAS SGEMM on the CUDA cores (CUBLAS_DEFAULT_MATH: true fp32 products and sums);
- *           `--compute fp32`, the default
+ *           `--compute fp32` for matrices that are not bf16-exact (f32 checkpoints)
  *   tf32    one TF32 tensor-core GEMM (CUBLAS_COMPUTE_32F_FAST_TF32: X and W enter with 10
  *           mantissa bits, fp32 accumulation); `--compute tf32`
  *   tf32x3  the split-TF32 GEMM, `--compute tf32x3`: X = X_hi + X_lo (rsg_tf32_split: both
@@ -40,12 +57,19 @@
 #include "replayssm/common/rs_status.h"
 #include "replayssm/eval/rs_scorer.h"
 
-typedef enum rsg_gemm_method { RSG_GEMM_SGEMM = 0, RSG_GEMM_TF32 = 1, RSG_GEMM_TF32X3 = 2 } rsg_gemm_method;
+typedef enum rsg_gemm_method {
+    RSG_GEMM_SGEMM = 0,
+    RSG_GEMM_TF32 = 1,
+    RSG_GEMM_TF32X3 = 2,
+    RSG_GEMM_BF16X3 = 3
+} rsg_gemm_method;
 
-/* "sgemm", "tf32", "tf32x3" ("?" otherwise) */
+#define RSG_BF16X3_KB 512 /* bf16x3's K block: the tensor cores' accumulation chain */
+
+/* "sgemm", "tf32", "tf32x3", "bf16x3" ("?" otherwise) */
 const char *rsg_gemm_method_name(rsg_gemm_method m);
 
-/* the method of a compute mode: fp32 -> sgemm, tf32x3 -> tf32x3, tf32 -> tf32; RS_E_UNSUPPORTED
+/* the method of a compute mode: fp32 -> bf16x3, tf32x3 -> tf32x3, tf32 -> tf32; RS_E_UNSUPPORTED
  * for bf16 (not implemented on the GPU) */
 rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out);
 
@@ -53,8 +77,31 @@ rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out);
  * 0. Scans with up to `threads` threads (<= 1: the calling thread alone). */
 int rsg_tf32_exact(const float *w, size_t n, int threads);
 
-/* floats of workspace rsg_linear needs for M rows of K: 2 M K for tf32x3 (X_hi, X_lo), 0 else */
+/* 1 if every one of w[0 .. n) (host memory) is bf16-exact (its low 16 bits are 0), else 0; as
+ * rsg_tf32_exact */
+int rsg_bf16_exact(const float *w, size_t n, int threads);
+
+/* floats of workspace rsg_linear / rsg_linear_bf16x3 need for M rows of K: 2 M K for tf32x3
+ * (X_hi, X_lo), ceil(3 M K / 2) for bf16x3 (three bf16 planes), 0 else */
 size_t rsg_linear_ws_floats(rsg_gemm_method m, size_t M, size_t K);
+
+/* X [M][K] (ld ldx) -> three bf16 planes B[p][M][K] (ld K, plane stride M K) with X = B0 + B1 + B2
+ * exactly for finite X (|X| >= 2^-101: below, the third plane's bits reach bf16's subnormals);
+ * B0 = X's nearest bf16 (ties to even; past bf16's largest finite value, X truncated), B1, B2 the
+ * same of the remainders. inf / NaN: B0 = X, B1 = B2 = 0. */
+rs_status rsg_bf16x3_split(int M, int K, const float *X, size_t ldx, void *B, cudaStream_t s);
+
+/* floats of partial-sum scratch that lets rsg_linear_bf16x3 run M x N x K in one column slice:
+ * nb M N with nb = ceil(K / RSG_BF16X3_KB) (nb = 1: none needed) */
+size_t rsg_bf16x3_part_floats(size_t M, size_t N, size_t K);
+
+/* bf16x3 (above): Y [M][N] (ld ldy) = beta Y + X W^T with W_bf16 [N][K] the bf16 copy of a
+ * bf16-exact W (row-major, ld K); ws: >= rsg_linear_ws_floats(RSG_GEMM_BF16X3, M, K) floats;
+ * part: partial sums, part_floats >= nb M (one column per slice; fewer slices the more there
+ * is; unused when K <= RSG_BF16X3_KB). Deterministic: fixed GEMM shapes and summation order. */
+rs_status rsg_linear_bf16x3(cublasHandle_t h, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                            const void *W_bf16, float beta, float *Y, size_t ldy, void *ws, size_t ws_floats,
+                            float *part, size_t part_floats, cudaStream_t s);
 
 /* Y[M][N] (row-major, ldy) = beta Y + X[M][K] (ldx) W[N][K]^T (packed rows, ld K) by method m on
  * handle h, which must be bound to the stream the caller orders this on (cublasSetStream).
@@ -77,6 +124,7 @@ typedef struct rs_gpu_wmat {
     int exact;        /* TF32-exact: two products */
     int shared;       /* also read as data (lm_head == embed): split into a copy, never in place */
     const float *key, *hi, *lo;
+    const void *bf;   /* bf16x3: the device bf16 copy [rows][cols], NULL when not bf16-exact (sgemm) */
 } rs_gpu_wmat;
 
 typedef struct rs_gpu_gemm_state {
@@ -85,8 +133,12 @@ typedef struct rs_gpu_gemm_state {
     int n_mats, n_exact;
     size_t split_floats;     /* device floats of the split weights (lo, and hi copies) */
     float *split_mem;        /* device [split_floats] */
-    size_t ws_floats;        /* X split scratch: 2 M Kmax (tf32x3) */
+    size_t ws_floats;        /* X split scratch: 2 M Kmax (tf32x3), 3 M Kmax / 2 (bf16x3) */
     float *ws;
+    size_t bf_elems;         /* bf16x3: device bf16 elements of the bf16 weight copies */
+    void *bf_mem;
+    float *part;             /* bf16x3: the blocks' partial sums */
+    size_t part_floats;
     /* diagnostic (env RS_GPU_GEMM_PAD_ROWS=P, read at plan, capped at the rows the buffers hold):
      * every GEMM of fewer than P rows runs as a P-row GEMM into pad_y and copies its M rows out, so
      * the GEMM's shape, and with it cuBLAS's kernel and per-element reduction order, no longer

@@ -6,6 +6,10 @@
  *     untouched;
  *   - the exactness scan: bf16-rounded arrays are exact, one stray low bit anywhere is found,
  *     with one thread and with several;
+ *   - the bf16x3 split (rsg_bf16x3_split): B0 the nearest bf16 (ties to even), B0 + B1 + B2 == x
+ *     exactly (|x| >= 2^-100), inf / NaN in B0 with B1 = B2 = 0; the bf16 exactness scan;
+ *   - rsg_linear_bf16x3 (the default `--compute fp32` method for bf16-exact weights) on every
+ *     bf16-exact case below, in one column slice and in slices of 24 columns: within SGEMM's bound;
  *   - rsg_linear, every method (sgemm, tf32, tf32x3 with W_lo == 0 and W_lo != 0), odd shapes
  *     (M = 1, K = 13 and 1001: not multiples of 8, strided X / Y, beta 0 and 1), planted inf / NaN
  *     rows: SGEMM's fp32 bound, the split's bound (its representation is fp32-grade, the tensor
@@ -184,6 +188,80 @@ static void test_exact()
            "%d %d %d %d %d %d (want 1 1 0 0 0 1), n = %zu", got[0], got[1], got[2], got[3], got[4], got[5], n);
 }
 
+/* ---- the bf16x3 split ------------------------------------------------------------------------ */
+static float bf16_bits_to_float(uint16_t b) { return from_bits((uint32_t)b << 16); }
+static uint16_t bf16_rne_bits(float x) /* finite x whose nearest bf16 is finite */
+{
+    const uint32_t u = bits(x);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+static void test_bf16x3_split()
+{
+    const int M = 3, K = g_quick ? 700 : 5000, ldx = K + 3;
+    vf x((size_t)M * ldx, 0.0f);
+    for (int r = 0; r < M; r++)
+        for (int i = 0; i < K; i++) {
+            float v = (float)(normal() * ldexp(1.0, (int)(unif() * 120.0) - 60));
+            const int kind = (int)(rnd64() % 64);
+            if (kind == 0) v = from_bits((bits(v) & 0xFFFF0000u) | 0x8000u); /* a tie: to even */
+            if (kind == 1) v = from_bits(bits(v) & 0xFFFF0000u);             /* already bf16 */
+            if (kind == 2) v = from_bits((uint32_t)(rnd64() & 0x807FFFFFu)); /* subnormal or 0 */
+            if (kind == 3) v = (rnd64() & 1) ? FLT_MAX : -FLT_MAX;           /* rounds past bf16's largest */
+            if (kind == 4) v = (rnd64() & 1) ? INFINITY : -INFINITY;
+            if (kind == 5) v = NAN;
+            if (kind == 6) v = (float)ldexp(normal(), -105 - (int)(unif() * 20)); /* tiny: the third plane subnormal */
+            x[(size_t)r * ldx + i] = v;
+        }
+    float *dx = dput(x);
+    uint16_t *db = nullptr;
+    CK(cudaMalloc((void **)&db, (size_t)3 * M * K * 2));
+    RSK(rsg_bf16x3_split(M, K, dx, ldx, db, 0));
+    std::vector<uint16_t> b = dget(db, (size_t)3 * M * K);
+    const size_t plane = (size_t)M * K;
+    size_t bad_near = 0, bad_sum = 0, bad_tiny = 0, bad_nf = 0, n_tiny = 0;
+    for (int r = 0; r < M; r++)
+        for (int i = 0; i < K; i++) {
+            const float v = x[(size_t)r * ldx + i];
+            const size_t o = (size_t)r * K + i;
+            const float b0 = bf16_bits_to_float(b[o]), b1 = bf16_bits_to_float(b[plane + o]),
+                        b2 = bf16_bits_to_float(b[2 * plane + o]);
+            if (!std::isfinite(v)) {
+                bad_nf += !(bits(b0) == bits(v) || (std::isnan(v) && std::isnan(b0))) || b1 != 0.0f || b2 != 0.0f;
+                continue;
+            }
+            const bool past = std::isinf(bf16_bits_to_float(bf16_rne_bits(v)));
+            const uint16_t want = past ? (uint16_t)(bits(v) >> 16) : bf16_rne_bits(v);
+            bad_near += b[o] != want && !(v == 0.0f && b0 == 0.0f);
+            const double sum = (double)b0 + (double)b1 + (double)b2, err = fabs(sum - (double)v);
+            if (fabs((double)v) >= 0x1.0p-100) bad_sum += err != 0.0;
+            else n_tiny++, bad_tiny += err > 0x1.0p-133; /* half of bf16's least subnormal, twice */
+        }
+    report("bf16x3 split: B0 = nearest bf16 (ties to even; truncated past bf16's largest)", bad_near == 0,
+           "%zu not nearest", bad_near);
+    report("bf16x3 split: B0 + B1 + B2 == x exactly (|x| >= 2^-100); tiny x within 2^-133; inf / NaN in B0, B1 = B2 = 0",
+           bad_sum + bad_tiny + bad_nf == 0, "%zu inexact, %zu of %zu tiny over, %zu non-finite wrong", bad_sum, bad_tiny,
+           n_tiny, bad_nf);
+    dfree(dx), dfree(db);
+    size_t n = (size_t)9 << 20;
+    vf w(n);
+    for (size_t i = 0; i < n; i++) w[i] = bf16_round((float)normal());
+    int got[5];
+    got[0] = rsg_bf16_exact(w.data(), n, 8);
+    w[n - 1] = from_bits(bits(w[n - 1]) | 1u);
+    got[1] = rsg_bf16_exact(w.data(), n, 8);
+    w[n - 1] = bf16_round(w[n - 1]);
+    w[(size_t)5 << 20] = from_bits(bits(w[(size_t)5 << 20]) | 0x8000u); /* bit 15: not bf16 */
+    got[2] = rsg_bf16_exact(w.data(), n, 1);
+    w[(size_t)5 << 20] = bf16_round(w[(size_t)5 << 20]);
+    w[7] = from_bits(bits(w[7]) ^ 0x10000u); /* bit 16 is bf16's last mantissa bit: still exact */
+    got[3] = rsg_bf16_exact(w.data(), n, 1);
+    got[4] = rsg_tf32_exact(w.data(), n, 8); /* bf16-exact is TF32-exact */
+    report("bf16 exactness scan (bf16 values exact; bits 0 / 15 found; 1 and 8 threads)",
+           got[0] == 1 && got[1] == 0 && got[2] == 0 && got[3] == 1 && got[4] == 1, "%d %d %d %d %d (want 1 0 0 1 1)",
+           got[0], got[1], got[2], got[3], got[4]);
+}
+
 /* ---- rsg_linear -------------------------------------------------------------------------------- */
 struct GemmCase {
     int M, N, K, ldx, ldy;
@@ -300,6 +378,48 @@ static void test_linear_case(const GemmCase &c)
         e.efro = sqrt(num / std::max(nrm, 1e-300));
         runs[r].e = e;
     }
+    /* bf16x3 (bf16-exact W only: the scorer runs sgemm for the others), one slice and 24-column slices */
+    Err eb[2] = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}};
+    if (c.w_exact) {
+        std::vector<uint16_t> wb(nw);
+        for (size_t i = 0; i < nw; i++) wb[i] = (uint16_t)(bits(w[i]) >> 16);
+        uint16_t *dwb = dput(wb);
+        const size_t bws = rsg_linear_ws_floats(RSG_GEMM_BF16X3, c.M, c.K);
+        const size_t nb = (c.K + RSG_BF16X3_KB - 1) / RSG_BF16X3_KB;
+        const size_t parts[2] = {std::max<size_t>(rsg_bf16x3_part_floats(c.M, c.N, c.K), 1), nb * c.M * 24};
+        float *bwsd, *dpart;
+        CK(cudaMalloc((void **)&bwsd, bws * 4));
+        CK(cudaMalloc((void **)&dpart, std::max(parts[0], parts[1]) * 4));
+        for (int v = 0; v < 2; v++) {
+            CK(cudaMemcpy(dy, y0.data(), ny * 4, cudaMemcpyHostToDevice));
+            RSK(rsg_linear_bf16x3(g_blas, c.M, c.N, c.K, dx, c.ldx, dwb, c.beta, dy, c.ldy, bwsd, bws, dpart, parts[v], 0));
+            vf yb = dget(dy, ny);
+            Err &e = eb[v];
+            double num = 0, nrm = 0;
+            for (int i = 0; i < c.M; i++)
+                for (int j = 0; j < c.ldy; j++) {
+                    const size_t k = (size_t)i * c.ldy + j;
+                    if (j >= c.N) {
+                        e.bad_pad += bits(yb[k]) != k_pad;
+                        continue;
+                    }
+                    if (nfrow[i]) {
+                        e.bad_nf += std::isfinite(yb[k]) != 0;
+                        continue;
+                    }
+                    if (!std::isfinite(yb[k])) {
+                        e.nonfin++;
+                        continue;
+                    }
+                    const double d = fabs((double)yb[k] - Y64[k]);
+                    e.emax = std::max(e.emax, d / dend[k]);
+                    num += d * d;
+                    nrm += Y64[k] * Y64[k];
+                }
+            e.efro = sqrt(num / std::max(nrm, 1e-300));
+        }
+        dfree(dwb), dfree(bwsd), dfree(dpart);
+    }
     const double u = 0x1.0p-24, bound_sgemm = 2e-6;
     const double bound_x3 = (c.w_exact ? 0x1.0p-22 : 3 * 0x1.0p-22) + 3 * u + 4 * u * ((c.K + 7) / 8 + 1);
     char nm[256];
@@ -326,6 +446,18 @@ static void test_linear_case(const GemmCase &c)
                    "e_max %.3g (%.0fx tf32x3's), e_fro %.3g (must be >= 3e-5 and >= 8x: TF32 rounding shows); padding "
                    "%zu, inf/NaN rows %zu, stray non-finite %zu",
                    e.emax, e.emax / std::max(runs[2].e.emax, 1e-300), e.efro, e.bad_pad, e.bad_nf, e.nonfin);
+    }
+    /* bf16x3 is `--compute fp32`: it must meet SGEMM's bound (its products are exact, its tensor-core
+       chains at most RSG_BF16X3_KB long, the blocks summed round to nearest) */
+    for (int v = 0; c.w_exact && v < 2; v++) {
+        const Err &e = eb[v];
+        const bool clean = e.bad_pad == 0 && e.bad_nf == 0 && e.nonfin == 0;
+        snprintf(nm, sizeof nm, "%s: bf16x3%s", c.name, v ? " (24-column slices)" : "");
+        report(nm, clean && e.emax <= bound_sgemm && e.efro <= bound_sgemm,
+               "e_max %.3g (%.2fx sgemm's), e_fro %.3g (%.2fx sgemm's; bound %.0e, sgemm's); padding %zu, inf/NaN rows "
+               "%zu, stray non-finite %zu",
+               e.emax, e.emax / std::max(runs[0].e.emax, 1e-300), e.efro, e.efro / std::max(runs[0].e.efro, 1e-300),
+               bound_sgemm, e.bad_pad, e.bad_nf, e.nonfin);
     }
     dfree(dx), dfree(dw), dfree(dwh), dfree(dy), dfree(ws);
     if (dwl) dfree(dwl);
@@ -359,7 +491,9 @@ static void test_linear()
     n++, n_ok += rsg_tf32_split(2, 4, d, 4, d, 5, d + 16, 4, 0) == RS_E_INVAL; /* in place with another ld */
     rsg_gemm_method m;
     n++, n_ok += rsg_gemm_method_of(RS_COMPUTE_BF16, &m) == RS_E_UNSUPPORTED;
-    n++, n_ok += rsg_gemm_method_of(RS_COMPUTE_FP32, &m) == RS_OK && m == RSG_GEMM_SGEMM;
+    n++, n_ok += rsg_gemm_method_of(RS_COMPUTE_FP32, &m) == RS_OK && m == RSG_GEMM_BF16X3;
+    n++, n_ok += rsg_linear_bf16x3(g_blas, 4, 4, 600, d, 600, d, 0.0f, d, 4, d, 3600, d, 7, 0) == RS_E_INVAL; /* part < nb M (ws enough) */
+    n++, n_ok += rsg_linear_bf16x3(g_blas, 4, 4, 8, d, 8, d, 0.0f, d, 4, d, 47, nullptr, 0, 0) == RS_E_INVAL; /* ws short */
     n++, n_ok += rsg_gemm_method_of(RS_COMPUTE_TF32X3, &m) == RS_OK && m == RSG_GEMM_TF32X3;
     n++, n_ok += rsg_gemm_method_of(RS_COMPUTE_TF32, &m) == RS_OK && m == RSG_GEMM_TF32;
     CK(cudaDeviceSynchronize());
@@ -380,6 +514,12 @@ __global__ void fill_k_(float *x, size_t n, uint64_t seed, int bf16)
         if (bf16) v = __uint_as_float(__float_as_uint(v) & 0xFFFF0000u);
         x[i] = v;
     }
+}
+
+__global__ void hi16_k_(const float *w, uint16_t *b, size_t n) /* bf16-exact fp32 -> its bf16 bits */
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        b[i] = (uint16_t)(__float_as_uint(w[i]) >> 16);
 }
 
 struct Shape {
@@ -405,7 +545,7 @@ static double time_ms(int reps, const std::function<void()> &f)
 
 static void bench_model(const char *model, const Shape *sh, int ns, int M)
 {
-    double tot[4] = {0, 0, 0, 0};
+    double tot[5] = {0, 0, 0, 0, 0};
     printf("bench %s, M = %d rows (ms per GEMM; fp32-equivalent TFLOP/s = 2 M N K / time):\n", model, M);
     for (int s = 0; s < ns; s++) {
         const size_t N = sh[s].N, K = sh[s].K;
@@ -422,7 +562,19 @@ static void bench_model(const char *model, const Shape *sh, int ns, int M)
         CK(cudaMemcpy2D(W2, 2 * K * 4, W, K * 4, K * 4, N, cudaMemcpyDeviceToDevice));
         CK(cudaMemcpy2D(W2 + K, 2 * K * 4, W, K * 4, K * 4, N, cudaMemcpyDeviceToDevice));
         CK(cudaDeviceSynchronize());
-        double ms[4];
+        double ms[5];
+        uint16_t *Wb;
+        float *part, *bws;
+        const size_t bwsn = rsg_linear_ws_floats(RSG_GEMM_BF16X3, M, K), partn = std::max<size_t>(1, std::min<size_t>(
+                                                                               rsg_bf16x3_part_floats(M, N, K), 1u << 28));
+        CK(cudaMalloc((void **)&Wb, N * K * 2));
+        CK(cudaMalloc((void **)&part, partn * 4));
+        CK(cudaMalloc((void **)&bws, bwsn * 4));
+        hi16_k_<<<1024, 256>>>(W, Wb, N * K);
+        ms[4] = time_ms(5, [&]() {
+            RSK(rsg_linear_bf16x3(g_blas, M, N, K, X, K, Wb, 0.0f, Y, N, bws, bwsn, part, partn, 0));
+        });
+        dfree(Wb), dfree(part), dfree(bws);
         const rsg_gemm_method ms_m[3] = {RSG_GEMM_SGEMM, RSG_GEMM_TF32, RSG_GEMM_TF32X3};
         for (int v = 0; v < 3; v++)
             ms[v] = time_ms(5, [&]() { RSK(rsg_linear(g_blas, ms_m[v], M, N, K, X, K, W, nullptr, 0.0f, Y, N, ws, wsn, 0)); });
@@ -432,16 +584,17 @@ static void bench_model(const char *model, const Shape *sh, int ns, int M)
         });
         const double fl = 2.0 * M * (double)N * K;
         printf("bench   %-10s N %6zu K %5zu x%-3d sgemm %8.3f (%5.1f)  tf32 %8.3f (%5.1f)  tf32x3 %8.3f (%5.1f)  "
-               "K-concat %8.3f (%5.1f)\n",
+               "K-concat %8.3f (%5.1f)  bf16x3 %8.3f (%5.1f)\n",
                sh[s].name, N, K, sh[s].count, ms[0], fl / ms[0] * 1e-9, ms[1], fl / ms[1] * 1e-9, ms[2],
-               fl / ms[2] * 1e-9, ms[3], fl / ms[3] * 1e-9);
-        for (int v = 0; v < 4; v++) tot[v] += ms[v] * sh[s].count;
+               fl / ms[2] * 1e-9, ms[3], fl / ms[3] * 1e-9, ms[4], fl / ms[4] * 1e-9);
+        for (int v = 0; v < 5; v++) tot[v] += ms[v] * sh[s].count;
         dfree(X), dfree(W), dfree(Y), dfree(ws), dfree(W2), dfree(X2);
     }
     printf("bench %s: GEMMs of one chunk: sgemm %.1f ms, tf32 %.1f ms, tf32x3 %.1f ms (%.2fx faster than sgemm), "
-           "K-concat %.1f ms; x 256 chunks (131072 positions at 512): %.1f / %.1f / %.1f / %.1f s\n",
-           model, tot[0], tot[1], tot[2], tot[0] / tot[2], tot[3], tot[0] * 0.256, tot[1] * 0.256, tot[2] * 0.256,
-           tot[3] * 0.256);
+           "K-concat %.1f ms, bf16x3 %.1f ms (%.2fx faster than sgemm); x 256 chunks (131072 positions at 512): "
+           "%.1f / %.1f / %.1f / %.1f / %.1f s\n",
+           model, tot[0], tot[1], tot[2], tot[0] / tot[2], tot[3], tot[4], tot[0] / tot[4], tot[0] * 0.256,
+           tot[1] * 0.256, tot[2] * 0.256, tot[3] * 0.256, tot[4] * 0.256);
 }
 
 static void bench()
@@ -476,6 +629,7 @@ int main(int argc, char **argv)
     }
     test_split();
     test_exact();
+    test_bf16x3_split();
     test_linear();
     const char *b = getenv("RS_GEMM_BENCH");
     if (!g_quick && b && b[0] == '1') bench();
