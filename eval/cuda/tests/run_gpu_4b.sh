@@ -5,7 +5,8 @@
 #            compares ours (and our step-by-step path with our chunked one)
 #   bench    `kl --device cuda --token-ids` on random ids at RS_BENCH_TOKENS positions (list), the
 #            default policies (reference + 4), with the stage breakdown; and the HF route
-#            (bench_hf_route.py) on the same model in the same call, so the speed-up is a ratio
+#            (bench_hf_route.py) on the same model in the same call, so the speed-up is a ratio;
+#            each run's --timing file gives the cost per 1K positions at 8K / 32K / 128K (timing_per_1k.py)
 #   eval/cuda/tests/run_gpu_4b.sh BINDIR OUTDIR [parity] [bench] [hf]
 # Env: RS_MODELS (default "qwen3_5_4b nemotron_3_nano_4b"), RS_BENCH_TOKENS ("8192 32768"),
 # RS_WORK (/tmp/rs4b: the checkpoints; kept between steps of one call only), RS_COMPUTE (fp32), RS_CHUNK (256),
@@ -38,9 +39,11 @@ for m in $MODELS; do
       python3 -c "import numpy as np, json; V=json.load(open('$WORK/$m/config.json')).get('vocab_size'); np.save('$WORK/ids-$N.npy', np.random.default_rng(1).integers(0, V, (1, $N + 1), dtype=np.int32))"
       t0=$(date +%s.%N)
       "$BIN/replayssm" kl --device cuda --model "$WORK/$m" --token-ids "$WORK/ids-$N.npy" --tokens "$N" --chunk "${RS_CHUNK:-256}" --compute "${RS_COMPUTE:-fp32}" \
-        --quiet --force --out "$OUTD/$m-$N.h5" > "$OUTD/$m-$N.txt" 2>&1 || rc=1
+        --quiet --force --out "$OUTD/$m-$N.h5" --timing "$OUTD/$m-$N.tsv" > "$OUTD/$m-$N.txt" 2>&1 || rc=1
       echo "$m kl --device cuda, $N positions, reference + 4 policies: exit $?, $(python3 -c "import time; print(round(time.time() - $t0, 1))") s wall"
       grep -E '^(device|compute):|^[0-9] ' "$OUTD/$m-$N.txt"; grep -i -E 'error|cannot' "$OUTD/$m-$N.txt" | head -3
+      PTS=$(for p in 8192 32768 131072; do [ "$p" -le "$N" ] && echo -n "$p "; done)
+      [ -n "$PTS" ] && python3 eval/cuda/tests/timing_per_1k.py "$OUTD/$m-$N.tsv" $PTS
       nvidia-smi --query-gpu=memory.used --format=csv,noheader
     done ;;
   esac
