@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# run_gpu_issue15.sh — issue 15's measurements of one build in one bounded device call (every stage
+# has its own time limit; the summary comes back last, also OUTDIR/summary.txt):
+#   A. test_gpu_ops --quick, test_cuda_scan --quick (the merged kernels)
+#   B. Qwen3.5-4B-shape parity with transformers (run_gpu_4b.sh parity: chunked; step-by-step; step
+#      with the GEMMs padded to the chunk's rows, bit-identical expected)
+#   C. the provenance hashing cost on that checkpoint (prov_hash_time)
+#   D. kl --device cuda, 131072 positions, reference + 4 policies, chunk 512, default --compute fp32,
+#      with --timing -> the cost per 1K positions at 8K / 32K / 128K; then the HF route (same model)
+#   eval/cuda/tests/run_gpu_issue15.sh BINDIR OUTDIR        (env RS_MODEL: qwen3_5_4b)
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+BIN=${1:?bindir} OUTD=${2:?outdir}
+M=${RS_MODEL:-qwen3_5_4b}
+mkdir -p "$OUTD" /tmp/i15
+S="$OUTD/summary.txt"
+: > "$S"
+export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64"
+t() { # name, limit, command...
+  local name=$1 lim=$2 t0
+  shift 2
+  t0=$(date +%s)
+  timeout "$lim" "$@" > /tmp/i15/$name.log 2>&1
+  local r=$?
+  echo "$name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^ok' /tmp/i15/$name.log) ok, $(grep -c '^FAIL' /tmp/i15/$name.log) FAIL" >> "$S"
+  grep '^FAIL' /tmp/i15/$name.log | head -8 | cut -c1-240 >> "$S"
+}
+T0=$(date +%s)
+t ops 60 "$BIN/test_gpu_ops" --quick
+t scan 60 "$BIN/test_cuda_scan" --quick
+t0=$(date +%s)
+RS_MODELS=$M timeout 240 bash eval/cuda/tests/run_gpu_4b.sh "$BIN" "$OUTD/4b" parity > /tmp/i15/parity.log 2>&1
+echo "parity $M: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
+grep -E '^(PASS|FAIL|info|\[)' /tmp/i15/parity.log | cut -c1-300 >> "$S"
+timeout 60 "$BIN/prov_hash_time" /tmp/rs4b/$M > /tmp/i15/hash.log 2>&1
+echo "prov_hash_time: exit $?" >> "$S"
+tail -8 /tmp/i15/hash.log | cut -c1-200 >> "$S"
+t0=$(date +%s)
+RS_MODELS=$M RS_BENCH_TOKENS=${RS_BENCH_TOKENS:-131072} RS_CHUNK=512 timeout ${RS_BENCH_LIMIT:-330} \
+  bash eval/cuda/tests/run_gpu_4b.sh "$BIN" "$OUTD/4b" bench > /tmp/i15/bench.log 2>&1
+echo "bench $M: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
+grep -v -E '^\s*$' /tmp/i15/bench.log | tail -12 | cut -c1-400 >> "$S"
+t0=$(date +%s)
+RS_MODELS=$M RS_HF_POSITIONS=64 timeout 150 bash eval/cuda/tests/run_gpu_4b.sh "$BIN" "$OUTD/4b" hf > /tmp/i15/hf.log 2>&1
+echo "hf route $M: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
+tail -4 /tmp/i15/hf.log | cut -c1-300 >> "$S"
+echo "total $(( $(date +%s) - T0 )) s" >> "$S"
+cat "$S"
