@@ -200,7 +200,12 @@ extern "C" rs_status rs_cuda_scan_create(const rs_cuda_scan_config *cfg, rs_cuda
 
     cudaError_t e = cudaSuccess;
     if (s->n1 > 0 && s->n2 > 0) {
-        e = cudaStreamCreateWithFlags(&s->side, cudaStreamNonBlocking);
+        /* the side stream at the highest priority: with both launches pending, the block scheduler
+           places the split runs' CTAs (the longest per CTA) first and the one-state runs' fill the
+           rest of the SMs (160 CTAs of one SM each at the Qwen3.5-4B shape on 132 SMs) */
+        int lo_prio = 0, hi_prio = 0;
+        e = cudaDeviceGetStreamPriorityRange(&lo_prio, &hi_prio);
+        if (e == cudaSuccess) e = cudaStreamCreateWithPriority(&s->side, cudaStreamNonBlocking, hi_prio);
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev_fork, cudaEventDisableTiming);
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev_join, cudaEventDisableTiming);
         if (e != cudaSuccess) {
@@ -324,6 +329,16 @@ static rs_status chunk_(rs_cuda_scan *s, int layer, int run0, int nr, uint64_t p
         if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: fork: %s", who, cudaGetErrorString(e));
         cs2 = s->side;
     }
+    /* the two-state runs first (their CTAs take longest; the side stream's priority places them
+       first when both launches are pending), then the one-state runs */
+    if (m2 > 0) {
+        a.list = s->d_list + lo2;
+        if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, m2, cs2);
+        else rs_scan_launch_mamba2(s->rpw, 2, a, m2, cs2);
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess && fork) e = cudaEventRecord(s->ev_join, cs2);
+        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
+    }
     if (m1 > 0) {
         a.list = s->d_list + lo1;
         if (gdn) rs_scan_launch_gdn(s->rpw, 1, a, m1, cs);
@@ -331,14 +346,9 @@ static rs_status chunk_(rs_cuda_scan *s, int layer, int run0, int nr, uint64_t p
         const cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
     }
-    if (m2 > 0) {
-        a.list = s->d_list + lo2;
-        if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, m2, cs2);
-        else rs_scan_launch_mamba2(s->rpw, 2, a, m2, cs2);
-        cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess && fork) e = cudaEventRecord(s->ev_join, cs2);
-        if (e == cudaSuccess && fork) e = cudaStreamWaitEvent(cs, s->ev_join, 0);
-        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
+    if (m2 > 0 && fork) {
+        const cudaError_t e = cudaStreamWaitEvent(cs, s->ev_join, 0);
+        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: join: %s", who, cudaGetErrorString(e));
     }
     return RS_OK;
 }

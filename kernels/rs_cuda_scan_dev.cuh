@@ -157,14 +157,101 @@ __device__ __forceinline__ float rs_scan_allmax(float x)
  * where a finite input can overflow: fp16/bf16; for those a non-finite input gives a non-finite
  * output, so checking the output covers both). Every thread of the CTA must call this with the
  * same f (NVFP4 takes a CTA-wide amax: one __syncthreads, red_ctr picks the s_red half). */
-__device__ __forceinline__ uint32_t rs_scan_half_code(int bf, int sr, float x, uint32_t r, int k)
+/* FP16 / BF16 element (rounded and back to float32), split so that the store's loop body stays
+ * small: the per-step conv store runs it on 4 RPW elements per lane, and with the whole codec
+ * inlined 4 RPW times the loop outgrew the instruction cache (ncu, H200, conv:fp16-sr alone: 64% of
+ * the warps' cycles stalled on instruction fetch, 0.93 instructions per SM cycle).
+ *   rs_scan_half_fast   the bit paths of rs_codec.h's fp16/bf16 coders (their first branch: the
+ *                       FP16 normal range, BF16 finite; SR with k >= 13 / 16), branch-free, plus a
+ *                       flag saying whether x is in that case;
+ *   rs_scan_half_slow   otherwise (subnormal / zero / non-finite x, fewer SR bits): the full coder,
+ *                       out of line (rare: one call site per element, not 4 RPW inlined copies);
+ *   rs_scan_fp16_value  rs_codec_fp16_value with selects instead of branches (same three cases).
+ * The same decisions and bits as rs_codec_{fp16,bf16}_{rtn,sr}: the fast formulas are theirs, and
+ * every other input goes to them (test_cuda_scan checks them on the CPU against those coders). */
+template <bool BF, bool SR> __host__ __device__ __noinline__ uint32_t rs_scan_half_slow(float x, uint32_t r, int k)
 {
-    if (bf) return sr ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
-    return sr ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
+    if (BF) return SR ? rs_codec_bf16_sr(x, r, k) : rs_codec_bf16_rtn(x);
+    return SR ? rs_codec_fp16_sr(x, r, k) : rs_codec_fp16_rtn(x);
 }
-__device__ __forceinline__ float rs_scan_half_value(int bf, uint32_t c)
+template <bool BF, bool SR> __host__ __device__ __forceinline__ uint32_t rs_scan_half_fast(float x, uint32_t r, int k, bool &fast)
 {
-    return bf ? rs_codec_bf16_value(c) : rs_codec_fp16_value(c);
+    const uint32_t b = rs_codec_f2u(x), u = b & 0x7FFFFFFFu;
+    if (BF) {
+        fast = u <= RS_CODEC_BF16_FAST_HI && (!SR || k >= 16);
+        const uint32_t v = SR ? u + (r >> 16) : u + 0x7FFFu + ((u >> 16) & 1u);
+        return ((b >> 16) & 0x8000u) | (v >> 16);
+    }
+    fast = u >= RS_CODEC_FP16_FAST_LO && u <= RS_CODEC_FP16_FAST_HI && (!SR || k >= 13);
+    const uint32_t v = SR ? u + (r >> 19) : u + 0x0FFFu + ((u >> 13) & 1u);
+    return ((b >> 16) & 0x8000u) | ((v >> 13) - (112u << 10));
+}
+__host__ __device__ __forceinline__ float rs_scan_fp16_value(uint32_t code)
+{
+    const uint32_t c = code & 0xFFFFu, s = c >> 15, e = (c >> 10) & 0x1Fu, m = c & 0x3FFu;
+    const float nrm = rs_codec_u2f(((c & 0x8000u) << 16) | (((c & 0x7FFFu) + (112u << 10)) << 13));
+    const float inf = rs_codec_u2f((s << 31) | 0x7F800000u | (m << 13));
+    const float v = rs_codec_mul((float)m, 0x1.0p-24f), sub = s ? -v : v;
+    return e - 1u < 30u ? nrm : e == 0x1Fu ? inf : sub;
+}
+template <bool BF, bool SR> __host__ __device__ __forceinline__ float rs_scan_half_rt(float x, uint32_t r, int k)
+{
+    bool fast;
+    uint32_t c = rs_scan_half_fast<BF, SR>(x, r, k, fast);
+    if (!fast) c = rs_scan_half_slow<BF, SR>(x, r, k);
+    return BF ? rs_codec_bf16_value(c) : rs_scan_fp16_value(c);
+}
+/* the FP16 / BF16 store of the thread's RPW row fragments (rs_scan_store) */
+template <int RPW, bool BF, bool SR>
+__device__ __forceinline__ void rs_scan_store_half(const float4 *src, float4 *dst, uint64_t seed, uint64_t stream,
+                                                   int k, int row0, int lane, float &chk)
+{
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) {
+        rs_philox_words w = {0u, 0u, 0u, 0u};
+        if (SR) w = rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
+        const float4 x = src[i];
+        float4 y;
+        y.x = rs_scan_half_rt<BF, SR>(x.x, w.x, k);
+        y.y = rs_scan_half_rt<BF, SR>(x.y, w.y, k);
+        y.z = rs_scan_half_rt<BF, SR>(x.z, w.z, k);
+        y.w = rs_scan_half_rt<BF, SR>(x.w, w.w, k);
+        rs_scan_chk4(y, chk);
+        dst[i] = y;
+    }
+}
+
+/* rs_codec_nvfp4_elem by float arithmetic (host and device, so that test_cuda_scan can check it on
+ * the CPU against the codec): the same clamp, then rs_codec_encode_finite's E2M1 decisions with
+ * the binade from the exponent field, the quantum q = 2^(e-1) (e = max(unbiased exponent, 0) <= 2
+ * since |v| <= 6), y = |v| / q, fl = floor(y) and the dropped fraction fr = y - fl, all exact in
+ * float32 (power-of-two scalings of a value below 2^24; fr * 2^k <= 2^32 too): RTN up iff fr > 1/2
+ * or fr = 1/2 with fl odd; SR up iff floor(fr 2^k) + (r >> (32 - k)) >= 2^k (the codec's dk is
+ * rem >> (shift - k) or rem << (k - shift) = floor(fr 2^k); its shift >= 64 case has fr < 2^-40,
+ * so dk = 0 and no rounding up here either). About a third of the codec path's instructions (no
+ * 64-bit shifts), which the NVFP4 stores run on every element. */
+template <bool SR>
+__host__ __device__ __forceinline__ uint32_t rs_scan_e2m1(float x, float mult, uint32_t r, int k)
+{
+    const float v = fminf(fmaxf(rs_codec_mul(x, mult), -RS_E2M1_MAX), RS_E2M1_MAX);
+    const uint32_t u = rs_codec_f2u(v), sign = (u >> 31) << 3, ax = u & 0x7FFFFFFFu;
+    int e = (int)(ax >> 23) - 127;
+    e = e < 0 ? 0 : e;
+    const float y = rs_codec_mul(rs_codec_u2f(ax), e == 0 ? 2.0f : e == 1 ? 1.0f : 0.5f);
+    const float fl = floorf(y), fr = y - fl;
+    uint32_t m = (uint32_t)fl;
+    if (SR) {
+        const uint64_t dk = (uint64_t)floorf(rs_codec_mul(fr, rs_codec_u2f((uint32_t)(127 + k) << 23)));
+        const uint64_t R = k == 32 ? (uint64_t)r : (uint64_t)(r >> (32 - k));
+        m += dk + R >= (1ull << k) ? 1u : 0u;
+    } else {
+        m += (fr > 0.5f || (fr == 0.5f && (m & 1u))) ? 1u : 0u;
+    }
+    if (m == 0) return sign;
+    if (m < 2) return sign | m; /* subnormal (e == 0) */
+    if (m >= 4) m >>= 1, ++e;   /* carry into the next binade */
+    if (e > 2 || (e == 2 && m - 2 > 1)) return sign | 7u; /* satfinite: 6 */
+    return sign | ((uint32_t)(e + 1) << 1) | (m - 2);
 }
 
 template <int RPW>
@@ -182,23 +269,15 @@ __device__ __forceinline__ void rs_scan_store(const rs_scan_fmt &f, const float4
         }
         return;
     case RS_FMT_FP16:
-    case RS_FMT_BF16: {
-        const int bf = f.kind == RS_FMT_BF16;
-#pragma unroll
-        for (int i = 0; i < RPW; ++i) {
-            rs_philox_words w = {0u, 0u, 0u, 0u};
-            if (f.sr) w = rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
-            const float4 x = src[i];
-            float4 y;
-            y.x = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.x, w.x, f.k));
-            y.y = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.y, w.y, f.k));
-            y.z = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.z, w.z, f.k));
-            y.w = rs_scan_half_value(bf, rs_scan_half_code(bf, f.sr, x.w, w.w, f.k));
-            rs_scan_chk4(y, chk);
-            dst[i] = y;
+    case RS_FMT_BF16: /* one copy of the loop per (format, rounding): uniform per CTA */
+        if (f.kind == RS_FMT_BF16) {
+            if (f.sr) rs_scan_store_half<RPW, true, true>(src, dst, seed, stream, f.k, row0, lane, chk);
+            else rs_scan_store_half<RPW, true, false>(src, dst, seed, stream, f.k, row0, lane, chk);
+        } else {
+            if (f.sr) rs_scan_store_half<RPW, false, true>(src, dst, seed, stream, f.k, row0, lane, chk);
+            else rs_scan_store_half<RPW, false, false>(src, dst, seed, stream, f.k, row0, lane, chk);
         }
         return;
-    }
     case RS_FMT_FP8: {
         float am[RPW];
 #pragma unroll
@@ -248,13 +327,20 @@ __device__ __forceinline__ void rs_scan_store(const rs_scan_fmt &f, const float4
             ba = fmaxf(ba, __shfl_xor_sync(RS_SCAN_FULL, ba, 2));
             const uint32_t sb = rs_codec_nvfp4_block_scale(ba, s_enc, f.floor_) & 0xFFu;
             const float mult = rs_codec_nvfp4_mult(sb, s_dec);
-            rs_philox_words w = {0u, 0u, 0u, 0u};
-            if (f.sr) w = rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
             float4 y;
-            y.x = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.x, mult, f.sr, w.x, f.k) & 15u, sb, s_dec);
-            y.y = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.y, mult, f.sr, w.y, f.k) & 15u, sb, s_dec);
-            y.z = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.z, mult, f.sr, w.z, f.k) & 15u, sb, s_dec);
-            y.w = rs_codec_nvfp4_value(rs_codec_nvfp4_elem(x.w, mult, f.sr, w.w, f.k) & 15u, sb, s_dec);
+            if (f.sr) {
+                const rs_philox_words w =
+                    rs_codec_rand_block(seed, stream, (uint64_t)(row0 + i) * 32u + (uint64_t)lane);
+                y.x = rs_codec_nvfp4_value(rs_scan_e2m1<true>(x.x, mult, w.x, f.k), sb, s_dec);
+                y.y = rs_codec_nvfp4_value(rs_scan_e2m1<true>(x.y, mult, w.y, f.k), sb, s_dec);
+                y.z = rs_codec_nvfp4_value(rs_scan_e2m1<true>(x.z, mult, w.z, f.k), sb, s_dec);
+                y.w = rs_codec_nvfp4_value(rs_scan_e2m1<true>(x.w, mult, w.w, f.k), sb, s_dec);
+            } else {
+                y.x = rs_codec_nvfp4_value(rs_scan_e2m1<false>(x.x, mult, 0u, 32), sb, s_dec);
+                y.y = rs_codec_nvfp4_value(rs_scan_e2m1<false>(x.y, mult, 0u, 32), sb, s_dec);
+                y.z = rs_codec_nvfp4_value(rs_scan_e2m1<false>(x.z, mult, 0u, 32), sb, s_dec);
+                y.w = rs_codec_nvfp4_value(rs_scan_e2m1<false>(x.w, mult, 0u, 32), sb, s_dec);
+            }
             dst[i] = y;
         }
         return;

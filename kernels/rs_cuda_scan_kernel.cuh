@@ -74,7 +74,9 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
     static_assert(RPW == 4 || RPW == 8 || RPW == 16, "RPW");
     constexpr int GS1 = 32 / RPW; /* lanes per value after an RPW-value reduction */
     constexpr int GS2 = 16 / RPW; /* lanes per value after a 2 RPW-value reduction */
-    const int h = blockIdx.x, r = a.list[blockIdx.y];
+    /* the launch's list from its end: the block scheduler dispatches low blockIdx.y first, and the
+       evaluator puts its cheapest run (the fp32 reference) first, so it fills the SMs last */
+    const int h = blockIdx.x, r = a.list[gridDim.y - 1 - blockIdx.y];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
     const int row0 = warp * RPW, T = a.T, d_v = a.d_v;
     const size_t rt0 = (size_t)(r - a.run0) * T; /* the launch's rows start at its first run */

@@ -32,7 +32,8 @@
  *    even without a GPU, before the program exits 77).
  * d_v coverage: 128 (GDN) and 64 (Mamba-2) in the main cases; 16, 256 (GDN) and 80, 144 (Mamba-2)
  * with fewer runs. Exit 0 if every check passes, 1 otherwise, 77 without a GPU.
- * Usage: test_cuda_scan [--quick]
+ * Usage: test_cuda_scan [--quick]; RS_SCAN_BENCH=1 test_cuda_scan: the timing benchmark instead
+ * (test_cuda_scan_bench.h).
  */
 #include "cuda_test_util.h"
 
@@ -297,10 +298,13 @@ static void run_case(const char *cname, rs_ssm_kind kind, int H, int G, int dv, 
 }
 
 #include "test_cuda_scan_api.h" /* the argument checks */
+#include "test_cuda_scan_bench.h" /* RS_SCAN_BENCH=1: the timing benchmark */
+#include "test_cuda_scan_codec.h" /* the store's fast element coder vs the codec (host) */
 
 int main(int argc, char **argv)
 {
     api_host_checks(); /* no GPU needed */
+    if (!getenv("RS_SCAN_BENCH")) codec_host_checks();
     const int rc = ct_init(argc, argv, "test_cuda_scan");
     if (rc) {
         ct_finish("test_cuda_scan");
@@ -308,6 +312,11 @@ int main(int argc, char **argv)
     }
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
+    if (getenv("RS_SCAN_BENCH") && strcmp(getenv("RS_SCAN_BENCH"), "1") == 0) { /* timing only */
+        bench_scan(st);
+        CK(cudaStreamDestroy(st));
+        return ct_finish("test_cuda_scan");
+    }
     api_device_checks(st);
     const int P = ct_quick ? 40 : 300, P2 = ct_quick ? 30 : 120;
     run_case("gdn dv128", RS_SSM_GDN, 8, 2, 128, P, main_runs(), true, st);
