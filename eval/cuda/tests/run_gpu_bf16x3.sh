@@ -34,6 +34,7 @@ grep -E '^bench .*(GEMMs of one chunk|Qwen|Nemotron)' /tmp/b3/gemm.log | cut -c1
 t memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/test_gpu_gemm" --quick
 grep -E 'ERROR SUMMARY' /tmp/b3/memcheck.log | tail -1 >> "$S"
 t ops 60 "$BIN/test_gpu_ops" --quick
+t scan 60 "$BIN/test_cuda_scan" --quick
 t batch 60 "$BIN/test_gpu_batch" .
 t0=$(date +%s)
 for m in gdn-tiny mamba2-tiny; do
