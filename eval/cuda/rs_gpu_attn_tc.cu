@@ -1,25 +1,31 @@
 /* rs_gpu_attn_tc.cu — causal GQA attention on tensor cores at fp32-level accuracy (3xTF32), the
- * default kernel (RSG_ATTN_TF32X3; RSG_ATTN_TF32X3_RN with the K / V low parts rounded).
+ * second tensor-core kernel (RSG_ATTN_TF32X3_V2; the default RSG_ATTN_TF32X3 at hd > 128, where it
+ * is the faster one; rs_gpu_attn.cu dispatches).
  *
  * The same contract and row layout as the CUDA-core kernel (rs_gpu_attn.cu): block = (query tile
  * of 64 rows, KV head g, run r), rows i = t * rep + hh. 256 threads = 8 warps: warp w owns the
- * tile rows 16 (w % 4) .. + 15 and the key half kh = w / 4 of every 32-key tile (keys 16 kh ..
- * 16 kh + 15), with its own online-softmax state (m, l, O); the two halves are merged at the end
- * (the split-K merge of flash decoding: O = O_a e^(m_a - m) + O_b e^(m_b - m), the same for l,
- * m = max). Both products run as mma.sync.m16n8k8 TF32 with fp32 accumulation:
+ * tile rows 16 (w % 4) .. + 15 and the key half kh = w / 4 of every key tile (8 KT keys per half),
+ * with its own online-softmax state (m, l, O); the two halves are merged at the end (the split-K
+ * merge of flash decoding: O = O_a e^(m_a - m) + O_b e^(m_b - m), the same for l, m = max). Both
+ * products run as mma.sync.m16n8k8 TF32 with fp32 accumulation:
  *
  *   3xTF32: a = a_hi + a_lo, a_hi = tf32(a) (round to nearest, ties away), a_lo = a - a_hi (exact
  *   in fp32, |a_lo| <= 2^-11 |a|) passed as fp32 bits, which the tensor cores truncate to TF32
  *   (they ignore the low 13 bits): |error| <= 2^-21 |a|, zero-mean (a_lo's sign is random with a
  *   rounded a_hi); a b ~ a_hi b_hi + a_hi b_lo + a_lo b_hi, the dropped a_lo b_lo <= 2^-22 |a b|.
- *   Q, K and V are split so (kv_rn: K and V's a_lo rounded to TF32 too, <= 2^-22 |a|); P is split
- *   with both parts rounded (once per tile).
+ *   Q, K and V are split so (rounding K's and V's a_lo too measured 5% slower at the same
+ *   errors); P is split with both parts rounded (once per tile).
  *
- * What changed against the first kernel (rs_gpu_attn_tc_v1.cu; same warps, same softmax):
- * - K and V tiles are kept in shared memory as fp32, copied with cp.async into two stages (tile
- *   j + 1 lands while tile j is computed; one block barrier per tile instead of two), and split by
- *   each warp as it reads them: half the shared-memory bytes of the hi / lo planes, no staging
- *   registers, no split-and-store phase in which the tensor cores wait.
+ * What differs from the first kernel (rs_gpu_attn_tc_v1.cu; same warps, same softmax):
+ * - P V of a tile goes into fresh accumulators (the big product and the two small ones apart: 4
+ *   n-tiles x 2 KT chained mma) and is added into O on the CUDA cores, O = fma(O, alpha, acc), one
+ *   rounding to nearest per tile: the tensor cores' fp32 accumulation (alignment and truncation
+ *   inside the mma) no longer carries O across the whole key range. Over 8K keys the error
+ *   against float64 is 30-80x smaller than v1's and 3-6x smaller than the CUDA-core kernel's
+ *   (test_gpu_ops, long-sum cases, max and rms); the online rescale costs no extra multiplies.
+ * - K and V tiles are kept in shared memory as fp32, copied with cp.async, and split by each warp
+ *   as it reads them (no staging registers, no split-and-store phase; but each element is split
+ *   by the 4 warps that read it).
  * - Every fragment read is a 16-byte ld.shared: the 8 k-indices of an m16n8k8 step may be any 8
  *   dimensions (a dot product does not depend on their order), so lane (g, c) takes dimensions
  *   16 s + 4 c .. + 3 of Q and K with one float4 and uses (4c, 4c + 1) as k = (c, c + 4) of step
@@ -27,13 +33,16 @@
  *   same way: n-tile j of the 32-dimension group q, column n, is dimension 32 q + 4 n + j, so lane
  *   g's B operands of the 4 n-tiles of a group are one float4 of a V row, and the lane's C
  *   elements are dimensions 32 q + 8 c + (0..7) of its two rows.
- * - P V of a tile goes into fresh accumulators (4 n-tiles x 2 k-steps x 3 products: 6 chained
- *   mma per element) and is added into O on the CUDA cores, O = fma(O, alpha, acc), one rounding
- *   to nearest per tile: the tensor cores' fp32 accumulation (alignment and truncation inside the
- *   mma) no longer carries O across the whole key range, and the online rescale costs no extra
- *   multiplies.
+ * Speed (H200, RS_ATTN_BENCH=1 test_gpu_ops, docs/evaluator.md): 1.02x v1 at hd = 256 (64-key
+ * tiles), 0.86x at hd = 128 (32-key tiles; so the default keeps v1 there). Both kernels run at
+ * one 8-warp block per SM (hd 256) and ~40% of the tensor pipe's cycles; ncu's main stall is the
+ * fixed-latency dependency ("wait"): with 2 warps per scheduler the split / mma chains are not
+ * hidden. Tried and dropped: a split-once-per-block variant (hi / lo planes filled from registers
+ * staged one phase ahead, 16-byte reads): 72 ms at hd = 256, 91 ms with more accumulators
+ * (register spills).
  *
- * Shared memory: Q [64][LDQ], K [2][32][LDK], V [2][32][LDV] fp32. LDQ = LDK = 64 NC + 16
+ * Shared memory: Q [64][LDQ], K [2][32][LDK], V [2][32][LDV] fp32 (KT = 4: the same bytes as
+ * K [64][LDK], V [64][LDV]). LDQ = LDK = 64 NC + 16
  * (= 16 mod 32 words: the two rows of a quarter warp's float4 reads land on banks 0-15 and 16-31)
  * and LDV = 64 NC + 4 (rows 2c, 2c + 1 of the 4 lanes c at 8 c banks apart): every fragment read
  * is conflict-free. 201 KiB at hd = 256 (one block per SM), 105 KiB at hd = 128 (two).
@@ -47,8 +56,6 @@
  * repeat the last row (finite, never stored). Non-finite inputs give NaN (a_hi = inf, a_lo = inf
  * - inf), as a NaN run should. Deterministic: fixed work split and reduction order, no atomics. */
 #include <cuda_pipeline.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "rs_gpu_attn_impl.h"
 #include "rs_gpu_common.cuh"
@@ -77,12 +84,6 @@ __device__ __forceinline__ void split_fast_(float x, uint32_t &hi, uint32_t &lo)
 {
     hi = tf32_rna_(x);
     lo = __float_as_uint(x - __uint_as_float(hi));
-}
-
-template <bool RN> __device__ __forceinline__ void split_kv_(float x, uint32_t &hi, uint32_t &lo)
-{
-    if (RN) split_(x, hi, lo);
-    else split_fast_(x, hi, lo);
 }
 
 /* c += a b, m16n8k8, tf32 inputs, fp32 accumulation */
@@ -123,7 +124,7 @@ __device__ __forceinline__ void load_rows_(float *dst, const float *src, int j0,
  * memory, staggered as in the CUDA-core kernel (V(j) lands while S(j) is computed, K(j + 1) while
  * P V(j) is; two barriers per tile): Q's fragments serve 4 n-tiles instead of 2 and the softmax's
  * shuffles 32 keys instead of 16. */
-template <int NC, bool KVRN, int KT>
+template <int NC, int KT>
 __global__ void __launch_bounds__(NT, NC <= 2 ? 2 : 1) attn_tc2_k_(rsg_attn_args a, int rows, int rep, bool vec)
 {
     static_assert(KT == 2 || KT == 4, "KT");
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(NT, NC <= 2 ? 2 : 1) attn_tc2_k_(rsg_attn_args
         /* S = Q K^T: the warp's 16 rows x its 8 KT keys (KT n-tiles of 8); the big products and the
          * two small ones (2^-11 smaller: their accumulation errors are negligible) in separate
          * accumulators, two independent mma chains per n-tile */
-        float sb[KT][4] = {}, sm[KT][4] = {};
+        float sb[KT][4] = {}, sl[KT][4] = {}, sr[KT][4] = {};
         const float *kp = Kt + (HK * kh + gq) * LDK + 4 * c4; /* B column n = key HK kh + 8 n + g */
 #pragma unroll SU
         for (int s = 0; s < NG; s++) {
@@ -205,16 +206,16 @@ __global__ void __launch_bounds__(NT, NC <= 2 ? 2 : 1) attn_tc2_k_(rsg_attn_args
             for (int n = 0; n < KT; n++) {
                 const float4 kv = *reinterpret_cast<const float4 *>(kp + 8 * n * LDK + 16 * s);
                 uint32_t bh[4], bl[4];
-                split_kv_<KVRN>(kv.x, bh[0], bl[0]);
-                split_kv_<KVRN>(kv.y, bh[1], bl[1]);
-                split_kv_<KVRN>(kv.z, bh[2], bl[2]);
-                split_kv_<KVRN>(kv.w, bh[3], bl[3]);
+                split_fast_(kv.x, bh[0], bl[0]);
+                split_fast_(kv.y, bh[1], bl[1]);
+                split_fast_(kv.z, bh[2], bl[2]);
+                split_fast_(kv.w, bh[3], bl[3]);
                 mma_(sb[n], ah[0], bh[0], bh[1]);
-                mma_(sm[n], ah[0], bl[0], bl[1]);
-                mma_(sm[n], al[0], bh[0], bh[1]);
+                mma_(sl[n], ah[0], bl[0], bl[1]);
+                mma_(sr[n], al[0], bh[0], bh[1]);
                 mma_(sb[n], ah[1], bh[2], bh[3]);
-                mma_(sm[n], ah[1], bl[2], bl[3]);
-                mma_(sm[n], al[1], bh[2], bh[3]);
+                mma_(sl[n], ah[1], bl[2], bl[3]);
+                mma_(sr[n], al[1], bh[2], bh[3]);
             }
         }
         /* scale, causal mask, online softmax (fp32); element e of n-tile n: row row0 (e < 2) or
@@ -225,7 +226,7 @@ __global__ void __launch_bounds__(NT, NC <= 2 ? 2 : 1) attn_tc2_k_(rsg_attn_args
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int kj = j0 + HK * kh + 8 * n + 2 * c4 + (e & 1);
-                const float s = (sb[n][e] + sm[n][e]) * a.scale;
+                const float s = (sb[n][e] + (sl[n][e] + sr[n][e])) * a.scale;
                 p[n][e] = kj <= (e < 2 ? lim0 : lim1) ? s : -INFINITY;
                 if (e < 2) mx0 = fmaxf(mx0, p[n][e]);
                 else mx1 = fmaxf(mx1, p[n][e]);
@@ -279,34 +280,31 @@ __global__ void __launch_bounds__(NT, NC <= 2 ? 2 : 1) attn_tc2_k_(rsg_attn_args
         const float *vp = Vt + (HK * kh + 2 * c4) * LDV + 4 * gq; /* B rows: keys 2 c4, 2 c4 + 1 */
 #pragma unroll
         for (int q = 0; q < NQ; q++) {
-            float acc[4][4] = {};
+            float acc[4][4] = {}, acl[4][4] = {};
 #pragma unroll
             for (int n = 0; n < KT; n++) {
                 const float4 v0 = *reinterpret_cast<const float4 *>(vp + 8 * n * LDV + 32 * q);
                 const float4 v1 = *reinterpret_cast<const float4 *>(vp + (8 * n + 1) * LDV + 32 * q);
                 uint32_t h0[4], lo0[4], h1[4], lo1[4];
-                split_kv_<KVRN>(v0.x, h0[0], lo0[0]);
-                split_kv_<KVRN>(v0.y, h0[1], lo0[1]);
-                split_kv_<KVRN>(v0.z, h0[2], lo0[2]);
-                split_kv_<KVRN>(v0.w, h0[3], lo0[3]);
-                split_kv_<KVRN>(v1.x, h1[0], lo1[0]);
-                split_kv_<KVRN>(v1.y, h1[1], lo1[1]);
-                split_kv_<KVRN>(v1.z, h1[2], lo1[2]);
-                split_kv_<KVRN>(v1.w, h1[3], lo1[3]);
+                split_fast_(v0.x, h0[0], lo0[0]);
+                split_fast_(v0.y, h0[1], lo0[1]);
+                split_fast_(v0.z, h0[2], lo0[2]);
+                split_fast_(v0.w, h0[3], lo0[3]);
+                split_fast_(v1.x, h1[0], lo1[0]);
+                split_fast_(v1.y, h1[1], lo1[1]);
+                split_fast_(v1.z, h1[2], lo1[2]);
+                split_fast_(v1.w, h1[3], lo1[3]);
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     mma_(acc[j], ph[n], h0[j], h1[j]);
-                    mma_(acc[j], ph[n], lo0[j], lo1[j]);
-                    mma_(acc[j], pl[n], h0[j], h1[j]);
+                    mma_(acl[j], ph[n], lo0[j], lo1[j]);
+                    mma_(acl[j], pl[n], h0[j], h1[j]);
                 }
             }
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                o[q][j][0] = __fmaf_rn(o[q][j][0], al0, acc[j][0]);
-                o[q][j][1] = __fmaf_rn(o[q][j][1], al0, acc[j][1]);
-                o[q][j][2] = __fmaf_rn(o[q][j][2], al1, acc[j][2]);
-                o[q][j][3] = __fmaf_rn(o[q][j][3], al1, acc[j][3]);
-            }
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) o[q][j][e] = __fmaf_rn(o[q][j][e], e < 2 ? al0 : al1, acc[j][e] + acl[j][e]);
         }
     }
     __pipeline_wait_prior(0);
@@ -353,37 +351,29 @@ __global__ void __launch_bounds__(NT, NC <= 2 ? 2 : 1) attn_tc2_k_(rsg_attn_args
     }
 }
 
-template <int NC, bool KVRN, int KT>
+template <int NC, int KT>
 rs_status attn_tc2_launch_(const rsg_attn_args *a, int rows, int rep, bool vec, cudaStream_t st)
 {
     const size_t smem = lay_<NC>::smem;
-    cudaError_t e = cudaFuncSetAttribute(attn_tc2_k_<NC, KVRN, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e = cudaFuncSetAttribute(attn_tc2_k_<NC, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess)
         return rs_error_set(RS_E_CUDA, "rsg_attention (tf32x3): %zu bytes of shared memory: %s", smem,
                             cudaGetErrorString(e));
     const dim3 grid((unsigned)((rows + BM - 1) / BM), (unsigned)a->Hkv, (unsigned)a->R);
-    attn_tc2_k_<NC, KVRN, KT><<<grid, NT, smem, st>>>(*a, rows, rep, vec);
+    attn_tc2_k_<NC, KT><<<grid, NT, smem, st>>>(*a, rows, rep, vec);
     return rsg_launched("rsg_attention (tf32x3)");
-}
-
-template <bool KVRN, int KT>
-rs_status attn_tc2_nc_(const rsg_attn_args *a, int rows, int rep, bool vec, cudaStream_t st)
-{
-    switch ((a->hd + 63) / 64) {
-    case 1: return attn_tc2_launch_<1, KVRN, 2>(a, rows, rep, vec, st);
-    case 2: return attn_tc2_launch_<2, KVRN, 2>(a, rows, rep, vec, st);
-    case 3: return attn_tc2_launch_<3, KVRN, KT>(a, rows, rep, vec, st);
-    default: return attn_tc2_launch_<4, KVRN, KT>(a, rows, rep, vec, st);
-    }
 }
 
 } // namespace
 
-rs_status rsg_attention_tc(const rsg_attn_args *a, int rows, int rep, bool vec, bool kv_rn, cudaStream_t st)
+/* 32-key tiles at hd <= 128 (two blocks per SM, 128 registers: no room for four n-tiles), 64-key
+ * tiles above (measured 12% faster than 32-key tiles at hd = 256 on the H200) */
+rs_status rsg_attention_tc(const rsg_attn_args *a, int rows, int rep, bool vec, cudaStream_t st)
 {
-    /* MEASUREMENT KNOB (temporary): RS_GPU_ATTN_KT=4 selects the 64-key tiles at hd > 128 */
-    const char *ev = getenv("RS_GPU_ATTN_KT");
-    const int kt = ev && strcmp(ev, "4") == 0 ? 4 : 2;
-    if (kv_rn) return attn_tc2_nc_<true, 2>(a, rows, rep, vec, st);
-    return kt == 4 ? attn_tc2_nc_<false, 4>(a, rows, rep, vec, st) : attn_tc2_nc_<false, 2>(a, rows, rep, vec, st);
+    switch ((a->hd + 63) / 64) {
+    case 1: return attn_tc2_launch_<1, 2>(a, rows, rep, vec, st);
+    case 2: return attn_tc2_launch_<2, 2>(a, rows, rep, vec, st);
+    case 3: return attn_tc2_launch_<3, 4>(a, rows, rep, vec, st);
+    default: return attn_tc2_launch_<4, 4>(a, rows, rep, vec, st);
+    }
 }
