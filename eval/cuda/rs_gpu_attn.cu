@@ -1,5 +1,7 @@
 /* rs_gpu_attn.cu — causal GQA attention (rsg_attention): the dispatch (RSG_ATTN_*; the 3xTF32
- * tensor-core kernel is rs_gpu_attn_tc.cu) and the flash-style kernel on CUDA cores in fp32 (simt).
+ * tensor-core kernels are rs_gpu_attn_tc.cu (v2) and rs_gpu_attn_tc_v1.cu (v1); the default
+ * tf32x3 takes v2 at hd > 128 and v1 at hd <= 128, the faster of the two on the H200) and the
+ * flash-style kernel on CUDA cores in fp32 (simt).
  *
  * Block = (query tile of 64 rows, KV head g, run r); 256 threads. The rows of (r, g) are
  * i = t * rep + hh (chunk position t, query head g * rep + hh; rep = H / Hkv), as the CPU's
@@ -229,7 +231,9 @@ int rsg_attention_default_impl(void)
     static int impl = 0;
     if (impl == 0) {
         const char *e = getenv("RS_GPU_ATTN");
-        impl = e && strcmp(e, "simt") == 0 ? RSG_ATTN_SIMT : RSG_ATTN_TF32X3;
+        impl = RSG_ATTN_TF32X3;
+        for (int k = RSG_ATTN_SIMT; e && k <= RSG_ATTN_TF32X3_V2; k++)
+            if (strcmp(e, rsg_attention_impl_name(k)) == 0) impl = k;
     }
     return impl;
 }
@@ -237,7 +241,12 @@ int rsg_attention_default_impl(void)
 const char *rsg_attention_impl_name(int impl)
 {
     if (impl == RSG_ATTN_DEFAULT) impl = rsg_attention_default_impl();
-    return impl == RSG_ATTN_SIMT ? "simt" : "tf32x3";
+    switch (impl) {
+    case RSG_ATTN_SIMT: return "simt";
+    case RSG_ATTN_TF32X3_V1: return "tf32x3-v1";
+    case RSG_ATTN_TF32X3_V2: return "tf32x3-v2";
+    default: return "tf32x3";
+    }
 }
 
 rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s)
@@ -251,13 +260,17 @@ rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s)
                 "rsg_attention: bad arguments (R %d, T %d, H %d, Hkv %d, hd %d, pos0 %lld, cap %zu, ldq %zu, "
                 "q_hstride %d, ldo %zu)",
                 a->R, a->T, a->H, a->Hkv, a->hd, (long long)a->pos0, a->cap, a->ldq, a->q_hstride, a->ldo);
-    RSG_REQUIRE(a->impl >= RSG_ATTN_DEFAULT && a->impl <= RSG_ATTN_TF32X3, "rsg_attention: unknown kernel %d", a->impl);
+    RSG_REQUIRE(a->impl >= RSG_ATTN_DEFAULT && a->impl <= RSG_ATTN_TF32X3_V2, "rsg_attention: unknown kernel %d", a->impl);
     if (a->R == 0 || a->T == 0) return RS_OK;
     const int rep = a->H / a->Hkv, rows = a->T * rep;
     const bool vec = a->hd % 4 == 0 && ((uintptr_t)a->Kc % 16) == 0 && ((uintptr_t)a->Vc % 16) == 0;
     cudaStream_t st = rsg_stream(s);
     const int impl = a->impl == RSG_ATTN_DEFAULT ? rsg_attention_default_impl() : a->impl;
-    if (impl == RSG_ATTN_TF32X3) return rsg_attention_tc(a, rows, rep, vec, st);
+    /* tf32x3: the faster tensor-core kernel per head size (RS_ATTN_BENCH=1 test_gpu_ops on the
+     * H200, 2026-12-01: hd 256 v2 64.7 ms vs v1 65.9; hd 128 v2 92.7 ms vs v1 79.7) */
+    if (impl == RSG_ATTN_TF32X3_V2 || (impl == RSG_ATTN_TF32X3 && a->hd > 128))
+        return rsg_attention_tc(a, rows, rep, vec, st);
+    if (impl == RSG_ATTN_TF32X3 || impl == RSG_ATTN_TF32X3_V1) return rsg_attention_tc_v1(a, rows, rep, vec, st);
     switch ((a->hd + 63) / 64) {
     case 1: return attn_launch_<1>(a, rows, rep, vec, st);
     case 2: return attn_launch_<2>(a, rows, rep, vec, st);

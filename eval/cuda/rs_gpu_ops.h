@@ -118,13 +118,17 @@ typedef struct rsg_attn_args {
 rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s);
 
 /* Attention kernels. RSG_ATTN_DEFAULT: RSG_ATTN_TF32X3, or what the environment variable
- * RS_GPU_ATTN names ("tf32x3" or "simt"; read once) for comparisons. RSG_ATTN_SIMT: fp32 FMAs
- * on the CUDA cores (rs_gpu_attn.cu). RSG_ATTN_TF32X3: mma.sync TF32 tensor cores with the 3xTF32
- * split (a = hi + lo, hi*hi' + hi*lo' + lo*hi') for Q K^T and P V, fp32 accumulation and an fp32
- * online softmax (rs_gpu_attn_tc.cu): errors at fp32-noise level (test_gpu_ops measures both
- * against a double reference). Both are deterministic. */
-enum { RSG_ATTN_DEFAULT = 0, RSG_ATTN_SIMT = 1, RSG_ATTN_TF32X3 = 2 };
-/* the kernel RSG_ATTN_DEFAULT resolves to, and a kernel's name ("simt", "tf32x3") */
+ * RS_GPU_ATTN names ("tf32x3", "simt", "tf32x3-v1", "tf32x3-v2"; read once) for comparisons.
+ * RSG_ATTN_SIMT: fp32 FMAs on the CUDA cores (rs_gpu_attn.cu). The tensor-core kernels use
+ * mma.sync TF32 with the 3xTF32 split (a = hi + lo, hi*hi' + hi*lo' + lo*hi') for Q K^T and P V and
+ * an fp32 online softmax: RSG_ATTN_TF32X3_V2 (rs_gpu_attn_tc.cu) sums P V per key tile in fresh
+ * accumulators and adds it into O on the CUDA cores with one rounding to nearest per tile;
+ * RSG_ATTN_TF32X3_V1 (rs_gpu_attn_tc_v1.cu) accumulates P V across all key tiles inside the mma
+ * accumulators (10-80x larger errors over thousands of keys, test_gpu_ops). RSG_ATTN_TF32X3 is the
+ * faster of the two on the H200 per head size: v2 at hd > 128 (2% faster at hd = 256), v1 at
+ * hd <= 128 (14% faster at hd = 128; docs/evaluator.md). All are deterministic. */
+enum { RSG_ATTN_DEFAULT = 0, RSG_ATTN_SIMT = 1, RSG_ATTN_TF32X3 = 2, RSG_ATTN_TF32X3_V1 = 3, RSG_ATTN_TF32X3_V2 = 4 };
+/* the kernel RSG_ATTN_DEFAULT resolves to, and a kernel's name ("simt", "tf32x3", "tf32x3-v1", "tf32x3-v2") */
 int rsg_attention_default_impl(void);
 const char *rsg_attention_impl_name(int impl);
 
