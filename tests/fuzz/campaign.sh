@@ -4,13 +4,14 @@
 #   bash campaign.sh SECONDS OUTDIR
 # Runs JOBS (default: the machine's cores) libFuzzer jobs at once for SECONDS, split over the pack's
 # targets by needs.txt: a target's core-seconds are still_needed / (execs_per_s x SPEED); the
-# targets that fit get ceil(1.15 x their core-seconds / SECONDS) jobs, smallest first, each with
-# -runs = its share of still_needed x 1.05, so it stops once its share is done; the largest gets the
-# rest. A job that ends early hands its slot to the target furthest behind (the running jobs
+# targets get ceil(1.15 x their core-seconds / SECONDS) jobs, smallest first (at least one each),
+# each with -runs = its share of still_needed x 1.05, so it stops once its share is done; the
+# largest target gets the jobs left (perhaps none) without a cap. A job that ends early hands its slot to the target furthest behind (the running jobs
 # projected from their last "#N" line), or to the slowest target when none is behind.
 # Every job has its own -seed and corpus folder (seeded by the pack's seeds and committed corpus),
 # -max_len=8192 -timeout=60 -print_final_stats=1 -max_total_time=<seconds left>.
-# Writes OUTDIR/summary.txt (per job: target, seed, stat::number_of_executed_units, crash or not;
+# Writes OUTDIR/summary.txt (per job: target, seed, stat::number_of_executed_units, ok / crash /
+# leak / timeout / oom / interrupted / exit-<code>;
 # per target totals), OUTDIR/crashes.tar.xz when a job left a crash / leak / timeout / oom file,
 # and OUTDIR/new-corpus.tar.xz (the jobs' corpora per target, by file name, capped per target).
 # Environment: JOBS, SPEED (this machine's speed per core relative to the measured rates, 1.0),
@@ -28,6 +29,16 @@ OUT=$(cd "$OUT" && pwd)
 export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export RS_FUZZ_FIXTURES="$HERE/fixtures/tests/fixtures"
 log() { echo "campaign: $*" | tee -a "$OUT/campaign.log"; }
+# clang 14's ASan cannot start on kernels with 32 bits of mmap randomisation (Ubuntu 24.04's
+# default): when a program cannot run one input, run everything again without address randomisation
+probe=$(ls "$HERE"/bin/fuzz_* | head -1)
+if ! "$probe" -runs=1 > "$OUT/probe.log" 2>&1; then
+  if [ -z "${RS_FZ_NO_ASLR:-}" ] && command -v setarch > /dev/null; then
+    log "$(basename "$probe") does not start ($(grep -m1 -E 'ERROR|DEADLY' "$OUT/probe.log")): again under setarch -R"
+    RS_FZ_NO_ASLR=1 exec setarch "$(uname -m)" -R bash "$0" "$@"
+  fi
+  log "$(basename "$probe") does not start: see $OUT/probe.log"; exit 3
+fi
 
 # ---- the plan ------------------------------------------------------------------------------
 declare -A NEED RATE CORE_S WANT GIVEN DONE
@@ -45,10 +56,13 @@ NT=${#TARGETS[@]}
 mapfile -t ORDER < <(for t in "${TARGETS[@]}"; do echo "${CORE_S[$t]} $t"; done | sort -n | awk '{print $2}')
 left=$JOBS
 for i in "${!ORDER[@]}"; do
-  t=${ORDER[$i]}; after=$(( NT - i - 1 ))
-  if [ "$after" -eq 0 ]; then g=$left; else g=${WANT[$t]}; [ "$g" -gt $(( left - after )) ] && g=$(( left - after )); fi
-  [ "$g" -lt 1 ] && g=1
-  [ "$g" -gt "$left" ] && g=$left # fewer jobs than targets: the smallest ones first
+  t=${ORDER[$i]}; after=$(( NT - i - 2 )) # targets after this one that need a job kept for them
+  if [ "$after" -lt 0 ]; then g=$left # the largest: what is left (maybe nothing; it gets the slots handed on)
+  else
+    g=${WANT[$t]}; [ "$g" -gt $(( left - after )) ] && g=$(( left - after ))
+    [ "$g" -lt 1 ] && g=1
+    [ "$g" -gt "$left" ] && g=$left # fewer jobs than targets: the smallest ones first
+  fi
   GIVEN[$t]=$g; left=$(( left - g ))
 done
 LAST=${ORDER[$((NT - 1))]}
@@ -106,6 +120,7 @@ finish_job() { # job
   elif compgen -G "${JDIR[$n]}/leak-*" >/dev/null; then st=leak
   elif compgen -G "${JDIR[$n]}/timeout-*" >/dev/null; then st=timeout
   elif compgen -G "${JDIR[$n]}/oom-*" >/dev/null; then st=oom
+  elif [ "$rc" -eq 72 ]; then st=interrupted # libFuzzer's exit code after SIGINT (stats printed)
   elif [ "$rc" -ne 0 ]; then st="exit-$rc"; fi
   JSTATE[$n]=$st
   JSECS[$n]=$(( $(date +%s) - JSTART[$n] ))
@@ -113,6 +128,9 @@ finish_job() { # job
   rm -rf "/dev/shm/rs_fuzz_${JPID[$n]}" "/tmp/rs_fuzz_${JPID[$n]}"
   log "job $n ${JT[$n]} seed ${JSEED[$n]}: ${JUNITS[$n]} units, $st ($(( $(date +%s) - JSTART[$n] )) s)"
 }
+# SIGINT / SIGTERM: the jobs are interrupted (libFuzzer still prints its stats) and the results written
+STOP=0
+trap 'STOP=1; for n in "${RUNNING[@]}"; do kill -INT "${JPID[$n]}" 2>/dev/null; done' INT TERM
 alive() { local s; s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ -n "$s" ] && [ "$s" != Z ]; }
 while [ "${#RUNNING[@]}" -gt 0 ]; do
   sleep 2
@@ -126,7 +144,7 @@ while [ "${#RUNNING[@]}" -gt 0 ]; do
   for n in "${ended[@]}"; do
     finish_job "$n"
     # the slot goes on while there is time for a start-up and some work
-    [ $(( TEND - $(date +%s) )) -gt 15 ] || continue
+    [ "$STOP" = 0 ] && [ $(( TEND - $(date +%s) )) -gt 15 ] || continue
     best=""; bestgap=0
     for t in "${ORDER[@]}"; do
       [ "$t" = "$LAST" ] && continue
@@ -148,7 +166,7 @@ done
   for t in "${ORDER[@]}"; do
     j=0; bad=0
     for ((n = 1; n <= NJOB; n++)); do
-      [ "${JT[$n]}" = "$t" ] || continue; j=$(( j + 1 )); [ "${JSTATE[$n]}" = ok ] || bad=$(( bad + 1 ))
+      [ "${JT[$n]}" = "$t" ] || continue; j=$(( j + 1 )); case ${JSTATE[$n]} in ok|interrupted) ;; *) bad=$(( bad + 1 )) ;; esac
     done
     r=no; [ "${DONE[$t]}" -ge "${NEED[$t]}" ] && r=yes
     echo "total $t ${DONE[$t]} $j ${NEED[$t]} $r $bad"
