@@ -41,12 +41,12 @@ if ! "$probe" -runs=1 > "$OUT/probe.log" 2>&1; then
 fi
 
 # ---- the plan ------------------------------------------------------------------------------
-declare -A NEED RATE CORE_S WANT GIVEN DONE
+declare -A NEED RATE CORE_S WANT GIVEN TOTAL
 TARGETS=()
 while read -r t need rate; do
   [[ -z "$t" || "$t" == \#* ]] && continue
   [ -x "$HERE/bin/fuzz_$t" ] || continue
-  TARGETS+=("$t"); NEED[$t]=$need; RATE[$t]=$rate; DONE[$t]=0
+  TARGETS+=("$t"); NEED[$t]=$need; RATE[$t]=$rate; TOTAL[$t]=0
   CORE_S[$t]=$(awk -v n="$need" -v r="$rate" -v s="$SPEED" 'BEGIN {printf "%d", n / (r * s)}')
   WANT[$t]=$(awk -v c="${CORE_S[$t]}" -v S="$SECS" 'BEGIN {w = 1.15 * c / S; printf "%d", (w == int(w)) ? w : int(w) + 1}')
 done < "${NEEDS:-$HERE/needs.txt}"
@@ -92,7 +92,7 @@ units_of() { # job -> executed units (final stats, else the last progress line)
   echo "${u:-0}"
 }
 projected() { # target -> finished units + running jobs' projection to their end
-  local t=$1 p=${DONE[$1]} n now u e; now=$(date +%s)
+  local t=$1 p=${TOTAL[$1]} n now u e; now=$(date +%s)
   for n in "${RUNNING[@]}"; do
     [ "${JT[$n]}" = "$t" ] || continue
     u=$(units_of "$n"); e=$(( now - JSTART[$n] )); [ "$e" -lt 1 ] && e=1
@@ -115,7 +115,7 @@ finish_job() { # job
   local n=$1 rc=0 st=ok
   wait "${JPID[$n]}"; rc=$?
   JUNITS[$n]=$(units_of "$n")
-  DONE[${JT[$n]}]=$(( DONE[${JT[$n]}] + JUNITS[$n] ))
+  TOTAL[${JT[$n]}]=$(( TOTAL[${JT[$n]}] + JUNITS[$n] ))
   if compgen -G "${JDIR[$n]}/crash-*" >/dev/null; then st=crash
   elif compgen -G "${JDIR[$n]}/leak-*" >/dev/null; then st=leak
   elif compgen -G "${JDIR[$n]}/timeout-*" >/dev/null; then st=timeout
@@ -168,8 +168,8 @@ done
     for ((n = 1; n <= NJOB; n++)); do
       [ "${JT[$n]}" = "$t" ] || continue; j=$(( j + 1 )); case ${JSTATE[$n]} in ok|interrupted) ;; *) bad=$(( bad + 1 )) ;; esac
     done
-    r=no; [ "${DONE[$t]}" -ge "${NEED[$t]}" ] && r=yes
-    echo "total $t ${DONE[$t]} $j ${NEED[$t]} $r $bad"
+    r=no; [ "${TOTAL[$t]}" -ge "${NEED[$t]}" ] && r=yes
+    echo "total $t ${TOTAL[$t]} $j ${NEED[$t]} $r $bad"
   done
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
