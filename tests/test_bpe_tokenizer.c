@@ -811,6 +811,34 @@ static void test_refusals(void **state)
         write_(p, bad[i].json);
         expect_open_(d, &cfg, bad[i].st, bad[i].msg);
     }
+    /* \u0000 (which cJSON would cut a string at) and raw NUL bytes, decided before the JSON
+     * parse: an odd run of backslashes before u0000 is an escape, an even one a literal backslash */
+    struct {
+        const char *json;
+        rs_status st;
+        const char *msg;
+    } nul[] = {
+        {JSON_HEAD "\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\\u0000\":0},\"merges\":[]}}",
+         RS_E_UNSUPPORTED, "\\u0000"},
+        {JSON_HEAD "\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\\\\\\u0000\":0},\"merges\":[]}}",
+         RS_E_UNSUPPORTED, "\\u0000"}, /* \\ then \u0000 */
+        {"{\"a\":\"\\u0000", RS_E_UNSUPPORTED, "\\u0000"}, /* at the very end, before any JSON check */
+        {JSON_HEAD "\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"x\\\\u0000\":1},\"merges\":[]}}",
+         RS_OK, NULL}, /* \\ then the text u0000 */
+        {"{\"a\":\"\\\\\\u000", RS_E_FORMAT, "not well-formed"}, /* \u000 is one digit short */
+    };
+    for (size_t i = 0; i < sizeof nul / sizeof nul[0]; i++) {
+        write_(p, nul[i].json);
+        expect_open_(d, &cfg, nul[i].st, nul[i].msg);
+    }
+    {
+        static const char raw[] = "{\"a\":\"b\0c\"}"; /* a NUL byte at offset 7 */
+        FILE *f = fopen(p, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(raw, 1, sizeof raw - 1, f), sizeof raw - 1);
+        assert_int_equal(fclose(f), 0);
+        expect_open_(d, &cfg, RS_E_FORMAT, "a NUL byte at offset 7");
+    }
     /* an id beyond the model's vocabulary */
     write_(p, JSON_HEAD "\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":300},\"merges\":[]}}");
     cfg.vocab = 300;

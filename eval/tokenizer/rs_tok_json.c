@@ -503,18 +503,19 @@ static rs_status added_decode_(jctx *c)
     return RS_OK;
 }
 
-/* \u0000 in a JSON string: cJSON would cut the string there, so refuse it */
+/* \u0000 in a JSON string: cJSON would cut the string there, so refuse it. The scans use memchr
+ * (one call per backslash, not a compare per byte: ~30% of a fuzzed open's time before) */
 static int has_escaped_nul_(const char *t, size_t n)
 {
-    for (size_t i = 0; i + 5 < n; i++) {
-        if (t[i] != '\\') continue;
+    size_t i = 0;
+    while (i < n) {
+        const char *p = (const char *)memchr(t + i, '\\', n - i);
+        if (!p) return 0;
+        i = (size_t)(p - t);
         size_t k = i;
         while (k < n && t[k] == '\\') k++;
-        const size_t run = k - i;
-        if ((run & 1) && k + 4 < n + 0 && t[k] == 'u' && t[k + 1] == '0' && t[k + 2] == '0' && t[k + 3] == '0' &&
-            t[k + 4] == '0')
-            return 1;
-        i = k - 1;
+        if (((k - i) & 1) && k + 4 < n && memcmp(t + k, "u0000", 5) == 0) return 1; /* an unescaped \u0000 */
+        i = k;
     }
     return 0;
 }
@@ -523,8 +524,8 @@ rs_status tk_load_json(const char *path, const char *text, size_t len, rs_tok_mo
 {
     *out = NULL;
     RS_CHECK(!has_escaped_nul_(text, len), RS_E_UNSUPPORTED, "%s: strings containing \\u0000 are not supported", path);
-    for (size_t i = 0; i < len; i++)
-        RS_CHECK(text[i] != '\0', RS_E_FORMAT, "%s: not well-formed JSON (a NUL byte at offset %zu)", path, i);
+    const char *nul = (const char *)memchr(text, '\0', len);
+    RS_CHECK(!nul, RS_E_FORMAT, "%s: not well-formed JSON (a NUL byte at offset %zu)", path, (size_t)(nul - text));
     cJSON *root = cJSON_ParseWithLength(text, len);
     RS_CHECK(root != NULL, RS_E_FORMAT, "%s: not well-formed JSON (error near byte %ld)", path,
              cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - text) : -1L);

