@@ -378,6 +378,17 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
 
 static bool by_key_(const rs_gpu_wmat &a, const rs_gpu_wmat &b) { return a.key < b.key; }
 
+/* an entry's device view before its method's operands: the key (the matrix's fp32 copy on the
+ * device, what rs_gpu_linear is called with) and, until set, the key itself as the only operand */
+static float *entry_reset_(gpu_impl *im, rs_gpu_wmat *w)
+{
+    float *key = (float *)RS_GPU_W(im, w->h);
+    w->key = w->hi = key;
+    w->lo = NULL;
+    w->bf = NULL;
+    return key;
+}
+
 static __global__ void to_bf16_k_(size_t n, const float *w, __nv_bfloat16 *b)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -398,10 +409,7 @@ static rs_status alloc_bf16x3_(gpu_impl *im)
     size_t o = 0;
     for (int i = 0; i < g->n_mats; i++) {
         rs_gpu_wmat *w = &g->mats[i];
-        float *key = (float *)RS_GPU_W(im, w->h);
-        w->key = w->hi = key;
-        w->lo = NULL;
-        w->bf = NULL;
+        float *key = entry_reset_(im, w);
         if (!w->exact) continue;
         __nv_bfloat16 *b = (__nv_bfloat16 *)g->bf_mem + o;
         const size_t n = w->rows * w->cols;
@@ -430,9 +438,7 @@ rs_status rs_gpu_gemm_alloc(const rs_scorer *sc, gpu_impl *im)
     size_t o = 0;
     for (int i = 0; i < g->n_mats; i++) {
         rs_gpu_wmat *w = &g->mats[i];
-        float *key = (float *)RS_GPU_W(im, w->h);
-        w->key = w->hi = key;
-        w->lo = NULL;
+        float *key = entry_reset_(im, w);
         if (w->exact) continue;
         float *lo = g->split_mem + o, *hi = key;
         o += w->rows * w->cols;

@@ -36,21 +36,8 @@ struct BenchBufs {
 static double bench_set(const char *name, const std::vector<RunSpec> &runs, const std::vector<int> &sel,
                         const BenchBufs &b, int H, int G, int dv, int T, cudaStream_t st, std::vector<float> *last)
 {
-    std::vector<rs_policy> pol(sel.size());
-    std::vector<size_t> win(sel.size());
-    std::vector<uint64_t> seeds(sel.size());
-    for (size_t j = 0; j < sel.size(); ++j) {
-        RSK(rs_policy_parse(runs[sel[j]].policy, &pol[j]));
-        win[j] = runs[sel[j]].L, seeds[j] = seed_of(sel[j]);
-    }
-    const uint32_t layer_id = 0;
-    rs_cuda_scan_config c;
-    memset(&c, 0, sizeof c);
-    c.kind = RS_SSM_GDN, c.n_runs = (int)sel.size(), c.n_layers = 1, c.layer_ids = &layer_id, c.heads = H;
-    c.key_heads = G, c.d_v = dv, c.d_k = DK, c.policies = pol.data(), c.windows = win.data();
-    c.seeds = seeds.data(), c.max_chunk = T;
-    rs_cuda_scan *s = nullptr;
-    RSK(rs_cuda_scan_create(&c, &s));
+    static const uint32_t layer_id = 0;
+    rs_cuda_scan *s = make_scan_of(RS_SSM_GDN, 1, &layer_id, H, G, dv, T, runs, sel);
     /* the set's runs read rows sel[j] * T .. of the shared buffers: offset by the first run (the
        sets are single runs or all of them) */
     const size_t r0 = (size_t)sel[0] * T;

@@ -160,8 +160,10 @@ static bool ref_engine(rs_ssm_kind kind, const Inputs &in, const std::vector<Run
 
 /* ---- the GPU side -------------------------------------------------------------------------------- */
 
-static rs_cuda_scan *make_scan(rs_ssm_kind kind, const Dims &d, const std::vector<RunSpec> &runs,
-                               const std::vector<int> &sel)
+/* the engine of runs sel (global run indices: their policies, windows and seeds) for nl layers of
+ * H value heads over G key heads, chunks of up to max_chunk positions */
+static rs_cuda_scan *make_scan_of(rs_ssm_kind kind, int nl, const uint32_t *layer_ids, int H, int G, int dv,
+                                  int max_chunk, const std::vector<RunSpec> &runs, const std::vector<int> &sel)
 {
     std::vector<rs_policy> pol(sel.size());
     std::vector<size_t> win(sel.size());
@@ -172,12 +174,18 @@ static rs_cuda_scan *make_scan(rs_ssm_kind kind, const Dims &d, const std::vecto
     }
     rs_cuda_scan_config c;
     memset(&c, 0, sizeof c);
-    c.kind = kind, c.n_runs = (int)sel.size(), c.n_layers = d.nl, c.layer_ids = k_layer_ids, c.heads = d.H;
-    c.key_heads = d.G, c.d_v = d.dv, c.d_k = DK, c.policies = pol.data(), c.windows = win.data();
-    c.seeds = seeds.data(), c.max_chunk = k_max_chunk;
+    c.kind = kind, c.n_runs = (int)sel.size(), c.n_layers = nl, c.layer_ids = layer_ids, c.heads = H;
+    c.key_heads = G, c.d_v = dv, c.d_k = DK, c.policies = pol.data(), c.windows = win.data();
+    c.seeds = seeds.data(), c.max_chunk = max_chunk;
     rs_cuda_scan *s = nullptr;
     RSK(rs_cuda_scan_create(&c, &s));
     return s;
+}
+
+static rs_cuda_scan *make_scan(rs_ssm_kind kind, const Dims &d, const std::vector<RunSpec> &runs,
+                               const std::vector<int> &sel)
+{
+    return make_scan_of(kind, d.nl, k_layer_ids, d.H, d.G, d.dv, k_max_chunk, runs, sel);
 }
 
 /* Feed positions 0..P-1 of runs sel (global run indices) in chunks sched (cycled), every layer per

@@ -22,14 +22,8 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                         \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "gpu_test_check.h"
+
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd_()

@@ -1,4 +1,4 @@
-/* gpu_test_check.h — the evaluator's GPU tests' call checks (test_gpu_ops, test_gpu_gemm): a failing
+/* gpu_test_check.h — the evaluator's GPU tests' call checks (test_gpu_ops, test_gpu_gemm, gemm_emul_probe): a failing
  * CUDA or library call prints where and why and ends the test with exit 1. (kernels/tests has the
  * same two macros in cuda_test_util.h, with its kernel-test helpers.) */
 #ifndef GPU_TEST_CHECK_H

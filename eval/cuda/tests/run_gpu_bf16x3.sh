@@ -18,25 +18,17 @@ S="$OUTD/summary.txt"
 : > "$S"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64"
 : > "$OUTD/tests.log"
-t() { # name, limit, command...
-  local name=$1 lim=$2 t0
-  shift 2
-  t0=$(date +%s)
-  timeout "$lim" "$@" > /tmp/b3/$name.log 2>&1
-  local r=$?
-  { echo "== $name"; cat /tmp/b3/$name.log; } >> "$OUTD/tests.log"
-  echo "$name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^ok' /tmp/b3/$name.log) ok, $(grep -c '^FAIL' /tmp/b3/$name.log) FAIL" >> "$S"
-  grep '^FAIL' /tmp/b3/$name.log | head -8 | cut -c1-240 >> "$S"
-}
+STAGE_TMP=/tmp/b3 STAGE_ALL="$OUTD/tests.log"
+. eval/cuda/tests/gpu_stage.sh
 T0=$(date +%s)
-RS_GEMM_BENCH=1 t gemm 90 "$BIN/test_gpu_gemm"
+RS_GEMM_BENCH=1 stage gemm 90 "$BIN/test_gpu_gemm"
 grep -E 'bf16x3' /tmp/b3/gemm.log | grep -E '^(ok|FAIL)' | sed 's/; padding.*//' | cut -c1-200 >> "$S"
 grep -E '^bench .*(GEMMs of one chunk|Qwen|Nemotron)' /tmp/b3/gemm.log | cut -c1-330 >> "$S"
-t memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/test_gpu_gemm" --quick
+stage memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 3 "$BIN/test_gpu_gemm" --quick
 grep -E 'ERROR SUMMARY' /tmp/b3/memcheck.log | tail -1 >> "$S"
-t ops 60 "$BIN/test_gpu_ops" --quick
-t scan 60 "$BIN/test_cuda_scan" --quick
-t batch 60 "$BIN/test_gpu_batch" .
+stage ops 60 "$BIN/test_gpu_ops" --quick
+stage scan 60 "$BIN/test_cuda_scan" --quick
+stage batch 60 "$BIN/test_gpu_batch" .
 t0=$(date +%s)
 for m in gdn-tiny mamba2-tiny; do
   timeout 60 "$BIN/replayssm" kl --device cpu --threads 2 --model data/models/$m --tokens 8192 --policy none --quiet \

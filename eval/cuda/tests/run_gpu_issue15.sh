@@ -16,18 +16,11 @@ mkdir -p "$OUTD" /tmp/i15
 S="$OUTD/summary.txt"
 : > "$S"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64"
-t() { # name, limit, command...
-  local name=$1 lim=$2 t0
-  shift 2
-  t0=$(date +%s)
-  timeout "$lim" "$@" > /tmp/i15/$name.log 2>&1
-  local r=$?
-  echo "$name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^ok' /tmp/i15/$name.log) ok, $(grep -c '^FAIL' /tmp/i15/$name.log) FAIL" >> "$S"
-  grep '^FAIL' /tmp/i15/$name.log | head -8 | cut -c1-240 >> "$S"
-}
+STAGE_TMP=/tmp/i15
+. eval/cuda/tests/gpu_stage.sh
 T0=$(date +%s)
-t ops 60 "$BIN/test_gpu_ops" --quick
-t scan 60 "$BIN/test_cuda_scan" --quick
+stage ops 60 "$BIN/test_gpu_ops" --quick
+stage scan 60 "$BIN/test_cuda_scan" --quick
 t0=$(date +%s)
 RS_MODELS=$M timeout 240 bash eval/cuda/tests/run_gpu_4b.sh "$BIN" "$OUTD/4b" parity > /tmp/i15/parity.log 2>&1
 echo "parity $M: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"

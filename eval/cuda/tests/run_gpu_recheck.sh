@@ -22,21 +22,13 @@ for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.
   [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
 done
 : > "$OUTD/tests.log"
-t() { # name, limit, command...
-  local name=$1 lim=$2 t0
-  shift 2
-  t0=$(date +%s)
-  timeout "$lim" "$@" > /tmp/recheck/$name.log 2>&1
-  local r=$?
-  { echo "== $name"; cat /tmp/recheck/$name.log; } >> "$OUTD/tests.log"
-  echo "$name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^ok' /tmp/recheck/$name.log) ok, $(grep -c '^FAIL' /tmp/recheck/$name.log) FAIL" >> "$S"
-  grep '^FAIL' /tmp/recheck/$name.log | head -8 | cut -c1-220 >> "$S"
-}
+STAGE_TMP=/tmp/recheck STAGE_ALL="$OUTD/tests.log"
+. eval/cuda/tests/gpu_stage.sh
 T0=$(date +%s)
-t decode 35 "$BIN/test_cuda_decode" --quick
-t verify 35 "$BIN/test_cuda_verify" --quick
-t gemm 30 "$BIN/test_gpu_gemm"
-t batch 40 "$BIN/test_gpu_batch" .
+stage decode 35 "$BIN/test_cuda_decode" --quick
+stage verify 35 "$BIN/test_cuda_verify" --quick
+stage gemm 30 "$BIN/test_gpu_gemm"
+stage batch 40 "$BIN/test_gpu_batch" .
 t0=$(date +%s)
 RS_MPI_TOKENS=${RS_MPI_TOKENS:-4096} timeout 90 bash eval/cuda/tests/run_gpu_mpi.sh "$BIN" "$OMPI" /tmp/recheck/mpi "2 4" \
   > /tmp/recheck/mpi.log 2>&1
