@@ -356,7 +356,7 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     if (st == RS_OK) st = rs_gpu_alloc(sc, im, &p);
     rs_gpu_plan_free(&p);
     RS_TRY(st);
-    char gemm[160];
+    char gemm[256]; /* the longest: bf16x3 with RS_GPU_GEMM_PAD_ROWS, ~200 characters */
     rs_gpu_gemm_describe(im, gemm, sizeof gemm);
     char streams[48] = ""; /* books batched: the streams (one stream: the description of before) */
     if (im->S > 1) snprintf(streams, sizeof streams, ", %zu streams", im->S);
