@@ -250,11 +250,12 @@ rs_status rs_scorer_cpu_create(const rs_model *m, const rs_scorer_config *cfg, r
         cpu_destroy_(sc);
         return st;
     }
-    const char *gemm = getenv("RS_CPU_GEMM"); /* the backend refused any other value */
+    const char *gemm = getenv("RS_CPU_GEMM"), *attn = getenv("RS_CPU_ATTN"); /* the backend refused others */
     char streams[48] = "";
     if (im->S > 1) snprintf(streams, sizeof streams, ", %zu streams", im->S);
-    snprintf(im->describe, sizeof im->describe, "cpu: %d threads%s%s", im->be->n_threads, streams,
-             gemm && !strcmp(gemm, "loop") ? ", GEMM RS_CPU_GEMM=loop" : "");
+    snprintf(im->describe, sizeof im->describe, "cpu: %d threads%s%s%s", im->be->n_threads, streams,
+             gemm && !strcmp(gemm, "loop") ? ", GEMM RS_CPU_GEMM=loop" : "",
+             attn && !strcmp(attn, "f64") ? ", attention RS_CPU_ATTN=f64" : "");
     *out = sc;
     return RS_OK;
 }

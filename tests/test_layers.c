@@ -310,6 +310,67 @@ static void test_backend_attention(void **st)
     rs_backend_destroy(be);
 }
 
+/* RS_CPU_ATTN=f64 (the attention-rounding yardstick of docs/evaluator.md): over 8K keys its output
+ * is closer to a float64 attention than the default fp32 sums (what it is for), within the error
+ * its fp32 inputs leave (scores and probabilities rounded to fp32 before the double sums: a few
+ * 2^-24 of sum_j p_j |v_j|; bound 1e-6 of it), bit-identical for 1 and 2 threads; another value is
+ * refused at create. */
+static void test_backend_attention_f64(void **st)
+{
+    (void)st;
+    enum { H = 2, Hkv = 1, hd = 32, cap = 8192, T = 3, n_past = cap - T };
+    static float Q[T * H * hd], Kc[cap * hd], Vc[cap * hd], O32[T * H * hd], O64[T * H * hd], O64b[T * H * hd];
+    static float scratch[2 * cap];
+    static double p[cap];
+    uint64_t s = 21;
+    fill_(Q, T * H * hd, &s, 1.0);
+    fill_(Kc, cap * hd, &s, 1.0);
+    fill_(Vc, cap * hd, &s, 1.0);
+    for (size_t i = 0; i < cap * hd; i++) Vc[i] += 0.5f; /* a mean: the sums grow, their rounding shows */
+    rs_backend *be = NULL;
+    assert_int_equal(setenv("RS_CPU_ATTN", "bogus", 1), 0);
+    assert_int_equal(rs_backend_cpu_create(2, &be), RS_E_INVAL);
+    assert_null(be);
+    float *outs[3] = {O32, O64, O64b};
+    const char *modes[3] = {"fp32", "f64", "f64"};
+    const int threads[3] = {2, 2, 1};
+    for (int m = 0; m < 3; m++) {
+        assert_int_equal(setenv("RS_CPU_ATTN", modes[m], 1), 0);
+        assert_int_equal(rs_backend_cpu_create(threads[m], &be), RS_OK);
+        unsetenv("RS_CPU_ATTN");
+        rs_attn_args a = {T, n_past, H, Hkv, hd, Q, H * hd, hd, Kc, Vc, cap, 0.25f, outs[m], H * hd, scratch, 1};
+        assert_int_equal(be->ops->attention(be, &a), RS_OK);
+        rs_backend_destroy(be);
+        be = NULL;
+    }
+    assert_memory_equal(O64, O64b, sizeof O64); /* threads do not change a bit */
+    double e32 = 0, e64 = 0;
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < H; h++) {
+            const size_t n = n_past + t + 1;
+            const float *q = Q + t * H * hd + h * hd;
+            double mx = -1e300, sum = 0;
+            for (size_t j = 0; j < n; j++) {
+                double d = 0;
+                for (size_t i = 0; i < hd; i++) d += (double)q[i] * Kc[j * hd + i];
+                p[j] = 0.25 * d;
+                mx = fmax(mx, p[j]);
+            }
+            for (size_t j = 0; j < n; j++) sum += (p[j] = exp(p[j] - mx));
+            for (size_t i = 0; i < hd; i++) {
+                double o = 0, mag = 0;
+                for (size_t j = 0; j < n; j++) o += p[j] / sum * Vc[j * hd + i], mag += p[j] / sum * fabs(Vc[j * hd + i]);
+                const size_t k = t * H * hd + h * hd + i;
+                e32 = fmax(e32, fabs(O32[k] - o) / mag);
+                e64 = fmax(e64, fabs(O64[k] - o) / mag);
+            }
+        }
+    print_message("attention over %d keys, max |o - o64| / sum p|v|: fp32 sums %.3g, RS_CPU_ATTN=f64 %.3g\n", cap, e32,
+                  e64);
+    assert_true(e64 <= 1e-6);
+    assert_true(e64 < 0.5 * e32);
+}
+
 static rs_status fail_at_5_(void *ctx, size_t i)
 {
     int *hits = (int *)ctx;
@@ -351,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_conv1d_chunks),  cmocka_unit_test(test_rope),
         cmocka_unit_test(test_backend_linear), cmocka_unit_test(test_backend_linear_loop),
         cmocka_unit_test(test_backend_attention),
+        cmocka_unit_test(test_backend_attention_f64),
         cmocka_unit_test(test_backend_misc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

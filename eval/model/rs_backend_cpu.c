@@ -16,6 +16,7 @@
 typedef struct cpu_impl {
     char msg[512]; /* message of the first failing task of a parallel_for */
     int gemm_loop; /* RS_CPU_GEMM=loop: the projections as plain sequential dot products */
+    int attn_f64;  /* RS_CPU_ATTN=f64: attention's P V sums in double (see cpu_attention_f64_) */
 } cpu_impl;
 
 static void cpu_destroy_(rs_backend *be)
@@ -201,6 +202,37 @@ static void pv_accum_(float *o, const float *p, const float *V, size_t hd, size_
  * Block size: at most the scratch rows per thread (a->scratch_rows, 0 counts as 1), and
  * small enough that there are >= 4 tasks per thread when the rows allow it (decode steps
  * with T = 1 get one row per task, so the threads still share the work). */
+/* RS_CPU_ATTN=f64 (diagnostic, docs/evaluator.md "GPU vs CPU"): the same scores and softmax (fp32
+ * scores, the softmax's sum in double as always), then o[d] = sum_j p_j v_j[d] summed in double in
+ * key order and rounded once: every product p_j v_j is exact in double and n <= 2^20 of them lose
+ * at most ~n 2^-53 relative, so o is (nearly always) the fp32 rounding of the exact sum, where the
+ * default fp32 sum over n keys errs ~sqrt(n) 2^-25 (a few 1e-6 over 8K keys). It answers how much
+ * of the GPU-vs-CPU drift over long contexts is the CPU reference's own attention rounding. One
+ * (query row, head) per task, keys in order: bit-identical for any thread count and chunk size. */
+static rs_status cpu_attention_f64_(rs_backend *be, const rs_attn_args *a)
+{
+    const size_t rep = a->H / a->Hkv, hd = a->hd, cap = a->cap, rows = a->T * a->H;
+    RS_CHECK(hd <= 1024, RS_E_SHAPE, "attention (RS_CPU_ATTN=f64): head_dim %zu > 1024", hd);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(be->n_threads)
+    for (long r = 0; r < (long)rows; r++) {
+        const size_t t = (size_t)r / a->H, h = (size_t)r % a->H, g = h / rep, n = a->n_past + t + 1;
+        const float *q = a->Q + t * a->ldq + h * a->q_hstride, *Kh = a->Kc + g * cap * hd, *Vh = a->Vc + g * cap * hd;
+        float *s = a->scratch + (size_t)omp_get_thread_num() * (a->scratch_rows ? a->scratch_rows : 1) * cap;
+        for (size_t j = 0; j < n; j++) s[j] = dot8_(q, Kh + j * hd, hd) * a->scale;
+        rs_softmax_inplace(s, n);
+        double acc[1024];
+        for (size_t d = 0; d < hd; d++) acc[d] = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            const double pj = s[j];
+            const float *v = Vh + j * hd;
+            for (size_t d = 0; d < hd; d++) acc[d] += pj * (double)v[d];
+        }
+        float *o = a->O + t * a->ldo + h * hd;
+        for (size_t d = 0; d < hd; d++) o[d] = (float)acc[d];
+    }
+    return RS_OK;
+}
+
 static rs_status cpu_attention_(rs_backend *be, const rs_attn_args *a)
 {
     RS_CHECK(a->Hkv > 0 && a->H % a->Hkv == 0, RS_E_SHAPE,
@@ -208,6 +240,7 @@ static rs_status cpu_attention_(rs_backend *be, const rs_attn_args *a)
     RS_CHECK(a->n_past + a->T <= a->cap, RS_E_SHAPE,
              "attention: %zu positions exceed the KV cache capacity %zu", a->n_past + a->T, a->cap);
     if (a->T == 0) return RS_OK;
+    if (((const cpu_impl *)be->impl)->attn_f64) return cpu_attention_f64_(be, a);
     const size_t rep = a->H / a->Hkv, hd = a->hd, cap = a->cap, rows_g = a->T * rep;
     const size_t srows = a->scratch_rows ? a->scratch_rows : 1; /* allocated rows per thread */
     const size_t want_per_g = (4 * (size_t)be->n_threads + a->Hkv - 1) / a->Hkv;
@@ -343,6 +376,13 @@ rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
         return rs_error_set(RS_E_INVAL, "RS_CPU_GEMM=%s: unknown (openblas, the default, or loop)", g);
     }
     im->gemm_loop = g && !strcmp(g, "loop");
+    const char *at = getenv("RS_CPU_ATTN");
+    if (at && *at && strcmp(at, "f64") && strcmp(at, "fp32")) {
+        free(be);
+        free(im);
+        return rs_error_set(RS_E_INVAL, "RS_CPU_ATTN=%s: unknown (fp32, the default, or f64)", at);
+    }
+    im->attn_f64 = at && !strcmp(at, "f64");
     openblas_set_num_threads(1); /* threads come from OpenMP (see cpu_linear_) */
     *out = be;
     return RS_OK;
