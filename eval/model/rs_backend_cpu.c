@@ -355,6 +355,17 @@ static const rs_backend_ops cpu_ops_ = {
     .parallel_for = cpu_parallel_for_,
 };
 
+/* a diagnostic switch of the environment: unset, empty or `dflt` -> *on = 0, `alt` -> 1, anything
+ * else refused (RS_E_INVAL naming both values) */
+static rs_status env_switch_(const char *name, const char *dflt, const char *alt, int *on)
+{
+    const char *v = getenv(name);
+    RS_CHECK(!v || !*v || !strcmp(v, dflt) || !strcmp(v, alt), RS_E_INVAL, "%s=%s: unknown (%s, the default, or %s)",
+             name, v, dflt, alt);
+    *on = v && !strcmp(v, alt);
+    return RS_OK;
+}
+
 rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
 {
     RS_CHECK(out != NULL, RS_E_INVAL, "rs_backend_cpu_create: NULL out");
@@ -369,20 +380,13 @@ rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
     be->ops = &cpu_ops_;
     be->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
     be->impl = im;
-    const char *g = getenv("RS_CPU_GEMM");
-    if (g && *g && strcmp(g, "loop") && strcmp(g, "openblas")) {
+    rs_status st = env_switch_("RS_CPU_GEMM", "openblas", "loop", &im->gemm_loop);
+    if (st == RS_OK) st = env_switch_("RS_CPU_ATTN", "fp32", "f64", &im->attn_f64);
+    if (st != RS_OK) {
         free(be);
         free(im);
-        return rs_error_set(RS_E_INVAL, "RS_CPU_GEMM=%s: unknown (openblas, the default, or loop)", g);
+        return st;
     }
-    im->gemm_loop = g && !strcmp(g, "loop");
-    const char *at = getenv("RS_CPU_ATTN");
-    if (at && *at && strcmp(at, "f64") && strcmp(at, "fp32")) {
-        free(be);
-        free(im);
-        return rs_error_set(RS_E_INVAL, "RS_CPU_ATTN=%s: unknown (fp32, the default, or f64)", at);
-    }
-    im->attn_f64 = at && !strcmp(at, "f64");
     openblas_set_num_threads(1); /* threads come from OpenMP (see cpu_linear_) */
     *out = be;
     return RS_OK;

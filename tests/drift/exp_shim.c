@@ -2,7 +2,7 @@
  * far does the CPU evaluator's reference NLL move when its expf / log1pf round differently, as
  * CUDA's (a few ulps, not glibc's) do on the GPU? Not linked into anything; build and run:
  *
- *   cc -O2 -shared -fPIC -o exp_shim.so eval/cuda/tests/exp_shim.c -ldl -lm
+ *   cc -O2 -shared -fPIC -o exp_shim.so tests/drift/exp_shim.c -ldl -lm
  *   RS_EXP_SHIM=ulp LD_PRELOAD=$PWD/exp_shim.so replayssm kl ... --policy none
  *
  * RS_EXP_SHIM=ulp: glibc's result moved by one ulp (up or down) for a fixed pseudo-random third of
