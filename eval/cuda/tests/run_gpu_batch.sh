@@ -8,6 +8,7 @@
 #   3. the Qwen3.5-4B shape (random weights built here with transformers: make_4b_books.py):
 #      the same with 8 streams x RS_4B_TOKENS at chunk RS_CHUNK, --batch 1 vs --batch 8.
 #   run_gpu_batch.sh BINDIR OUTDIR   (run from the repository root; the scripts beside this one)
+# Env RS_BATCH_PARTS (default "1 2 3") picks the parts, e.g. "3" for the 4B shape alone.
 set -uo pipefail
 BIN=${1:?bindir}
 OUTD=${2:?outdir}
@@ -21,9 +22,13 @@ WORK=${RS_WORK:-/tmp/rsbooks}
 mkdir -p "$WORK"
 POL="shared:nvfp4-sr,split:nvfp4-rtn/fp32,split:nvfp4-rtn/fp16-sr,conv:fp16-sr"
 rc=0
-echo "== 1. test_gpu_batch"
-"$BIN/test_gpu_batch" . > "$OUTD/test_gpu_batch.txt" 2>&1 || rc=1
-cat "$OUTD/test_gpu_batch.txt" | cut -c1-260
+PARTS=" ${RS_BATCH_PARTS:-1 2 3} "
+part() { case "$PARTS" in *" $1 "*) return 0 ;; esac; return 1; }
+if part 1; then
+  echo "== 1. test_gpu_batch"
+  "$BIN/test_gpu_batch" . > "$OUTD/test_gpu_batch.txt" 2>&1 || rc=1
+  cut -c1-260 "$OUTD/test_gpu_batch.txt"
+fi
 
 # kl on S streams of N random ids with --batch B; prints the summary's cost lines
 bench() { # model tag N chunk batch
@@ -51,13 +56,17 @@ for k in sorted(a["runs"].keys()):
     print(f"  {a['runs'][k].attrs['policy']}: mean KL {ma:.5e} vs {mb:.5e} (rel {abs(ma - mb) / mb:.4f})")
 PY
 }
-echo "== 2. bundled gdn-tiny"
-for B in 1 8; do bench data/models/gdn-tiny tiny "${RS_TINY_TOKENS:-4096}" 256 $B; done
-compare tiny
-echo "== 3. Qwen3.5-4B shape"
-t0=$(date +%s)
-python3 "$HERE/make_4b_books.py" "$WORK" 2>&1 | grep -v -i warn | tail -3
-echo "model built in $(( $(date +%s) - t0 )) s"
-for B in 1 8; do bench "$WORK/qwen3_5_4b" q4b "${RS_4B_TOKENS:-2048}" "${RS_CHUNK:-256}" $B; nvidia-smi --query-gpu=memory.used --format=csv,noheader; done
-compare q4b
+if part 2; then
+  echo "== 2. bundled gdn-tiny"
+  for B in 1 8; do bench data/models/gdn-tiny tiny "${RS_TINY_TOKENS:-4096}" 256 $B; done
+  compare tiny
+fi
+if part 3; then
+  echo "== 3. Qwen3.5-4B shape"
+  t0=$(date +%s)
+  python3 "$HERE/make_4b_books.py" "$WORK" 2>&1 | grep -v -i warn | tail -3
+  echo "model built in $(( $(date +%s) - t0 )) s"
+  for B in 1 8; do bench "$WORK/qwen3_5_4b" q4b "${RS_4B_TOKENS:-2048}" "${RS_CHUNK:-256}" $B; nvidia-smi --query-gpu=memory.used --format=csv,noheader; done
+  compare q4b
+fi
 exit $rc
