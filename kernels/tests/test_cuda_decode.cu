@@ -17,6 +17,9 @@
  *     <= 2x the engine's own fp32 error + 1e-7, final states likewise (issue 8's criterion);
  *   - for the bf16 ring (Mamba-2), inputs are bf16-exact, so the ring stores them unchanged and
  *     the engine's fp32 records are the same numbers.
+ * ReplaySSM runs the fused launch (the default, no `work` scratch given) and, on three runs, the
+ * separate prologue (prologue = 1); after each run one step is captured as a CUDA graph: kernel nodes
+ * counted (1 fused, 2 with the prologue) and its replay equal to a direct call bit for bit.
  * fp16/bf16 conventional state: one step bit for bit against codes computed with rs_elem_encode
  * from the documented SR keying; 64 steps bit for bit against the engine's conv:<fmt> policy
  * (Mamba-2: same elementwise update, same codec, same Philox keying); then 1000 steps of fp16
@@ -34,7 +37,7 @@ static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise
 /* GPU buffers of one decode run and their per-row views. */
 struct Rig {
     Shape s{};
-    int B = 0, L = 0, rows = 0;
+    int B = 0, L = 0, rows = 0, prologue = 0; /* prologue: rs_cuda_replay_state.prologue (0 = one fused launch) */
     bool bf16 = false;
     size_t nS = 0, es = 4;
     float *Sc = nullptr, *Sr = nullptr, *ra = nullptr, *work = nullptr, *oc = nullptr;
@@ -65,9 +68,10 @@ struct Rig {
                                    bf16 ? RS_CUDA_BF16 : RS_CUDA_F32,
                                    L,
                                    fill + b0,
-                                   work,
+                                   prologue ? work : nullptr, /* the fused launch must not need scratch */
                                    nullptr,
                                    rows};
+        st.prologue = prologue;
         return st;
     }
     rs_cuda_conv_state conv(int b0) const
@@ -144,7 +148,63 @@ static void step(Rig &g, Bank &bank_r, Bank *bank_c, std::vector<double> &S64, i
     }
 }
 
-static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring, int rows = 0)
+/* One step captured in a CUDA graph: the graph holds `want` kernel nodes (fused: 1; prologue: 2), and
+ * replaying it from the same state gives the outputs, checkpoint and ring of a direct call bit for bit
+ * (the kernels are deterministic: fixed reduction trees, no atomics; the state is restored in between,
+ * and the record stores rewrite slot fill of the ring with the same values). Rows at their current
+ * fills, so flushing rows are among them when a row sits at L - 1. */
+static void graph_check(Rig &g, int want, const char *what)
+{
+    const Shape &s = g.s;
+    const size_t nout = (size_t)g.B * s.H * s.dv, rvb = (size_t)g.B * s.H * g.L * s.dv * g.es;
+    rs_ssm_dims d = {g.B, s.H, s.G, s.dv, DK};
+    StepIn in;
+    ct_gen_step(s, g.B, g.bf16, ct_head_rates(s.H), in);
+    DevStep io;
+    io.alloc(s, g.B, 1);
+    float *Ssave = dalloc<float>(g.nS);
+    CK(cudaMemcpy(Ssave, g.Sr, g.nS * sizeof(float), cudaMemcpyDeviceToDevice));
+    const rs_cuda_replay_state st = g.replay(0);
+    const rs_ssm_step_io sio = io.io();
+    std::vector<float> o1(nout), o2(nout), S1(g.nS), S2(g.nS);
+    std::vector<uint8_t> r1(rvb), r2(rvb);
+    io.upload(in);
+    RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, nullptr));
+    CK(cudaDeviceSynchronize());
+    d2h(o1, io.o), d2h(S1, g.Sr), d2h(r1, (const uint8_t *)g.rv);
+    CK(cudaMemcpy(g.Sr, Ssave, g.nS * sizeof(float), cudaMemcpyDeviceToDevice));
+    io.upload(in); /* NaN poison again */
+    cudaStream_t cs;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    size_t nodes = 0;
+    CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, cs));
+    CK(cudaStreamEndCapture(cs, &graph));
+    CK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    CK(cudaGraphLaunch(exec, cs));
+    CK(cudaStreamSynchronize(cs));
+    d2h(o2, io.o), d2h(S2, g.Sr), d2h(r2, (const uint8_t *)g.rv);
+    const size_t bo = ct_bits_differ(o1.data(), o2.data(), nout), bs = ct_bits_differ(S1.data(), S2.data(), g.nS);
+    const bool rsame = !memcmp(r1.data(), r2.data(), rvb);
+    const int launches = rs_cuda_replay_launches(&sio, &st);
+    char name[160];
+    snprintf(name, sizeof name, "replay %s %s L=%d %s: one step as a CUDA graph", ct_fam(s), s.name, g.L, what);
+    ct_report(name, nodes == (size_t)want && launches == want && bo == 0 && bs == 0 && rsame,
+              "%zu kernel nodes (want %d; rs_cuda_replay_launches %d); graph vs direct: %zu output, %zu checkpoint bits "
+              "differ, ring %s",
+              nodes, want, launches, bo, bs, rsame ? "equal" : "DIFFERS");
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(cs));
+    cudaFree(Ssave);
+    io.free_all();
+}
+
+/* prologue: rs_cuda_replay_state.prologue (0: the fused launch, the default; 1: prologue + main) */
+static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring, int rows = 0, int prologue = 0)
 {
     const int B = 4, H = s.H, dv = s.dv;
     const size_t nS = (size_t)B * H * dv * DK;
@@ -156,6 +216,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
 
     Rig g;
     g.alloc(s, B, L, bf16_ring, rows, S0);
+    g.prologue = prologue;
     Bank bank_r, bank_c;
     bank_r.init(s, B, "shared:fp32", (size_t)L, 1, nullptr, 0, S0.data());
     if (!bf16_ring) bank_c.init(s, B, "fp32", (size_t)L, 1, nullptr, 0, S0.data());
@@ -202,8 +263,8 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                       esc64 <= 2 * ese64 + k_floor && e.conv_eng <= k_tol_engine && state_eng_ok,
                   "vs f64: out %.2e state %.2e (engine %.2e %.2e); vs engine: out %.2e state %.2e (%zu bits differ)",
                   e.conv64, esc64, e.eng64, ese64, e.conv_eng, esc_eng, nbits);
-        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring rpw=%d wph=%d", fam, s.name, L, rows,
-                 rs_cuda_get_warps_per_head());
+        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring rpw=%d wph=%d %s", fam, s.name, L, rows,
+                 rs_cuda_get_warps_per_head(), prologue ? "prologue+main" : "fused");
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es64 <= k_tol64 &&
                       es64 <= 2 * ese64 + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -212,7 +273,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     } else {
-        snprintf(name, sizeof name, "replay %s %s L=%d bf16 ring", fam, s.name, L);
+        snprintf(name, sizeof name, "replay %s %s L=%d bf16 ring %s", fam, s.name, L, prologue ? "prologue+main" : "fused");
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && es64 <= k_tol64 && e.rep_eng <= k_tol_engine &&
                       eck_eng <= k_tol_engine && est_eng <= k_tol_engine,
@@ -220,6 +281,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "%d flushes, fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     }
+    graph_check(g, prologue ? 2 : 1, prologue ? "prologue+main" : "fused");
     g.free_all();
     io1.free_all(), io4.free_all();
 }
@@ -549,6 +611,10 @@ int main(int argc, char **argv)
     test_decode_shape(ct_shapes[2], nshort, 64, false); /* the largest window: lanes hold 2 records */
     test_decode_shape(ct_shapes[0], nshort, 4, false);
     test_decode_shape(ct_shapes[3], nshort, 16, false, 8); /* 8 rows per chunk */
+    /* the separate prologue launch (rs_cuda_replay_state.prologue = 1, kept for side-by-side timing) */
+    test_decode_shape(ct_shapes[1], nshort, 16, false, 0, 1);
+    test_decode_shape(ct_shapes[2], nshort, 16, false, 0, 1);
+    test_decode_shape(ct_shapes[1], nshort, 16, true, 0, 1);
     for (const HalfCfg &cf : k_half) test_half_one_step(cf);
     for (const HalfCfg &cf : k_half) test_half_engine(cf, ct_quick ? 4 : 64);
     test_half_long(nsteps);
