@@ -127,31 +127,33 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
         if (!conv) return 1;
         print_row(conv, 0);
         double conv_us = conv->median_us;
-        /* ReplaySSM as the default fused launch and, side by side (variant suffix -prep), with the
-         * separate prologue launch of before (rs_cuda_replay_state.prologue = 1) */
-        for (int prep = 0; prep <= 1; ++prep) {
+        /* ReplaySSM with the default launch choice (RS_CUDA_LAUNCH_AUTO) and, side by side, forced to the
+         * separate prologue (variant suffix -prep) and to the fused launch (suffix -fused) */
+        for (int lm = 0; lm < 3; ++lm) {
+            static const char *sfx[] = {"", "-prep", "-fused"};
+            const char *x = sfx[lm];
             char v[24];
             k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
-            k.prologue = prep;
-            snprintf(v, sizeof v, "cycle-bf16ring%s", prep ? "-prep" : "");
+            k.launch = lm == 0 ? RS_CUDA_LAUNCH_AUTO : lm == 1 ? RS_CUDA_LAUNCH_PROLOGUE : RS_CUDA_LAUNCH_FUSED;
+            snprintf(v, sizeof v, "cycle-bf16ring%s", x);
             bn_row *r = bn_run(c, "std", m, &k, v);
             if (!r) return 1;
             r->speedup = conv_us / r->median_us;
             print_row(r, r->speedup);
             if (B == 256) { /* the parts of the amortised step, and the fp32 ring */
                 k.ring_dtype = RS_CUDA_F32;
-                snprintf(v, sizeof v, "cycle-fp32ring%s", prep ? "-prep" : "");
+                snprintf(v, sizeof v, "cycle-fp32ring%s", x);
                 if (!(r = bn_run(c, "std", m, &k, v))) return 1;
                 r->speedup = conv_us / r->median_us;
                 print_row(r, r->speedup);
                 k.ring_dtype = RS_CUDA_BF16;
                 k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7;
-                snprintf(v, sizeof v, "nonflush-h7%s", prep ? "-prep" : "");
+                snprintf(v, sizeof v, "nonflush-h7%s", x);
                 if (!(r = bn_run(c, "std", m, &k, v))) return 1;
                 r->speedup = conv_us / r->median_us;
                 print_row(r, r->speedup);
                 k.fill_mode = RS_BENCH_FILL_FLUSH;
-                snprintf(v, sizeof v, "allflush%s", prep ? "-prep" : "");
+                snprintf(v, sizeof v, "allflush%s", x);
                 if (!(r = bn_run(c, "std", m, &k, v))) return 1;
                 r->speedup = conv_us / r->median_us;
                 print_row(r, r->speedup);
@@ -251,16 +253,19 @@ int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
                  "(x = vs the default fp32 read)");
     double base = 0;
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
-        /* every format with the default fused launch and with the separate prologue (suffix -prep);
-         * low-precision formats: the default kernel (v4) and v3 (suffix -v3, which keeps the prologue) */
-        for (int mode = 0; mode < 3; ++mode) {
-            if (mode == 2 && fs[i] == RS_FMT_FP32) break;
+        /* every format with the default launch choice, forced to the separate prologue (suffix -prep) and
+         * to the fused launch (-fused); low-precision formats: the default kernel (v4) and v3 (suffix -v3,
+         * which keeps the prologue) */
+        for (int mode = 0; mode < 4; ++mode) {
+            if (mode == 3 && fs[i] == RS_FMT_FP32) break;
+            static const char *sfx[] = {"", "-prep", "-fused", "-v3"};
             rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
             k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
-            k.lp_kernel = mode == 2 ? 3 : 0, k.prologue = mode == 1;
+            k.lp_kernel = mode == 3 ? 3 : 0;
+            k.launch = mode == 1 ? RS_CUDA_LAUNCH_PROLOGUE : mode == 2 ? RS_CUDA_LAUNCH_FUSED : RS_CUDA_LAUNCH_AUTO;
             /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
             char v[24];
-            snprintf(v, sizeof v, "nonflush-h7-%s%s", fmtname(fs[i]), mode == 2 ? "-v3" : mode == 1 ? "-prep" : "");
+            snprintf(v, sizeof v, "nonflush-h7-%s%s", fmtname(fs[i]), sfx[mode]);
             bn_row *r = bn_run(c, "lp", m, &k, v);
             if (!r) return 1;
             if (i == 0 && mode == 0) base = r->median_us;

@@ -30,12 +30,12 @@ static const char k_about[] =
     "  copy     device-to-device copy ceiling (bytes read + written)\n"
     "  std      standard decode, fp32 state, L = 16: conventional vs ReplaySSM,\n"
     "           B in {1, 8, 32, 128, 256, 512}, flush cost amortised over the window; ReplaySSM as\n"
-    "           the default fused launch and with the separate prologue launch (variants -prep)\n"
+    "           the default launch choice and forced to two launches / one (variants -prep, -fused)\n"
     "  window   ReplaySSM, L in {4, 8, 16, 32, 64}, B = 256\n"
     "  verify   speculative verification, T in {1, 2, 4, 6, 8, 12, 16} at L = 16, a = 1 and a = T,\n"
     "           B = 256: snapshot baseline (1R + T W) vs ReplaySSM output-only (+ UT solve, GDN);\n"
     "           ReplaySSM also at L + T = 64 ((L, T) = (48, 16), (56, 8))\n"
-    "  lp       ReplaySSM non-flush step reading an fp32 / fp16 / fp8 / nvfp4 checkpoint (fused, -prep, -v3)\n"
+    "  lp       ReplaySSM non-flush read of an fp32 / fp16 / fp8 / nvfp4 checkpoint (-prep, -fused, -v3)\n"
     "Timing: CUDA graphs of consecutive steps over rotating input sets larger than the L2,\n"
     "CUDA events, warm-up, median of N replays. Every row reports achieved GB/s of the\n"
     "bytes that must move and % of the measured copy bandwidth; std rows also carry the\n"
@@ -185,15 +185,16 @@ int rs_cmd_bench(int argc, char **argv)
         static const char *pv[][2] = {{"std", "cycle-bf16ring"}, {"std", "nonflush-h7"}, {"std", "allflush"},
                                       {"lp", "nonflush-h7-fp32"}, {"lp", "nonflush-h7-fp16"}, {"lp", "nonflush-h7-fp8"},
                                       {"lp", "nonflush-h7-nvfp4"}};
-        static const int pb[] = {1, 8, 32, 256, 512};
-        printf("\n## fused launch vs separate prologue (us fused / us prologue = speed-up)\n");
+        static const int pb[] = {1, 8, 32, 128, 256, 512};
+        printf("\n## fused launch vs separate prologue (us -fused / us -prep = speed-up)\n");
         for (size_t i = 0; i < nm; ++i) {
             const rs_model_shape *m = ms[i];
             for (size_t j = 0; j < sizeof pv / sizeof pv[0]; ++j)
                 for (size_t q = 0; q < sizeof pb / sizeof pb[0]; ++q) {
-                    char v2[32];
+                    char v1[32], v2[32];
+                    snprintf(v1, sizeof v1, "%s-fused", pv[j][1]);
                     snprintf(v2, sizeof v2, "%s-prep", pv[j][1]);
-                    bn_row *f = rs_bench_find_row(&c, pv[j][0], m->name, "replay", pv[j][1], pb[q]);
+                    bn_row *f = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v1, pb[q]);
                     bn_row *o = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v2, pb[q]);
                     if (f && o)
                         printf("%-18s %-4s %-20s B=%-4d %9.1f / %9.1f = %.3fx\n", m->name, pv[j][0], pv[j][1], pb[q],

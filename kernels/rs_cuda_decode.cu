@@ -6,15 +6,15 @@
  * float4 (16-byte, fully coalesced: a row is one 512-byte warp access). A warp handles 4
  * consecutive rows, whose loads are all issued before the first use.
  *   conventional: block = 4 warps = 16 rows of one (b, h); grid = B * H * d_v/16.
- *   replay:       one launch (issue 18, the default): every warp of the main kernel forms its own
- *                 head's coefficients (k_j . q and k_j . k of its key head, the decay products of
- *                 its value head, float64 rounded once: engine/rs_gamma.h) while its first
- *                 checkpoint loads are in flight; or (rs_cuda_replay_state.prologue = 1, the
- *                 earlier path kept for side-by-side timing) two launches: a prologue (block per
- *                 row and key head) writes those coefficients to `work` once per key head, then the
- *                 main kernel. The main kernel gives each warp RPW rows (4 or 8) and no block
- *                 barrier: lane j also holds ring record j (and j + 32), so the record sum is part
- *                 of the row's warp reduction.
+ *   replay:       one launch (issue 18, RS_CUDA_LAUNCH_FUSED): every warp of the main kernel forms
+ *                 its own head's coefficients (k_j . q and k_j . k of its key head, the decay products
+ *                 of its value head, float64 rounded once: engine/rs_gamma.h) while its first
+ *                 checkpoint loads are in flight; or (RS_CUDA_LAUNCH_PROLOGUE, the earlier path) two
+ *                 launches: a prologue (block per row and key head) writes those coefficients to
+ *                 `work` once per key head, then the main kernel. RS_CUDA_LAUNCH_AUTO (default)
+ *                 picks per call what measured faster (rs_cuda_replay_launches). The main kernel
+ *                 gives each warp RPW rows (4 or 8) and no block barrier: lane j also holds ring
+ *                 record j (and j + 32), so the record sum is part of the row's warp reduction.
  * Arithmetic is fp32. The conventional state update is written as alpha*s + v*k (GDN:
  * alpha*s + u*k) with explicit round-to-nearest intrinsics, the same operations as a plain C
  * loop, so a fp16/bf16 store can be checked bit for bit against the CPU codecs.
@@ -734,16 +734,16 @@ static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
                                                                                                             *st);
 }
 
-/* fp32 reads: one fused launch unless st->prologue; v3's low-precision reads (CKF != FP32) keep the
- * prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
+/* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
+ * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
 template <int FAM, int RDT, int CKF, int RPW>
-static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                           const rs_ckpt_src &src, cudaStream_t s)
 {
     const rs_geom g = rs_replay_geom(d, RPW);
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
     if constexpr (CKF == RS_FMT_FP32) {
-        if (!st->prologue) {
+        if (fused) {
             if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             return;
@@ -761,10 +761,9 @@ static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const 
  * dynamic shared memory (per warp: the head tables and the stages) stays within the 48 KB that
  * needs no opt-in attribute (so the first launch may sit inside a graph capture) */
 template <int FAM, int RDT, int CKF>
-static void replay_launch_wide(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
-                               const rs_ckpt_src &src, cudaStream_t s)
+static void replay_launch_wide(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
-    const bool fused = !st->prologue;
     if (!fused) replay_prep_launch<FAM, RDT>(d, io, st, s);
     rs_geom g = rs_replay_geom(d, RS_LPW_ROWS);
     unsigned hpw = 1;
@@ -791,27 +790,27 @@ static void replay_launch_wide(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
 }
 
 template <int FAM, int RDT>
-static void replay_launch_ckf(int ckf, int rpw, bool wide, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_ckf(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     constexpr int RLP = FAM == RS_SSM_GDN ? 8 : 16;
     if (wide) {
         switch (ckf) {
-        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(d, io, st, src, s); return;
-        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(d, io, st, src, s); return;
-        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(d, io, st, src, s); return;
-        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(d, io, st, src, s); return;
+        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(fused, d, io, st, src, s); return;
+        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(fused, d, io, st, src, s); return;
+        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(fused, d, io, st, src, s); return;
+        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(fused, d, io, st, src, s); return;
         default: break;
         }
     }
-    switch (ckf) {
-    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(d, io, st, src, s); break;
-    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(d, io, st, src, s); break;
-    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(d, io, st, src, s); break;
-    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(d, io, st, src, s); break;
+    switch (ckf) { /* v3 low-precision reads: always with the prologue (fused = false there) */
+    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(false, d, io, st, src, s); break;
+    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(false, d, io, st, src, s); break;
+    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(false, d, io, st, src, s); break;
+    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(false, d, io, st, src, s); break;
     default:
-        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(d, io, st, src, s);
-        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(d, io, st, src, s);
+        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(fused, d, io, st, src, s);
+        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(fused, d, io, st, src, s);
         break;
     }
 }
@@ -834,11 +833,27 @@ extern "C" int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda
     return aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v) ? 4 : 3;
 }
 
-/* the prologue is fused into the main kernel unless asked for (prologue = 1) or v3 low-precision reads run */
-extern "C" int rs_cuda_replay_launches(const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
+/* One launch (the fused kernel) or two (prologue + main). AUTO follows the H200 measurements of issue 18
+ * (docs/kernels-notes.md v5: one `replayssm bench` run with both paths, L = 16, the amortised cycle): every
+ * fused warp pays the key dots and the decay scan (a dependent chain of ~1 us) once, so the fused launch
+ * wins where that is paid once for the whole step, i.e. the main grid is at most one wave (B = 1 on the
+ * four shapes: 1.23-1.67x), or where each warp streams enough chunks to hide it (>= 16 chunks of its
+ * head: 1.008-1.021x at B = 256-512 for the shapes with 64-row or 128-row warps), and loses elsewhere
+ * (B = 8-128 and Qwen3.5-4B at 256, whose warps walk 1-8 chunks: 0.67-0.99x; Nemotron-3-Nano at B = 8 and
+ * 32, 5 chunks a warp, was 1.04-1.11x, which the rule gives up). v4 low-precision reads: the prologue
+ * (fused measured 0.81-0.94x at B = 256; B = 1 not measured). One wave = 16 warps per SM (the fp32 main
+ * kernels' occupancy at 96-128 registers). */
+extern "C" int rs_cuda_replay_launches(const rs_ssm_dims *dims, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
 {
-    if (!st) return 0;
-    return st->prologue || rs_cuda_replay_lp_version(io, st) == 3 ? 2 : 1;
+    if (!dims || !io || !st) return 0;
+    const int lpv = rs_cuda_replay_lp_version(io, st);
+    if (lpv == 3 || st->launch == RS_CUDA_LAUNCH_PROLOGUE) return 2;
+    if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
+    if (lpv != 0) return 2; /* AUTO, v4 reads */
+    const int rpw = st->rows_per_warp == 8 ? 8 : 4;
+    const rs_geom g = rs_replay_geom(dims, rpw);
+    const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
+    return one_wave || g.rows / rpw >= 16 ? 1 : 2;
 }
 
 extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
@@ -848,9 +863,8 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
     RS_TRY(check_dims(dims, io, fam, who));
     RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill, RS_E_INVAL,
              "%s: NULL state array", who);
-    RS_CHECK(st->prologue == 0 || st->prologue == 1, RS_E_INVAL, "%s: prologue = %d (need 0 or 1)", who, st->prologue);
-    RS_CHECK(st->work || rs_cuda_replay_launches(io, st) == 1, RS_E_INVAL,
-             "%s: NULL work (the separate prologue launch needs it)", who);
+    RS_CHECK(st->launch >= RS_CUDA_LAUNCH_AUTO && st->launch <= RS_CUDA_LAUNCH_FUSED, RS_E_INVAL,
+             "%s: launch = %d (need 0, 1 or 2)", who, st->launch);
     RS_CHECK(st->L >= 1 && st->L <= RS_CUDA_LMAX, RS_E_INVAL, "%s: window L = %d outside 1..%d", who, st->L,
              RS_CUDA_LMAX);
     RS_CHECK(st->rows_per_warp == 0 || st->rows_per_warp == 4 || st->rows_per_warp == 8, RS_E_INVAL,
@@ -877,12 +891,15 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
     const bool wide = rs_cuda_replay_lp_version(io, st) == 4;
+    const bool fused = rs_cuda_replay_launches(dims, io, st) == 1;
+    RS_CHECK(st->work || fused, RS_E_INVAL, "%s: NULL work (the separate prologue launch needs it)", who);
     if (fam == RS_SSM_MAMBA2) {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32)
+            replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
     } else {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
     }
     RS_TRY(rs_cuda_launch_status(who));
     if (fam == RS_SSM_GDN && st->ring_vraw) { /* the flush rows the main kernel left: u recomputed */

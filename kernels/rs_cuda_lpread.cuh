@@ -119,7 +119,7 @@ template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stag
  * sequence through its pipeline (the start-up latency, fill -> ring pieces -> first chunk, paid
  * once per hpw heads; but the head tables below are filled head after head, serially, which cost
  * more than that saved at B = 256: docs/kernels-notes.md v4b). coef_bytes: the per-warp tables. */
-/* FUSED (issue 18, the default): no prologue launch; the warp forms its heads' coefficients itself
+/* FUSED (issue 18, RS_CUDA_LAUNCH_FUSED): no prologue launch; the warp forms its heads' coefficients itself
  * (replay_key_dots once for its key head, replay_head_coefs per value head) after issuing its first
  * stages' copies, and warps of part 0 store this step's record; !FUSED reads them from `work`. */
 template <int FAM, int RDT, int CKF, bool TWO, bool FUSED>
