@@ -127,25 +127,37 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
         if (!conv) return 1;
         print_row(conv, 0);
         double conv_us = conv->median_us;
-        k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
-        bn_row *r = bn_run(c, "std", m, &k, "cycle-bf16ring");
-        if (!r) return 1;
-        r->speedup = conv_us / r->median_us;
-        print_row(r, r->speedup);
-        if (B == 256) { /* the parts of the amortised step, and the fp32 ring */
-            k.ring_dtype = RS_CUDA_F32;
-            if (!(r = bn_run(c, "std", m, &k, "cycle-fp32ring"))) return 1;
+        /* ReplaySSM with the default launch choice (RS_CUDA_LAUNCH_AUTO) and, side by side, forced to the
+         * separate prologue (variant suffix -prep) and to the fused launch (suffix -fused) */
+        for (int lm = 0; lm < 3; ++lm) {
+            static const char *sfx[] = {"", "-prep", "-fused"};
+            const char *x = sfx[lm];
+            char v[24];
+            k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
+            k.launch = lm == 0 ? RS_CUDA_LAUNCH_AUTO : lm == 1 ? RS_CUDA_LAUNCH_PROLOGUE : RS_CUDA_LAUNCH_FUSED;
+            snprintf(v, sizeof v, "cycle-bf16ring%s", x);
+            bn_row *r = bn_run(c, "std", m, &k, v);
+            if (!r) return 1;
             r->speedup = conv_us / r->median_us;
             print_row(r, r->speedup);
-            k.ring_dtype = RS_CUDA_BF16;
-            k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7;
-            if (!(r = bn_run(c, "std", m, &k, "nonflush-h7"))) return 1;
-            r->speedup = conv_us / r->median_us;
-            print_row(r, r->speedup);
-            k.fill_mode = RS_BENCH_FILL_FLUSH;
-            if (!(r = bn_run(c, "std", m, &k, "allflush"))) return 1;
-            r->speedup = conv_us / r->median_us;
-            print_row(r, r->speedup);
+            if (B == 256) { /* the parts of the amortised step, and the fp32 ring */
+                k.ring_dtype = RS_CUDA_F32;
+                snprintf(v, sizeof v, "cycle-fp32ring%s", x);
+                if (!(r = bn_run(c, "std", m, &k, v))) return 1;
+                r->speedup = conv_us / r->median_us;
+                print_row(r, r->speedup);
+                k.ring_dtype = RS_CUDA_BF16;
+                k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7;
+                snprintf(v, sizeof v, "nonflush-h7%s", x);
+                if (!(r = bn_run(c, "std", m, &k, v))) return 1;
+                r->speedup = conv_us / r->median_us;
+                print_row(r, r->speedup);
+                k.fill_mode = RS_BENCH_FILL_FLUSH;
+                snprintf(v, sizeof v, "allflush%s", x);
+                if (!(r = bn_run(c, "std", m, &k, v))) return 1;
+                r->speedup = conv_us / r->median_us;
+                print_row(r, r->speedup);
+            }
         }
     }
     return 0;
@@ -237,20 +249,26 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
 int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
 {
     static const rs_format_kind fs[] = {RS_FMT_FP32, RS_FMT_FP16, RS_FMT_FP8, RS_FMT_NVFP4};
-    print_header("non-flush ReplaySSM step reading a low-precision checkpoint, B = 256, L = 16, h = 7 (x = vs fp32)");
+    print_header("non-flush ReplaySSM step reading a low-precision checkpoint, B = 256, L = 16, h = 7 "
+                 "(x = vs the default fp32 read)");
     double base = 0;
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
-        /* low-precision formats: the default kernel (v4) and, side by side, v3 (variant suffix -v3) */
-        for (int lpk = 0; lpk <= 3; lpk += 3) {
-            if (lpk && fs[i] == RS_FMT_FP32) break;
+        /* every format with the default launch choice, forced to the separate prologue (suffix -prep) and
+         * to the fused launch (-fused); low-precision formats: the default kernel (v4) and v3 (suffix -v3,
+         * which keeps the prologue) */
+        for (int mode = 0; mode < 4; ++mode) {
+            if (mode == 3 && fs[i] == RS_FMT_FP32) break;
+            static const char *sfx[] = {"", "-prep", "-fused", "-v3"};
             rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
-            k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i], k.lp_kernel = lpk;
+            k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
+            k.lp_kernel = mode == 3 ? 3 : 0;
+            k.launch = mode == 1 ? RS_CUDA_LAUNCH_PROLOGUE : mode == 2 ? RS_CUDA_LAUNCH_FUSED : RS_CUDA_LAUNCH_AUTO;
             /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
             char v[24];
-            snprintf(v, sizeof v, "nonflush-h7-%s%s", fmtname(fs[i]), lpk ? "-v3" : "");
+            snprintf(v, sizeof v, "nonflush-h7-%s%s", fmtname(fs[i]), sfx[mode]);
             bn_row *r = bn_run(c, "lp", m, &k, v);
             if (!r) return 1;
-            if (i == 0) base = r->median_us;
+            if (i == 0 && mode == 0) base = r->median_us;
             r->speedup = base / r->median_us;
             print_row(r, r->speedup);
         }

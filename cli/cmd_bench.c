@@ -29,12 +29,13 @@ static const char k_about[] =
     "GPU benchmark of the CUDA decode kernels (needs a CUDA build and a GPU):\n"
     "  copy     device-to-device copy ceiling (bytes read + written)\n"
     "  std      standard decode, fp32 state, L = 16: conventional vs ReplaySSM,\n"
-    "           B in {1, 8, 32, 128, 256, 512}, flush cost amortised over the window\n"
+    "           B in {1, 8, 32, 128, 256, 512}, flush cost amortised over the window; ReplaySSM as\n"
+    "           the default launch choice and forced to two launches / one (variants -prep, -fused)\n"
     "  window   ReplaySSM, L in {4, 8, 16, 32, 64}, B = 256\n"
     "  verify   speculative verification, T in {1, 2, 4, 6, 8, 12, 16} at L = 16, a = 1 and a = T,\n"
     "           B = 256: snapshot baseline (1R + T W) vs ReplaySSM output-only (+ UT solve, GDN);\n"
     "           ReplaySSM also at L + T = 64 ((L, T) = (48, 16), (56, 8))\n"
-    "  lp       ReplaySSM non-flush step reading an fp32 / fp16 / fp8 / nvfp4 checkpoint\n"
+    "  lp       ReplaySSM non-flush read of an fp32 / fp16 / fp8 / nvfp4 checkpoint (-prep, -fused, -v3)\n"
     "Timing: CUDA graphs of consecutive steps over rotating input sets larger than the L2,\n"
     "CUDA events, warm-up, median of N replays. Every row reports achieved GB/s of the\n"
     "bytes that must move and % of the measured copy bandwidth; std rows also carry the\n"
@@ -165,8 +166,8 @@ int rs_cmd_bench(int argc, char **argv)
         if (!rc && has_sweep(sweeps, "lp")) rc |= rs_bench_sweep_lp(&c, m);
     }
     if (c.n) { /* the summary against issue 8's targets */
-        printf("\n## summary (B = 256)\n%-18s %9s %9s %8s %9s %9s %8s %8s %8s\n", "model", "conv_us", "%copy", "replay",
-               "speedup", "verifyT8", "fp16", "fp8", "nvfp4");
+        printf("\n## summary (B = 256; B1x: conv / ReplaySSM at B = 1)\n%-18s %9s %9s %8s %9s %9s %8s %8s %8s %7s\n",
+               "model", "conv_us", "%copy", "replay", "speedup", "verifyT8", "fp16", "fp8", "nvfp4", "B1x");
         for (size_t i = 0; i < nm; ++i) {
             const rs_model_shape *m = ms[i];
             bn_row *cv = rs_bench_find_row(&c, "std", m->name, "conv", "fp32", 256);
@@ -175,9 +176,30 @@ int rs_cmd_bench(int argc, char **argv)
             bn_row *f16 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-fp16", 256);
             bn_row *f8 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-fp8", 256);
             bn_row *f4 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-nvfp4", 256);
-            printf("%-18s %9.1f %8.1f%% %8.1f %8.2fx %8.2fx %7.2fx %7.2fx %7.2fx\n", m->name, cv ? cv->median_us : 0,
+            bn_row *r1 = rs_bench_find_row(&c, "std", m->name, "replay", "cycle-bf16ring", 1);
+            printf("%-18s %9.1f %8.1f%% %8.1f %8.2fx %8.2fx %7.2fx %7.2fx %7.2fx %6.2fx\n", m->name, cv ? cv->median_us : 0,
                    cv ? cv->pct_copy : 0, rp ? rp->median_us : 0, rp ? rp->speedup : 0, v8 ? v8->norm : 0,
-                   f16 ? f16->speedup : 0, f8 ? f8->speedup : 0, f4 ? f4->speedup : 0);
+                   f16 ? f16->speedup : 0, f8 ? f8->speedup : 0, f4 ? f4->speedup : 0, r1 ? r1->speedup : 0);
+        }
+        /* issue 18: the fused launch against the separate prologue, measured side by side in this run */
+        static const char *pv[][2] = {{"std", "cycle-bf16ring"}, {"std", "nonflush-h7"}, {"std", "allflush"},
+                                      {"lp", "nonflush-h7-fp32"}, {"lp", "nonflush-h7-fp16"}, {"lp", "nonflush-h7-fp8"},
+                                      {"lp", "nonflush-h7-nvfp4"}};
+        static const int pb[] = {1, 8, 32, 128, 256, 512};
+        printf("\n## fused launch vs separate prologue (us -fused / us -prep = speed-up)\n");
+        for (size_t i = 0; i < nm; ++i) {
+            const rs_model_shape *m = ms[i];
+            for (size_t j = 0; j < sizeof pv / sizeof pv[0]; ++j)
+                for (size_t q = 0; q < sizeof pb / sizeof pb[0]; ++q) {
+                    char v1[32], v2[32];
+                    snprintf(v1, sizeof v1, "%s-fused", pv[j][1]);
+                    snprintf(v2, sizeof v2, "%s-prep", pv[j][1]);
+                    bn_row *f = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v1, pb[q]);
+                    bn_row *o = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v2, pb[q]);
+                    if (f && o)
+                        printf("%-18s %-4s %-20s B=%-4d %9.1f / %9.1f = %.3fx\n", m->name, pv[j][0], pv[j][1], pb[q],
+                               f->median_us, o->median_us, o->median_us / f->median_us);
+                }
         }
     }
     if (c.n) { /* the rows measured, also after a failed case (as before: rc stays 1 then) */

@@ -6,12 +6,15 @@
  * float4 (16-byte, fully coalesced: a row is one 512-byte warp access). A warp handles 4
  * consecutive rows, whose loads are all issued before the first use.
  *   conventional: block = 4 warps = 16 rows of one (b, h); grid = B * H * d_v/16.
- *   replay:       two launches. The prologue (block per row and key head) forms k_j . q and
- *                 k_j . k once per key head, the decay products per value head (float64,
- *                 rounded once: engine/rs_gamma.h) and writes per-head coefficients to `work`;
- *                 the main kernel gives each warp RPW rows (4 or 8) and no block barrier:
- *                 lane j also holds ring record j (and j + 32), so the record sum is part of
- *                 the row's warp reduction.
+ *   replay:       one launch (issue 18, RS_CUDA_LAUNCH_FUSED): every warp of the main kernel forms
+ *                 its own head's coefficients (k_j . q and k_j . k of its key head, the decay products
+ *                 of its value head, float64 rounded once: engine/rs_gamma.h) while its first
+ *                 checkpoint loads are in flight; or (RS_CUDA_LAUNCH_PROLOGUE, the earlier path) two
+ *                 launches: a prologue (block per row and key head) writes those coefficients to
+ *                 `work` once per key head, then the main kernel. RS_CUDA_LAUNCH_AUTO (default)
+ *                 picks per call what measured faster (rs_cuda_replay_launches). The main kernel
+ *                 gives each warp RPW rows (4 or 8) and no block barrier: lane j also holds ring
+ *                 record j (and j + 32), so the record sum is part of the row's warp reduction.
  * Arithmetic is fp32. The conventional state update is written as alpha*s + v*k (GDN:
  * alpha*s + u*k) with explicit round-to-nearest intrinsics, the same operations as a plain C
  * loop, so a fp16/bf16 store can be checked bit for bit against the CPU codecs.
@@ -303,16 +306,125 @@ __device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_c
     }
 }
 
+/* ---- the prologue's work inside the main kernels (issue 18: one fused launch) ----------------------
+ * Each warp forms the coefficients of its own head, which rs_k_replay_prep formed once per (row, key
+ * head): for ~16 warps of a key group (Nemotron-3-Super: 16 value heads; Qwen3.5-4B: 2 heads x 4 slices)
+ * the key dots are formed 16 times instead of once, from ring keys that sit in the L2 (4 KB per key head
+ * at L = 16, bf16) - cheaper than a second launch and its memory round trips, which bound the step at
+ * small B. Arithmetic as the prologue's: the same dot products (another summation tree: fp32 noise), the
+ * same float64 suffix scan rounded once. */
+
+/* The key dots of a warp's key head kg: lane j ends with kq = k_j . q and (GDN) kk = k_j . k for record
+ * j = lane (q0, kk0) and j = lane + 32 (q1, kk1; TWO), j <= hn, where record hn is this step's key kcur
+ * (already rounded to the ring type; it is not read back from the ring, whose slot hn one warp of the
+ * launch writes) and records j < hn are ring_k's. 16 records per round: the lane's 4-column partial dots,
+ * one transposed reduction (Mamba-2 16 values, GDN 32: the q dots and the k dots), then one or two
+ * shuffles bring record j's sums to lane j. Lanes past hn get zeros. */
+template <int FAM, int RDT, bool TWO>
+__device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, size_t kg, int hn, int lane, float4 q4,
+                                                float4 kcur, float &q0, float &q1, float &kk0, float &kk1)
+{
+    constexpr int NV = FAM == RS_SSM_GDN ? 32 : 16;
+    const int L = st.L, rounds = hn / 16 + 1; /* records 0..hn */
+    q0 = q1 = kk0 = kk1 = 0.f;
+#pragma unroll 1
+    for (int r = 0; r < (TWO ? 4 : 2) && r < rounds; ++r) {
+        float x[NV];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const int j = 16 * r + i;
+            float4 kj = kcur;
+            if (j < hn) kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+            const bool on = j <= hn;
+            x[i] = on ? rs_dot4(kj, q4) : 0.f;
+            if constexpr (FAM == RS_SSM_GDN) x[16 + i] = on ? rs_dot4(kj, kcur) : 0.f;
+        }
+        rs_warp_sum_t<NV>(x, lane); /* lane l: the sum of value l (GDN) or l / 2 (Mamba-2) */
+        const int src = FAM == RS_SSM_GDN ? (lane & 15) : 2 * (lane & 15);
+        const float sq = __shfl_sync(RS_FULL_MASK, x[0], src);
+        const float sk = FAM == RS_SSM_GDN ? __shfl_sync(RS_FULL_MASK, x[0], src + 16) : 0.f;
+        if ((lane >> 4) == (r & 1)) { /* record 16 r + (lane & 15) is the lane's (r < 2) or its second (r >= 2) */
+            if (r < 2) q0 = sq, kk0 = sk;
+            else q1 = sq, kk1 = sk;
+        }
+    }
+}
+
+/* A value head's coefficients from the key dots (what rs_k_replay_prep writes to `work`): lane j gets
+ * P = gamma_{j+1:last} (the float64 suffix products of rs_suffix64 rounded once), c = P kq and (GDN)
+ * e = P kk for j = lane (P0, c0, e0) and lane + 32 (TWO), zero past last; pck = gamma_{0:last}. The
+ * decays: ring_alpha[j] for j < hn, this step's acur for j == hn (Mamba-2; GDN's last is hn - 1), so
+ * ring_alpha's slot hn, which the launch writes, is not read. */
+template <int FAM, bool TWO>
+__device__ __forceinline__ void replay_head_coefs(const rs_cuda_replay_state &st, size_t bh, int hn, int last, int lane,
+                                                  float acur, float q0, float q1, float kk0, float kk1, float &P0,
+                                                  float &P1, float &c0, float &c1, float &e0, float &e1, float &pck)
+{
+    const int L = st.L;
+    const double alo = lane <= last ? (double)(lane == hn ? acur : st.ring_alpha[bh * L + lane]) : 1.0;
+    const double ahi =
+        TWO && lane + 32 <= last ? (double)(lane + 32 == hn ? acur : st.ring_alpha[bh * L + lane + 32]) : 1.0;
+    double g0, g1, gc;
+    rs_suffix64(alo, ahi, TWO && last >= 32, lane, g0, g1, gc);
+    P0 = P1 = c0 = c1 = e0 = e1 = 0.f;
+    if (lane <= last) {
+        P0 = (float)g0, c0 = P0 * q0;
+        if (FAM == RS_SSM_GDN) e0 = P0 * kk0;
+    }
+    if (TWO && lane + 32 <= last) {
+        P1 = (float)g1, c1 = P1 * q1;
+        if (FAM == RS_SSM_GDN) e1 = P1 * kk1;
+    }
+    pck = (float)gc;
+}
+
+/* Blocks of 128 threads per SM that the fused kernels keep at L <= 32 (ptxas caps their registers at
+ * 65536 / (128 n)): the key dots hold up to 16 ring keys in flight next to the first chunk's loads, which
+ * without a cap raised the registers above those of the separate-prologue kernels and cost occupancy
+ * (Mamba-2 fp32 read: 96 -> 112 registers, 20 -> 16 warps per SM; GDN nvfp4 read: 127 -> 159, 16 -> 12):
+ * Mamba-2 5 blocks (<= 102 registers: the 20 warps of before), GDN 4 (<= 128: its 16). 1 = no cap. */
+template <int FAM, bool TWO, bool FUSED> __host__ __device__ constexpr int rs_fused_minb(int rpw)
+{
+    return FUSED && !TWO && rpw <= 4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
+}
+
+/* This step's k rounded to the ring type, the lane's 4 columns */
+template <int RDT> __device__ __forceinline__ float4 replay_kcur(const rs_ssm_step_io &io, size_t kg, int lane)
+{
+    const float4 k = rs_ld4(io.k + kg * RS_CUDA_DK + 4 * lane);
+    return make_float4(rs_ring_round<RDT>(k.x), rs_ring_round<RDT>(k.y), rs_ring_round<RDT>(k.z), rs_ring_round<RDT>(k.w));
+}
+
+/* The prologue's stores, by one warp of each (row, key head) (kwriter: this step's key into ring_k slot
+ * hn) and of each value head (lane 0: alpha, and GDN's beta for two-precision records, into slot hn). No
+ * warp of the launch reads these slots (the key and decay of record hn come from the inputs); the later
+ * launches of the step (two-precision recompute, checkpoint rounding) and the next steps do. */
+template <int FAM, int RDT>
+__device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
+                                                    size_t kg, int hn, int lane, bool kwriter, float4 kcur)
+{
+    const int L = st.L;
+    if (kwriter) {
+        const float kx[4] = {kcur.x, kcur.y, kcur.z, kcur.w};
+        rs_ring_st<RDT, 4>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + 4 * lane, kx);
+    }
+    if (lane == 0) {
+        st.ring_alpha[bh * L + hn] = io.alpha[bh];
+        if (FAM == RS_SSM_GDN && st.ring_beta) st.ring_beta[bh * L + hn] = io.beta[bh];
+    }
+}
+
 /* Flush rows [r_begin, r_end) of head bh: S = P_ckpt S_ckpt + sum_j P_j v_j k_j^T (GDN: then the
  * current token's u from S_{t-1} k), o = S q, S_ckpt <- S (fp32, 4 rows a chunk, the next chunk
  * prefetched). Shared by rs_k_replay_main and the wide low-precision kernel (rs_cuda_lpread.cuh).
  * A rounded checkpoint (rs_cuda_ckpt_round) is a separate pass, rs_k_ckpt_round, after the launch. */
-template <int FAM, int RDT, bool TWO>
+template <int FAM, int RDT, bool TWO, bool FUSED = false>
 __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
                                                   size_t kg, int dv, int r_begin, int r_end, int lane, int hn, int last,
                                                   float P0, float P1, float pck, float4 kc4, float4 q4, float alpha,
-                                                  float beta)
+                                                  float beta, float4 kcur = float4{})
 {
+    /* FUSED: record hn's key (Mamba-2 replays it) is kcur, not ring_k's slot hn (written in this launch) */
     const int L = st.L;
     constexpr int RF = 4;
     float4 cs[RF], ns[RF];
@@ -337,7 +449,10 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
         for (; j + 4 <= last + 1; j += 4) { /* 4 key loads in flight */
             float4 kj[4];
 #pragma unroll
-            for (int u = 0; u < 4; ++u) kj[u] = rs_ring_k4<RDT>(st.ring_k, (kg * L + j + u) * RS_CUDA_DK, lane);
+            for (int u = 0; u < 4; ++u) {
+                if (FUSED && j + u == hn) kj[u] = kcur;
+                else kj[u] = rs_ring_k4<RDT>(st.ring_k, (kg * L + j + u) * RS_CUDA_DK, lane);
+            }
 #pragma unroll
             for (int u = 0; u < 4; ++u)
 #pragma unroll
@@ -345,7 +460,7 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
                     cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j + u < 32 ? cp0[r] : cp1[r], (j + u) & 31), kj[u], cs[r]);
         }
         for (; j <= last; ++j) {
-            const float4 kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+            const float4 kj = FUSED && j == hn ? kcur : rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
 #pragma unroll
             for (int r = 0; r < RF; ++r) cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j < 32 ? cp0[r] : cp1[r], j & 31), kj, cs[r]);
         }
@@ -446,8 +561,11 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
 /* the wide low-precision read kernel (v4), which calls replay_flush_rows for its flush rows */
 #include "rs_cuda_lpread.cuh"
 
-template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */>
-__global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+/* FUSED (issue 18, fp32 reads): no prologue launch; the warp forms its coefficients itself
+ * (replay_key_dots, replay_head_coefs) after issuing its first chunk's loads, and the warps of part 0
+ * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before. */
+template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED>
+__global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
     const int lane = threadIdx.x & 31;
@@ -461,24 +579,39 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
     const int hn = st.fill[b];
     const bool flush = hn + 1 == L;
     const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
-    const float *w = st.work + bh * replay_ws(L);
+    const float *w = FUSED ? nullptr : st.work + bh * replay_ws(L);
     const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
     float P0 = 0.f, P1 = 0.f, c0 = 0.f, c1 = 0.f, k0 = 0.f, k1 = 0.f;
-    if (lane <= last) {
-        P0 = w[lane], c0 = w[L + lane];
-        if (FAM == RS_SSM_GDN) k0 = w[2 * L + lane];
+    if constexpr (!FUSED) {
+        if (lane <= last) {
+            P0 = w[lane], c0 = w[L + lane];
+            if (FAM == RS_SSM_GDN) k0 = w[2 * L + lane];
+        }
+        if (TWO && lane + 32 <= last) {
+            P1 = w[lane + 32], c1 = w[L + lane + 32];
+            if (FAM == RS_SSM_GDN) k1 = w[2 * L + lane + 32];
+        }
     }
-    if (TWO && lane + 32 <= last) {
-        P1 = w[lane + 32], c1 = w[L + lane + 32];
-        if (FAM == RS_SSM_GDN) k1 = w[2 * L + lane + 32];
-    }
-    const float pck = w[3 * L];
-    float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f);
+    float pck = FUSED ? 0.f : w[3 * L];
+    float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f), kcur = kc4;
     float alpha = 0.f, beta = 0.f, kqc = 0.f;
-    if (FAM == RS_SSM_GDN) {
-        kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
-        alpha = io.alpha[bh], beta = io.beta[bh], kqc = w[3 * L + 1];
+    if constexpr (FUSED) {
+        kcur = replay_kcur<RDT>(io, kg, lane);
+        if (FAM == RS_SSM_GDN) kc4 = kcur;
+        if (part == 0) replay_store_record<FAM, RDT>(io, st, bh, kg, hn, lane, hd % gm.grp == 0, kcur);
     }
+    if (FAM == RS_SSM_GDN) {
+        if constexpr (!FUSED) kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
+        alpha = io.alpha[bh], beta = io.beta[bh];
+        if constexpr (!FUSED) kqc = w[3 * L + 1];
+    }
+    /* FUSED: the prologue's coefficients, formed by this warp (flush rows: the decay products only) */
+    auto fused_coefs = [&](bool dots) {
+        float q0 = 0.f, q1 = 0.f, kk0 = 0.f, kk1 = 0.f;
+        if (dots) replay_key_dots<FAM, RDT, TWO>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
+        replay_head_coefs<FAM, TWO>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0, k1, pck);
+        if (FAM == RS_SSM_GDN) kqc = __shfl_sync(RS_FULL_MASK, hn < 32 ? q0 : q1, hn & 31);
+    };
 
     if (!flush) {
         /* ---- non-flush: o from one read of the checkpoint (any format) ---- */
@@ -490,6 +623,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
         for (int r = 0; r < RPW; ++r) cur[r] = rs_raw_load<CKF>(src, bh * dv + r_begin + r, lane);
         replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
         if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
+        if constexpr (FUSED) fused_coefs(true); /* while the first chunk is in flight */
         for (int row = r_begin; row < r_end; row += RPW) {
             const bool more = row + RPW < r_end;
             if (more) { /* prefetch the next chunk */
@@ -544,7 +678,9 @@ __global__ void __launch_bounds__(128) rs_k_replay_main(rs_ssm_dims d, rs_ssm_st
     }
 
     if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
-    replay_flush_rows<FAM, RDT, TWO>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4, q4, alpha, beta);
+    if constexpr (FUSED) fused_coefs(false);
+    replay_flush_rows<FAM, RDT, TWO, FUSED>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4, q4,
+                                            alpha, beta, kcur);
 }
 
 /* Checkpoint rounding at a flush (rs_cuda_ckpt_round), a pass after the decode or verify launch
@@ -598,15 +734,24 @@ static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
                                                                                                             *st);
 }
 
+/* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
+ * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
 template <int FAM, int RDT, int CKF, int RPW>
-static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                           const rs_ckpt_src &src, cudaStream_t s)
 {
-    replay_prep_launch<FAM, RDT>(d, io, st, s);
     const rs_geom g = rs_replay_geom(d, RPW);
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
-    if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
-    else rs_k_replay_main<FAM, RDT, CKF, RPW, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+    if constexpr (CKF == RS_FMT_FP32) {
+        if (fused) {
+            if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+            else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+            return;
+        }
+    }
+    replay_prep_launch<FAM, RDT>(d, io, st, s);
+    if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+    else rs_k_replay_main<FAM, RDT, CKF, RPW, false, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
 }
 
 /* v4: a warp walks the 16-row chunks of one head, or of a power-of-two slice of it (rs_replay_geom:
@@ -616,10 +761,10 @@ static void replay_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const 
  * dynamic shared memory (per warp: the head tables and the stages) stays within the 48 KB that
  * needs no opt-in attribute (so the first launch may sit inside a graph capture) */
 template <int FAM, int RDT, int CKF>
-static void replay_launch_wide(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
-                               const rs_ckpt_src &src, cudaStream_t s)
+static void replay_launch_wide(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
-    replay_prep_launch<FAM, RDT>(d, io, st, s);
+    if (!fused) replay_prep_launch<FAM, RDT>(d, io, st, s);
     rs_geom g = rs_replay_geom(d, RS_LPW_ROWS);
     unsigned hpw = 1;
     if (g_rs_lp_hpw) {
@@ -634,33 +779,38 @@ static void replay_launch_wide(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
     const size_t warps = (size_t)g.BH / hpw * g.wph;
     const unsigned blocks = (unsigned)((warps + wpb - 1) / wpb);
     const size_t smem = wpb * per_warp;
-    if (st->L > 32)
-        rs_k_replay_lpw<FAM, RDT, CKF, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
-    else rs_k_replay_lpw<FAM, RDT, CKF, false><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    const bool two = st->L > 32;
+    if (fused && two)
+        rs_k_replay_lpw<FAM, RDT, CKF, true, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    else if (fused)
+        rs_k_replay_lpw<FAM, RDT, CKF, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    else if (two)
+        rs_k_replay_lpw<FAM, RDT, CKF, true, false><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    else rs_k_replay_lpw<FAM, RDT, CKF, false, false><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
 }
 
 template <int FAM, int RDT>
-static void replay_launch_ckf(int ckf, int rpw, bool wide, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_ckf(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     constexpr int RLP = FAM == RS_SSM_GDN ? 8 : 16;
     if (wide) {
         switch (ckf) {
-        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(d, io, st, src, s); return;
-        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(d, io, st, src, s); return;
-        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(d, io, st, src, s); return;
-        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(d, io, st, src, s); return;
+        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(fused, d, io, st, src, s); return;
+        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(fused, d, io, st, src, s); return;
+        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(fused, d, io, st, src, s); return;
+        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(fused, d, io, st, src, s); return;
         default: break;
         }
     }
-    switch (ckf) {
-    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(d, io, st, src, s); break;
-    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(d, io, st, src, s); break;
-    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(d, io, st, src, s); break;
-    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(d, io, st, src, s); break;
+    switch (ckf) { /* v3 low-precision reads: always with the prologue (fused = false there) */
+    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(false, d, io, st, src, s); break;
+    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(false, d, io, st, src, s); break;
+    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(false, d, io, st, src, s); break;
+    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(false, d, io, st, src, s); break;
     default:
-        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(d, io, st, src, s);
-        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(d, io, st, src, s);
+        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(fused, d, io, st, src, s);
+        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(fused, d, io, st, src, s);
         break;
     }
 }
@@ -683,13 +833,38 @@ extern "C" int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda
     return aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v) ? 4 : 3;
 }
 
+/* One launch (the fused kernel) or two (prologue + main). AUTO follows the H200 measurements of issue 18
+ * (docs/kernels-notes.md v5: one `replayssm bench` run with both paths, L = 16, the amortised cycle): every
+ * fused warp pays the key dots and the decay scan (a dependent chain of ~1 us) once, so the fused launch
+ * wins where that is paid once for the whole step, i.e. the main grid is at most one wave (B = 1 on the
+ * four shapes: 1.23-1.67x), or where each warp streams enough chunks to hide it (>= 16 chunks of its
+ * head: 1.008-1.021x at B = 256-512 for the shapes with 64-row or 128-row warps), and loses elsewhere
+ * (B = 8-128 and Qwen3.5-4B at 256, whose warps walk 1-8 chunks: 0.67-0.99x; Nemotron-3-Nano at B = 8 and
+ * 32, 5 chunks a warp, was 1.04-1.11x, which the rule gives up). v4 low-precision reads: the prologue
+ * (fused measured 0.81-0.94x at B = 256; B = 1 not measured). One wave = 16 warps per SM (the fp32 main
+ * kernels' occupancy at 96-128 registers). */
+extern "C" int rs_cuda_replay_launches(const rs_ssm_dims *dims, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
+{
+    if (!dims || !io || !st) return 0;
+    const int lpv = rs_cuda_replay_lp_version(io, st);
+    if (lpv == 3 || st->launch == RS_CUDA_LAUNCH_PROLOGUE) return 2;
+    if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
+    if (lpv != 0) return 2; /* AUTO, v4 reads */
+    const int rpw = st->rows_per_warp == 8 ? 8 : 4;
+    const rs_geom g = rs_replay_geom(dims, rpw);
+    const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
+    return one_wave || g.rows / rpw >= 16 ? 1 : 2;
+}
+
 extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                                            const rs_cuda_replay_state *st, rs_cuda_stream s)
 {
     static const char who[] = "rs_cuda_replay_decode";
     RS_TRY(check_dims(dims, io, fam, who));
-    RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill && st->work, RS_E_INVAL,
-             "%s: NULL state array or work", who);
+    RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill, RS_E_INVAL,
+             "%s: NULL state array", who);
+    RS_CHECK(st->launch >= RS_CUDA_LAUNCH_AUTO && st->launch <= RS_CUDA_LAUNCH_FUSED, RS_E_INVAL,
+             "%s: launch = %d (need 0, 1 or 2)", who, st->launch);
     RS_CHECK(st->L >= 1 && st->L <= RS_CUDA_LMAX, RS_E_INVAL, "%s: window L = %d outside 1..%d", who, st->L,
              RS_CUDA_LMAX);
     RS_CHECK(st->rows_per_warp == 0 || st->rows_per_warp == 4 || st->rows_per_warp == 8, RS_E_INVAL,
@@ -716,12 +891,15 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
     const bool wide = rs_cuda_replay_lp_version(io, st) == 4;
+    const bool fused = rs_cuda_replay_launches(dims, io, st) == 1;
+    RS_CHECK(st->work || fused, RS_E_INVAL, "%s: NULL work (the separate prologue launch needs it)", who);
     if (fam == RS_SSM_MAMBA2) {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32)
+            replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
     } else {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
     }
     RS_TRY(rs_cuda_launch_status(who));
     if (fam == RS_SSM_GDN && st->ring_vraw) { /* the flush rows the main kernel left: u recomputed */

@@ -119,8 +119,11 @@ template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stag
  * sequence through its pipeline (the start-up latency, fill -> ring pieces -> first chunk, paid
  * once per hpw heads; but the head tables below are filled head after head, serially, which cost
  * more than that saved at B = 256: docs/kernels-notes.md v4b). coef_bytes: the per-warp tables. */
-template <int FAM, int RDT, int CKF, bool TWO>
-__global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+/* FUSED (issue 18, RS_CUDA_LAUNCH_FUSED): no prologue launch; the warp forms its heads' coefficients itself
+ * (replay_key_dots once for its key head, replay_head_coefs per value head) after issuing its first
+ * stages' copies, and warps of part 0 store this step's record; !FUSED reads them from `work`. */
+template <int FAM, int RDT, int CKF, bool TWO, bool FUSED>
+__global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(4)) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                        rs_ckpt_src src, rs_geom gm, int hpw, int stage_bytes,
                                                        int coef_bytes)
 {
@@ -158,6 +161,13 @@ __global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_ste
     const int hn = st.fill[b];
     const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
     const int WS = replay_ws(L);
+    float4 kcur = make_float4(0.f, 0.f, 0.f, 0.f);
+    if constexpr (FUSED) {
+        kcur = replay_kcur<RDT>(io, kg, lane);
+        if (part == 0)
+            for (int hh = 0; hh < hpw; ++hh)
+                replay_store_record<FAM, RDT>(io, st, bh0 + hh, kg, hn, lane, hh == 0 && hd0 % gm.grp == 0, kcur);
+    }
 
     if (hn + 1 == L) { /* flush: v3's path (fp32 S_ckpt read and written), head by head */
         rs_cp_commit();
@@ -165,16 +175,23 @@ __global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_ste
         if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
         const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
         float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (FAM == RS_SSM_GDN) kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
+        if (FAM == RS_SSM_GDN) kc4 = FUSED ? kcur : rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
         for (int hh = 0; hh < hpw; ++hh) {
             const size_t bh = bh0 + hh;
-            const float *w = st.work + bh * WS;
-            float P0 = 0.f, P1 = 0.f, alpha = 0.f, beta = 0.f;
-            if (lane <= last) P0 = w[lane];
-            if (TWO && lane + 32 <= last) P1 = w[lane + 32];
+            float P0 = 0.f, P1 = 0.f, alpha = 0.f, beta = 0.f, pck;
+            if constexpr (FUSED) {
+                float c0, c1, e0, e1; /* the decay products only (no key dots at a flush) */
+                replay_head_coefs<FAM, TWO>(st, bh, hn, last, lane, io.alpha[bh], 0.f, 0.f, 0.f, 0.f, P0, P1, c0, c1, e0,
+                                            e1, pck);
+            } else {
+                const float *w = st.work + bh * WS;
+                if (lane <= last) P0 = w[lane];
+                if (TWO && lane + 32 <= last) P1 = w[lane + 32];
+                pck = w[3 * L];
+            }
             if (FAM == RS_SSM_GDN) alpha = io.alpha[bh], beta = io.beta[bh];
-            replay_flush_rows<FAM, RDT, TWO>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, w[3 * L], kc4,
-                                             q4, alpha, beta);
+            replay_flush_rows<FAM, RDT, TWO, FUSED>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4,
+                                                    q4, alpha, beta, kcur);
         }
         return;
     }
@@ -182,35 +199,44 @@ __global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_ste
     /* ---- non-flush: o from one pass over the low-precision copy ---- */
     /* head tables: cq[L], ck[L] (GDN), then pck, alpha, beta, k.q, sdec */
     const int HF = rs_lpw_head_floats(L);
-    for (int hh = 0; hh < hpw; ++hh) {
-        const size_t bh = bh0 + hh;
-        const float *w = st.work + bh * WS;
-        float *t = tab + hh * HF;
-        for (int j = lane; j <= last; j += 32) {
-            t[j] = w[L + j];
-            if (FAM == RS_SSM_GDN) t[L + j] = w[2 * L + j];
-        }
-        if (lane == 0) {
-            t[2 * L] = w[3 * L];
-            if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = w[3 * L + 1];
-            if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
+    if constexpr (!FUSED) { /* (FUSED: formed below, once the first stages' copies are out) */
+        for (int hh = 0; hh < hpw; ++hh) {
+            const size_t bh = bh0 + hh;
+            const float *w = st.work + bh * WS;
+            float *t = tab + hh * HF;
+            for (int j = lane; j <= last; j += 32) {
+                t[j] = w[L + j];
+                if (FAM == RS_SSM_GDN) t[L + j] = w[2 * L + j];
+            }
+            if (lane == 0) {
+                t[2 * L] = w[3 * L];
+                if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = w[3 * L + 1];
+                if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
+            }
         }
     }
     const int li = lane % F::LPR, grp = lane / F::LPR; /* column group; row within a piece */
 
     /* q (GDN: and this step's k) for the lane's E columns, in decoder order */
     float qv[F::E], kv[FAM == RS_SSM_GDN ? F::E : 1];
-    {
+    auto load_qk = [&]() {
         float t[F::E];
         rs_ring_ld<RS_CUDA_F32, F::E>(io.q, kg * RS_CUDA_DK + (size_t)li * F::E, t);
 #pragma unroll
         for (int i = 0; i < F::E; ++i) qv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
         if constexpr (FAM == RS_SSM_GDN) {
-            rs_ring_ld<RDT, F::E>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + (size_t)li * F::E, t);
+            if constexpr (FUSED) { /* this step's k rounded as the ring stores it (slot hn is written in this launch) */
+                rs_ring_ld<RS_CUDA_F32, F::E>(io.k, kg * RS_CUDA_DK + (size_t)li * F::E, t);
+#pragma unroll
+                for (int i = 0; i < F::E; ++i) t[i] = rs_ring_round<RDT>(t[i]);
+            } else {
+                rs_ring_ld<RDT, F::E>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + (size_t)li * F::E, t);
+            }
 #pragma unroll
             for (int i = 0; i < F::E; ++i) kv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
         }
-    }
+    };
+    if constexpr (!FUSED) load_qk();
 
     /* the rest of a chunk: ring records 0..hn-1 and v of its 16 rows, scales */
     auto issue_rest = [&](int c) {
@@ -233,6 +259,34 @@ __global__ void __launch_bounds__(128) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_ste
     for (int s = 0; s < NS - 1; ++s) {
         if (s < ntot) issue_rest(s);
         rs_cp_commit();
+    }
+    if constexpr (FUSED) {
+        /* the prologue's work while the first stages are in flight: key dots once, then each head's table */
+        const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
+        float q0, q1, kk0, kk1;
+        replay_key_dots<FAM, RDT, TWO>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
+        const float kqc = __shfl_sync(RS_FULL_MASK, hn < 32 ? q0 : q1, hn & 31);
+        for (int hh = 0; hh < hpw; ++hh) {
+            const size_t bh = bh0 + hh;
+            float *t = tab + hh * HF;
+            float P0, P1, c0, c1, e0, e1, pck;
+            replay_head_coefs<FAM, TWO>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, e0, e1,
+                                        pck);
+            if (lane <= last) {
+                t[lane] = c0;
+                if (FAM == RS_SSM_GDN) t[L + lane] = e0;
+            }
+            if (TWO && lane + 32 <= last) {
+                t[lane + 32] = c1;
+                if (FAM == RS_SSM_GDN) t[L + lane + 32] = e1;
+            }
+            if (lane == 0) {
+                t[2 * L] = pck;
+                if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = kqc;
+                if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
+            }
+        }
+        load_qk(); /* the tables are read after the loop's first __syncwarp */
     }
     for (int c = 0; c < ntot; ++c) {
         rs_cp_wait<NS - 2>(); /* chunk c has landed (this lane's copies) */

@@ -323,7 +323,7 @@ extern "C" rs_status rs_cuda_bench_run(const rs_bench_case *c, rs_bench_result *
             rs.S_ckpt = x->S, rs.ring_v = x->ring_v, rs.ring_k = x->ring_k, rs.ring_alpha = x->ring_alpha;
             rs.ring_dtype = c->ring_dtype, rs.L = L, rs.fill = dfill + (p % nph) * B, rs.work = work;
             rs.ckpt_read = lp ? &x->rq : NULL, rs.rows_per_warp = c->rows_per_warp;
-            rs.lp_kernel = c->lp_kernel;
+            rs.lp_kernel = c->lp_kernel, rs.launch = c->launch;
             ls = rs_cuda_replay_decode(c->fam, &d, &io, &rs, s);
             break;
         }

@@ -17,6 +17,11 @@
  *     <= 2x the engine's own fp32 error + 1e-7, final states likewise (issue 8's criterion);
  *   - for the bf16 ring (Mamba-2), inputs are bf16-exact, so the ring stores them unchanged and
  *     the engine's fp32 records are the same numbers.
+ * ReplaySSM runs the fused launch (RS_CUDA_LAUNCH_FUSED, no `work` scratch given), on three runs the
+ * separate prologue (RS_CUDA_LAUNCH_PROLOGUE) and on one the default choice (AUTO); after each run one
+ * step is captured as a CUDA graph: kernel nodes counted (1 fused, 2 with the prologue, AUTO: what
+ * rs_cuda_replay_launches says) and its replay equal to a direct call bit for bit; the AUTO rule itself
+ * is checked on the host (test_auto_choice).
  * fp16/bf16 conventional state: one step bit for bit against codes computed with rs_elem_encode
  * from the documented SR keying; 64 steps bit for bit against the engine's conv:<fmt> policy
  * (Mamba-2: same elementwise update, same codec, same Philox keying); then 1000 steps of fp16
@@ -34,7 +39,7 @@ static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise
 /* GPU buffers of one decode run and their per-row views. */
 struct Rig {
     Shape s{};
-    int B = 0, L = 0, rows = 0;
+    int B = 0, L = 0, rows = 0, launch = RS_CUDA_LAUNCH_FUSED; /* rs_cuda_replay_state.launch */
     bool bf16 = false;
     size_t nS = 0, es = 4;
     float *Sc = nullptr, *Sr = nullptr, *ra = nullptr, *work = nullptr, *oc = nullptr;
@@ -65,9 +70,10 @@ struct Rig {
                                    bf16 ? RS_CUDA_BF16 : RS_CUDA_F32,
                                    L,
                                    fill + b0,
-                                   work,
+                                   launch == RS_CUDA_LAUNCH_FUSED ? nullptr : work, /* fused: no scratch */
                                    nullptr,
                                    rows};
+        st.launch = launch;
         return st;
     }
     rs_cuda_conv_state conv(int b0) const
@@ -144,7 +150,119 @@ static void step(Rig &g, Bank &bank_r, Bank *bank_c, std::vector<double> &S64, i
     }
 }
 
-static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring, int rows = 0)
+/* One step captured in a CUDA graph: the graph holds `want` kernel nodes (fused: 1; prologue: 2; auto:
+ * what rs_cuda_replay_launches says, 0 passed), and
+ * replaying it from the same state gives the outputs, checkpoint and ring of a direct call bit for bit
+ * (the kernels are deterministic: fixed reduction trees, no atomics; the state is restored in between,
+ * and the record stores rewrite slot fill of the ring with the same values). Rows at their current
+ * fills, so flushing rows are among them when a row sits at L - 1. */
+static void graph_check(Rig &g, int want, const char *what)
+{
+    const Shape &s = g.s;
+    const size_t nout = (size_t)g.B * s.H * s.dv, rvb = (size_t)g.B * s.H * g.L * s.dv * g.es;
+    rs_ssm_dims d = {g.B, s.H, s.G, s.dv, DK};
+    StepIn in;
+    ct_gen_step(s, g.B, g.bf16, ct_head_rates(s.H), in);
+    DevStep io;
+    io.alloc(s, g.B, 1);
+    float *Ssave = dalloc<float>(g.nS);
+    CK(cudaMemcpy(Ssave, g.Sr, g.nS * sizeof(float), cudaMemcpyDeviceToDevice));
+    const rs_cuda_replay_state st = g.replay(0);
+    const rs_ssm_step_io sio = io.io();
+    std::vector<float> o1(nout), o2(nout), S1(g.nS), S2(g.nS);
+    std::vector<uint8_t> r1(rvb), r2(rvb);
+    io.upload(in);
+    RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, nullptr));
+    CK(cudaDeviceSynchronize());
+    d2h(o1, io.o), d2h(S1, g.Sr), d2h(r1, (const uint8_t *)g.rv);
+    CK(cudaMemcpy(g.Sr, Ssave, g.nS * sizeof(float), cudaMemcpyDeviceToDevice));
+    io.upload(in); /* NaN poison again */
+    cudaStream_t cs;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    size_t nodes = 0;
+    CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, cs));
+    CK(cudaStreamEndCapture(cs, &graph));
+    CK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    CK(cudaGraphLaunch(exec, cs));
+    CK(cudaStreamSynchronize(cs));
+    d2h(o2, io.o), d2h(S2, g.Sr), d2h(r2, (const uint8_t *)g.rv);
+    const size_t bo = ct_bits_differ(o1.data(), o2.data(), nout), bs = ct_bits_differ(S1.data(), S2.data(), g.nS);
+    const bool rsame = !memcmp(r1.data(), r2.data(), rvb);
+    const int launches = rs_cuda_replay_launches(&d, &sio, &st);
+    if (!want) want = launches;
+    char name[160];
+    snprintf(name, sizeof name, "replay %s %s L=%d %s: one step as a CUDA graph", ct_fam(s), s.name, g.L, what);
+    ct_report(name, nodes == (size_t)want && launches == want && bo == 0 && bs == 0 && rsame,
+              "%zu kernel nodes (want %d; rs_cuda_replay_launches %d); graph vs direct: %zu output, %zu checkpoint bits "
+              "differ, ring %s",
+              nodes, want, launches, bo, bs, rsame ? "equal" : "DIFFERS");
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(cs));
+    cudaFree(Ssave);
+    io.free_all();
+}
+
+/* rs_cuda_replay_launches (host only, no launch): forced FUSED / PROLOGUE give 1 / 2; v3 low-precision
+ * reads always 2; AUTO for an fp32 read: the policy of docs/kernels-notes.md v5 restated here from the
+ * documented geometry (rs_replay_geom: warps per head doubled while the grid has < 128 warps per SM and
+ * the head's 4-row chunks divide evenly): 1 iff the grid fits in one wave (<= 16 warps per SM) or every
+ * warp walks >= 16 chunks; v4 low-precision reads 2; 0 for NULL arguments. On the H200 (132 SMs) that is
+ * B = 1: 1 on every shape; B = 256: 1, 1, 2, 1. The pointers are aligned dummies: the function only
+ * reads the descriptors. */
+static void test_auto_choice()
+{
+    int sms = 0, dev = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    void *p = (void *)(uintptr_t)4096;
+    rs_ssm_step_io io = {(const float *)p, (const float *)p, (const float *)p, (const float *)p, (const float *)p, (float *)p};
+    rs_cuda_replay_state st;
+    memset(&st, 0, sizeof st);
+    st.S_ckpt = (float *)p, st.ring_v = p, st.ring_k = p, st.ring_alpha = (float *)p, st.L = 16;
+    rs_qtensor q;
+    memset(&q, 0, sizeof q);
+    q.fmt.kind = RS_FMT_FP8, q.codes = (uint8_t *)p;
+    bool ok = true;
+    char got[256] = "";
+    size_t n = 0;
+    for (const Shape &s : ct_shapes)
+        for (int B : {1, 256}) {
+            const rs_ssm_dims d = {B, s.H, s.G, s.dv, DK};
+            int r[6];
+            st.ckpt_read = nullptr, st.lp_kernel = 0;
+            st.launch = RS_CUDA_LAUNCH_AUTO, r[0] = rs_cuda_replay_launches(&d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_FUSED, r[1] = rs_cuda_replay_launches(&d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_PROLOGUE, r[2] = rs_cuda_replay_launches(&d, &io, &st);
+            st.ckpt_read = &q;
+            st.launch = RS_CUDA_LAUNCH_AUTO, r[3] = rs_cuda_replay_launches(&d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_FUSED, r[4] = rs_cuda_replay_launches(&d, &io, &st);
+            st.lp_kernel = 3, r[5] = rs_cuda_replay_launches(&d, &io, &st);
+            unsigned wph = 1;
+            const unsigned bh = (unsigned)(B * s.H), nch = (unsigned)(s.dv / 4);
+            while (bh * wph < 128u * (unsigned)sms && nch % (2 * wph) == 0) wph *= 2;
+            const int want = bh * wph <= 16u * (unsigned)sms || nch / wph >= 16 ? 1 : 2;
+            ok &= r[0] == want && r[1] == 1 && r[2] == 2 && r[3] == 2 && r[4] == 1 && r[5] == 2;
+            n += (size_t)snprintf(got + n, sizeof got - n, "%s%d", n ? " " : "", r[0]);
+        }
+    ok &= rs_cuda_replay_launches(nullptr, &io, &st) == 0;
+    ct_report("replay launch choice (rs_cuda_replay_launches)", ok,
+              "auto, fp32 read, B = 1 / 256 per shape: %s (%d SMs); forced fused 1, prologue 2, v4 read auto 2, v3 2", got,
+              sms);
+}
+
+static const char *launch_name(int launch)
+{
+    return launch == RS_CUDA_LAUNCH_FUSED ? "fused" : launch == RS_CUDA_LAUNCH_PROLOGUE ? "prologue+main" : "auto";
+}
+
+/* launch: rs_cuda_replay_state.launch (fused: given no work scratch) */
+static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring, int rows = 0,
+                              int launch = RS_CUDA_LAUNCH_FUSED)
 {
     const int B = 4, H = s.H, dv = s.dv;
     const size_t nS = (size_t)B * H * dv * DK;
@@ -156,6 +274,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
 
     Rig g;
     g.alloc(s, B, L, bf16_ring, rows, S0);
+    g.launch = launch;
     Bank bank_r, bank_c;
     bank_r.init(s, B, "shared:fp32", (size_t)L, 1, nullptr, 0, S0.data());
     if (!bf16_ring) bank_c.init(s, B, "fp32", (size_t)L, 1, nullptr, 0, S0.data());
@@ -202,8 +321,8 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                       esc64 <= 2 * ese64 + k_floor && e.conv_eng <= k_tol_engine && state_eng_ok,
                   "vs f64: out %.2e state %.2e (engine %.2e %.2e); vs engine: out %.2e state %.2e (%zu bits differ)",
                   e.conv64, esc64, e.eng64, ese64, e.conv_eng, esc_eng, nbits);
-        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring rpw=%d wph=%d", fam, s.name, L, rows,
-                 rs_cuda_get_warps_per_head());
+        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring rpw=%d wph=%d %s", fam, s.name, L, rows,
+                 rs_cuda_get_warps_per_head(), launch_name(launch));
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es64 <= k_tol64 &&
                       es64 <= 2 * ese64 + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -212,7 +331,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     } else {
-        snprintf(name, sizeof name, "replay %s %s L=%d bf16 ring", fam, s.name, L);
+        snprintf(name, sizeof name, "replay %s %s L=%d bf16 ring %s", fam, s.name, L, launch_name(launch));
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && es64 <= k_tol64 && e.rep_eng <= k_tol_engine &&
                       eck_eng <= k_tol_engine && est_eng <= k_tol_engine,
@@ -220,6 +339,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "%d flushes, fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     }
+    graph_check(g, launch == RS_CUDA_LAUNCH_FUSED ? 1 : launch == RS_CUDA_LAUNCH_PROLOGUE ? 2 : 0, launch_name(launch));
     g.free_all();
     io1.free_all(), io4.free_all();
 }
@@ -549,6 +669,13 @@ int main(int argc, char **argv)
     test_decode_shape(ct_shapes[2], nshort, 64, false); /* the largest window: lanes hold 2 records */
     test_decode_shape(ct_shapes[0], nshort, 4, false);
     test_decode_shape(ct_shapes[3], nshort, 16, false, 8); /* 8 rows per chunk */
+    /* the separate prologue launch (RS_CUDA_LAUNCH_PROLOGUE, kept for side-by-side timing), and the default
+     * choice (RS_CUDA_LAUNCH_AUTO: here fused for the B = 1 solo steps, prologue at B = 4 on the H200) */
+    test_decode_shape(ct_shapes[1], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(ct_shapes[2], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(ct_shapes[1], nshort, 16, true, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(ct_shapes[3], nshort, 16, false, 0, RS_CUDA_LAUNCH_AUTO);
+    test_auto_choice();
     for (const HalfCfg &cf : k_half) test_half_one_step(cf);
     for (const HalfCfg &cf : k_half) test_half_engine(cf, ct_quick ? 4 : 64);
     test_half_long(nsteps);

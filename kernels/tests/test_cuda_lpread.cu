@@ -80,9 +80,12 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
  * reference, as in test_cuda_decode */
 /* recompute (GDN): two-precision records (ring_vraw, ring_beta): the flush recomputes u along the
  * fp32 path; engine "split:<fmt>/fp32" (rs_replay_gdn_fold_recompute) instead of split-naive */
+/* launch: rs_cuda_replay_state.launch (FUSED: v4's fused launch, given no `work`; PROLOGUE; AUTO, which
+ * takes the prologue for low-precision reads). v3 (lpk 3) always keeps the prologue launch. */
 static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag,
-                          bool recompute = false)
+                          bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED)
 {
+    const bool two = launch != RS_CUDA_LAUNCH_FUSED || lpk == 3; /* launches: 2, else the fused 1 */
     const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
     const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
     const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes in the joint step */
@@ -134,7 +137,8 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
         const size_t es = rs_cuda_dtype_bytes(rdt);
         rs_cuda_replay_state st = {dS + b * row, (uint8_t *)drv + es * b * H * L * dv,
                                    (uint8_t *)drk + es * b * G * L * DK, dra + (size_t)b * H * L, rdt, L,
-                                   dfill + b, dwork, &v, 0, lpk};
+                                   dfill + b, two ? dwork : nullptr, &v, 0, lpk};
+        st.launch = launch;
         if (recompute) st.ring_vraw = drvraw + (size_t)b * H * L * dv, st.ring_beta = drbeta + (size_t)b * H * L;
         const rs_ssm_step_io sio = io1.io();
         for (int j = 0; j < fill0[b]; ++j) {
@@ -153,9 +157,10 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     ct_gen_step(s, B, bf16ring, rate, in);
     io4.upload(in);
     const rs_ssm_step_io sio4 = io4.io();
-    rs_cuda_replay_state st4 = {dS, drv, drk, dra, rdt, L, dfill, dwork, &dq, 0, lpk};
-    st4.ring_vraw = drvraw, st4.ring_beta = drbeta;
+    rs_cuda_replay_state st4 = {dS, drv, drk, dra, rdt, L, dfill, two ? dwork : nullptr, &dq, 0, lpk};
+    st4.ring_vraw = drvraw, st4.ring_beta = drbeta, st4.launch = launch;
     const int version = rs_cuda_replay_lp_version(&sio4, &st4); /* the kernel that must run */
+    const int launches = rs_cuda_replay_launches(&d4, &sio4, &st4);
     RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
     RSK(rs_cuda_replay_requant(&d4, &st4, nullptr));
     RSK(rs_cuda_replay_advance(dfill, B, L, nullptr));
@@ -246,10 +251,11 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
                     raw_ok &= rbeta[bh * L + hn] == in.beta[bh];
                     for (int i = 0; i < dv; ++i) raw_ok &= rvraw[(bh * L + hn) * dv + i] == in.v[bh * dv + i];
                 }
-    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s", version, tag, ct_fam(s), s.name, fmtstr,
-             bf16ring ? " bf16 ring" : "", recompute ? " two-precision records (u recomputed at flush)" : "");
+    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s %s", version, tag, ct_fam(s), s.name, fmtstr,
+             bf16ring ? " bf16 ring" : "", recompute ? " two-precision records (u recomputed at flush)" : "",
+             launches == 1 ? "fused" : "prologue+main");
     ct_report(name,
-              version == (lpk == 3 ? 3 : 4) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
+              version == (lpk == 3 ? 3 : 4) && launches == (two ? 2 : 1) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
                   kept_bits == 0 && rq_ok && fill_ok && raw_ok,
               "vs engine %s (L-1): LP %zu bits differ, out %.2e, flushed state %.2e; vs f64: out %.2e state %.2e; "
               "kept ckpt %zu bits differ; requant %s; fill %s",
@@ -267,22 +273,30 @@ int main(int argc, char **argv)
     const int rc = ct_init(argc, argv, "test_cuda_lpread");
     if (rc) return rc;
     /* both kernel versions: v4 (lp_kernel 0, the default) with its automatic geometry and with 4 heads
-     * per warp (one pipeline across the heads of a key group: 2 for Qwen3.5-4B's groups), and v3 (kept
-     * for side-by-side benchmarks) */
-    /* --quick (compute-sanitizer): v4 only, one Mamba-2 and one GDN shape */
-    for (int mode = 0; mode < (ct_quick ? 2 : 3); ++mode) {
+     * per warp (one pipeline across the heads of a key group: 2 for Qwen3.5-4B's groups), both as the
+     * fused launch, v4 also with the default launch choice (mode 3: AUTO, which takes the separate
+     * prologue for low-precision reads), and v3 (kept for side-by-side benchmarks, always with the
+     * prologue) */
+    /* --quick (compute-sanitizer): v4 only, one Mamba-2 and one GDN shape; 4 heads per warp and the
+     * default choice on fp8 / nvfp4 and fp8 only */
+    for (int mode = 0; mode < 4; ++mode) {
+        if (ct_quick && mode == 2) continue;
         const int lpk = mode == 2 ? 3 : 0;
+        /* mode 3: the default choice (AUTO: the prologue for low-precision reads, as measured faster) */
+        const int launch = mode == 3 ? RS_CUDA_LAUNCH_AUTO : RS_CUDA_LAUNCH_FUSED;
         rs_cuda_set_lp_heads_per_warp(mode == 1 ? 4 : 0);
         for (const Shape &s : ct_shapes)
             for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
                 if (ct_quick && (&s == &ct_shapes[0] || &s == &ct_shapes[3])) continue;
+                if (ct_quick && mode == 1 && f[0] != 'n' && f[2] != '8') continue;
+                if (ct_quick && mode == 3 && f[2] != '8') continue;
                 /* fp8/nvfp4: one warp walks every row of its head (multi-chunk prefetch: v3 at 16 or 8
                  * rows a chunk, v4 chunks of 16 rows through its 3-4-stage pipeline, slots reused at
                  * d_v >= 80); fp16/bf16: the automatic geometry (one chunk a warp at these B) */
                 rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
-                const char *tag = mode == 1 ? " hpw4" : "";
-                test_lp_reads(s, f, lpk, false, tag);
-                if (s.fam == RS_SSM_MAMBA2) test_lp_reads(s, f, lpk, true, tag);
+                const char *tag = mode == 1 ? " hpw4" : mode == 3 ? " auto" : "";
+                test_lp_reads(s, f, lpk, false, tag, false, launch);
+                if (s.fam == RS_SSM_MAMBA2 && !(ct_quick && mode)) test_lp_reads(s, f, lpk, true, tag, false, launch);
             }
     }
     rs_cuda_set_lp_heads_per_warp(0);
@@ -293,12 +307,14 @@ int main(int argc, char **argv)
      * quantisation error on u, not by fp32 noise */
     for (const Shape &s : ct_shapes) {
         if (s.fam != RS_SSM_GDN) continue;
+        if (ct_quick && &s != &ct_shapes[2]) continue;
         for (const char *f : {"fp16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
             if (ct_quick && f[1] == 'p' && f[2] == '1') continue;
             rs_cuda_set_warps_per_head(1);
             test_lp_reads(s, f, 0, false, "", true);
             rs_cuda_set_warps_per_head(0);
             test_lp_reads(s, f, 0, false, "", true);
+            if (!ct_quick) test_lp_reads(s, f, 0, false, "", true, RS_CUDA_LAUNCH_PROLOGUE);
             if (!ct_quick) test_lp_reads(s, f, 3, false, "", true);
         }
     }

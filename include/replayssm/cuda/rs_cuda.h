@@ -151,9 +151,17 @@ typedef struct rs_cuda_ckpt_round {
  *    Writes o and the new record (alpha, v or u, k) at ring slot fill[b].
  *  - flush: S = REPLAY(S_ckpt, ring + this step), o = S q, S_ckpt <- S (one read, one write);
  *    the ring empties (slot L-1 holds this step's k and alpha, which nothing reads again).
- * Two launches: a prologue per (row, key head) forms k_j . q (and k_j . k) once per key head
- * and the decay products per value head into `work`, and stores k and alpha; the main kernel
- * streams the checkpoint (warps independent, no block barrier).
+ * One or two launches (issue 18, `launch`): FUSED, one launch: every warp of the main kernel forms
+ * the coefficients of its own head itself (k_j . q, GDN also k_j . k, for its key head from the ring
+ * keys; the float64 decay products of its value head) while its first checkpoint loads are in
+ * flight, and one warp per key head / value head stores this step's k / alpha (beta); no scratch
+ * is used (`work` may be NULL). PROLOGUE, two launches: a prologue per (row, key head) forms those
+ * once per key head into `work` and stores k and alpha, then the main kernel streams the
+ * checkpoint. AUTO (0, the default) takes FUSED where it measured faster on the H200 (fp32 reads
+ * whose main grid fits in one wave, i.e. small B: 1.23-1.67x at B = 1, or whose warps stream >= 16
+ * chunks: 1.01-1.02x at B = 256-512) and PROLOGUE elsewhere (docs/kernels-notes.md v5);
+ * rs_cuda_replay_launches says which. Either way warps are independent
+ * (no block barrier) and the step is graph-capturable with per-row flush decided on the device.
  * The kernels read fill and never write it (all heads of a row read the same value in one
  * launch); call rs_cuda_replay_advance once per model step, after every layer's decode.
  * Records are rounded to ring_dtype before they are used, so this step's output and later
@@ -170,7 +178,8 @@ typedef struct rs_cuda_replay_state {
     rs_cuda_dtype ring_dtype;  /* F32 or BF16 */
     int L;                     /* window, 1..RS_CUDA_LMAX */
     const int32_t *fill;       /* [B] records committed before this step, 0..L-1 */
-    float *work;               /* rs_cuda_replay_work_bytes() of scratch (coefficients) */
+    float *work;               /* rs_cuda_replay_work_bytes() of scratch (coefficients); used only by the
+                                  two-launch path (may be NULL where rs_cuda_replay_launches gives 1) */
     const rs_qtensor *ckpt_read; /* NULL, or the low-precision copy of S_ckpt read by non-flush rows
                                    (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
     int rows_per_warp;         /* tuning, fp32 reads only: rows per prefetched chunk, 4 (0 = default) or 8;
@@ -188,7 +197,17 @@ typedef struct rs_cuda_replay_state {
      * (its records do not depend on the state). */
     void *ring_vraw;           /* [B][H][L][d_v] raw v, ring_dtype */
     float *ring_beta;          /* [B][H][L] */
+    int launch;                /* RS_CUDA_LAUNCH_AUTO (0, default), _PROLOGUE (the two launches of before issue 18;
+                                  needs work) or _FUSED (one launch; fp32 and v4 reads). The flush-time passes
+                                  (ckpt_round, two-precision recompute) and rs_cuda_replay_requant are launches
+                                  of their own either way. */
 } rs_cuda_replay_state;
+
+/* rs_cuda_replay_state.launch */
+#define RS_CUDA_LAUNCH_AUTO 0     /* FUSED for fp32 reads whose main grid fits in one wave (<= 16 warps per SM) or whose
+                                     warps walk >= 16 chunks each, else PROLOGUE (docs/kernels-notes.md v5) */
+#define RS_CUDA_LAUNCH_PROLOGUE 1 /* rs_k_replay_prep into work, then the main kernel */
+#define RS_CUDA_LAUNCH_FUSED 2    /* the main kernel forms its coefficients itself (v3 low-precision reads: PROLOGUE) */
 
 /*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
 size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
@@ -200,6 +219,12 @@ rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, cons
 /*! rs_cuda_replay_lp_version() : the kernel version that rs_cuda_replay_decode runs for the non-flush
  *  rows of these arguments: 0 (no low-precision copy: the fp32 read), 3 or 4 (see lp_kernel). */
 int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
+
+/*! rs_cuda_replay_launches() : how many launches rs_cuda_replay_decode issues for the coefficients and the
+ *  main pass of these arguments: 1 (the fused kernel) or 2 (prologue + main), after resolving
+ *  RS_CUDA_LAUNCH_AUTO (which needs the device's SM count) and v3 low-precision reads (always 2). The
+ *  flush-time passes (ckpt_round, two-precision recompute) come on top. 0 for NULL arguments. */
+int rs_cuda_replay_launches(const rs_ssm_dims *dims, const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
 
 /*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
  *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to

@@ -29,7 +29,7 @@ extern "C" {
 
 typedef enum rs_bench_kernel {
     RS_BENCH_CONV = 0,            /* conventional decode, fp32 state */
-    RS_BENCH_REPLAY = 1,          /* ReplaySSM standard decode (prologue + main) */
+    RS_BENCH_REPLAY = 1,          /* ReplaySSM standard decode (fused or prologue + main: rs_bench_case.launch) */
     RS_BENCH_VERIFY_SNAPSHOT = 2, /* snapshot verification of T drafts (1R + T W) */
     RS_BENCH_VERIFY_REPLAY = 3    /* ReplaySSM output-only verification of T drafts */
 } rs_bench_kernel;
@@ -49,6 +49,7 @@ typedef struct rs_bench_case {
     rs_format_kind read_fmt;   /* standard replay: checkpoint read by non-flush rows (FP32 = S_ckpt) */
     int rows_per_warp;         /* 0 = the launcher's default */
     int lp_kernel;             /* standard replay, low-precision read: rs_cuda_replay_state.lp_kernel (0 = v4, 3 = v3) */
+    int launch;                /* standard replay: rs_cuda_replay_state.launch (RS_CUDA_LAUNCH_AUTO / _PROLOGUE / _FUSED) */
     int reps;                  /* timed graph replays (>= 1) */
     int warmup;                /* untimed graph replays */
 } rs_bench_case;
