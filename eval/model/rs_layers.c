@@ -1,26 +1,17 @@
 /* rs_layers.c — scalar building blocks of the hybrid forward (see rs_layers.h). */
 #include "replayssm/eval/rs_layers.h"
 
+#include "replayssm/common/rs_mathf.h"
+
 #include <math.h>
 
-float rs_sigmoid(float x)
-{
-    /* split by sign so exp never overflows */
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
-}
+/* the formulas on rs_mathf.h's exp / log1p, the GPU's twins (eval/cuda/rs_gpu_common.cuh): the
+ * same bits on both where glibc's and CUDA's libraries would round differently */
+float rs_sigmoid(float x) { return rs_sigmoidf(x); }
 
-float rs_silu(float x)
-{
-    return x * rs_sigmoid(x);
-}
+float rs_silu(float x) { return rs_siluf(x); }
 
-float rs_softplus(float x)
-{
-    /* torch.nn.functional.softplus(x, beta=1, threshold=20) */
-    return x > 20.0f ? x : log1pf(expf(x));
-}
+float rs_softplus(float x) { return rs_softplusf(x); }
 
 /* 1 / sqrt(mean(x^2) + eps) for x[n] (mean in double, then fp32 like torch) */
 static float inv_rms_(const float *x, size_t n, float eps)

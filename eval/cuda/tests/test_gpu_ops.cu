@@ -24,6 +24,7 @@
 
 #include "../rs_gpu_ops.h"
 #include "gpu_test_check.h"
+#include "replayssm/common/rs_mathf.h"
 #include "replayssm/eval/rs_backend.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_layers.h"
@@ -832,6 +833,46 @@ static void test_invalid()
     dfree(d);
 }
 
+/* ---- rs_mathf.h on the device == on the host (the CPU reference's twins, bit for bit) ------------ */
+__global__ void mathf_k_(int n, const float *x, float *out)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        out[4 * i] = rs_expf(x[i] * 100.0f);
+        out[4 * i + 1] = rs_log1pf(fabsf(x[i]) * 1e4f - 0.5f);
+        out[4 * i + 2] = rs_sigmoidf(x[i] * 40.0f);
+        out[4 * i + 3] = rs_softplusf(x[i] * 30.0f);
+    }
+}
+
+static void test_mathf_twins()
+{
+    const int n = g_quick ? (1 << 16) : (1 << 22);
+    std::vector<float> x(n), got(4 * (size_t)n);
+    uint64_t s = 0x5DEECE66Dull;
+    for (int i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(s >> 11) * 0x1.0p-53 * 2.0 - 1.0); /* [-1, 1): exp of [-100, 100) etc. */
+    }
+    float *dx = nullptr, *dout = nullptr;
+    CK(cudaMalloc((void **)&dx, n * sizeof(float)));
+    CK(cudaMalloc((void **)&dout, 4 * (size_t)n * sizeof(float)));
+    CK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    mathf_k_<<<1024, 256>>>(n, dx, dout);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(got.data(), dout, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    size_t bad[4] = {0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        const float want[4] = {rs_expf(x[i] * 100.0f), rs_log1pf(fabsf(x[i]) * 1e4f - 0.5f), rs_sigmoidf(x[i] * 40.0f),
+                               rs_softplusf(x[i] * 30.0f)};
+        for (int f = 0; f < 4; f++) bad[f] += memcmp(&want[f], &got[4 * (size_t)i + f], sizeof(float)) != 0;
+    }
+    report("rs_mathf.h twins: device == host bit for bit (exp, log1p, sigmoid, softplus)",
+           bad[0] + bad[1] + bad[2] + bad[3] == 0, "%d arguments: %zu / %zu / %zu / %zu differ", n, bad[0], bad[1], bad[2],
+           bad[3]);
+    CK(cudaFree(dx));
+    CK(cudaFree(dout));
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) g_quick |= strcmp(argv[i], "--quick") == 0;
@@ -852,6 +893,7 @@ int main(int argc, char **argv)
     test_rmsnorm();
     test_rmsnorm_gated();
     test_conv1d();
+    test_mathf_twins();
     test_gdn_prep();
     test_mamba_prep();
     test_rope();
