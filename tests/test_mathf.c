@@ -9,7 +9,11 @@
  *     (-1, below -1, tiny x, huge x);
  *   rs_sigmoidf / rs_softplusf: the formulas of rs_layers.c on these, within 2 ulp of the long double
  *     functions over a sweep (two float roundings inside).
- * Also: how often glibc's own expf / log1pf differ from the correctly rounded result (printed). */
+ *   rs_cossinf (RoPE's cos / sin) over every 613th float of [-2^20, 2^20] (the RoPE angles
+ *     fl(inv_freq * position) of positions up to ~1M) likewise against cos / sin / cosl / sinl, and
+ *     the angles of a RoPE table at positions 0 .. 131071.
+ * Also: how often glibc's own expf / log1pf / cosf / sinf differ from the correctly rounded result
+ * (printed). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,12 +120,59 @@ static void test_sigmoid_softplus(void **st)
     assert_true(rs_softplusf(25.0f) == 25.0f);
 }
 
+static float cos_of_(float a)
+{
+    float c, s;
+    rs_cossinf(a, &c, &s);
+    return c;
+}
+static float sin_of_(float a)
+{
+    float c, s;
+    rs_cossinf(a, &c, &s);
+    return s;
+}
+
+static void test_cossinf(void **st)
+{
+    (void)st;
+    /* near 0 sin a ~ a is tiny: the ulp distance is still the right yardstick (same binade walk) */
+    sweep_("rs_cossinf cos", cos_of_, cosf, cos, cosl, -1048576.0f, 1048576.0f, 613);
+    sweep_("rs_cossinf sin", sin_of_, sinf, sin, sinl, -1048576.0f, 1048576.0f, 613);
+    sweep_("rs_cossinf cos near 0", cos_of_, cosf, cos, cosl, -1e-3f, 1e-3f, 1021);
+    sweep_("rs_cossinf sin near 0", sin_of_, sinf, sin, sinl, -1e-3f, 1e-3f, 1021);
+    /* a RoPE table (theta 1e7, rot 64): every angle within 1 ulp of the double functions' rounding */
+    long worst = 0;
+    for (int i = 0; i < 32; i++) {
+        const float inv = 1.0f / powf(1e7f, (float)(2 * i) / 64.0f);
+        for (int p = 0; p < 131072; p += 7) {
+            const float a = inv * (float)p;
+            float c, s;
+            rs_cossinf(a, &c, &s);
+            const long e = ulps_(c, (float)cos((double)a)) > ulps_(s, (float)sin((double)a))
+                               ? ulps_(c, (float)cos((double)a))
+                               : ulps_(s, (float)sin((double)a));
+            if (e > worst) worst = e;
+        }
+    }
+    print_message("RoPE table (positions 0 .. 131071): worst %ld ulp from the double functions' rounding\n", worst);
+    assert_true(worst <= 1);
+    float c, s;
+    rs_cossinf(0.0f, &c, &s);
+    assert_true(c == 1.0f && s == 0.0f);
+    rs_cossinf(NAN, &c, &s);
+    assert_true(isnan(c) && isnan(s));
+    rs_cossinf(INFINITY, &c, &s);
+    assert_true(isnan(c) && isnan(s));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expf),
         cmocka_unit_test(test_log1pf),
         cmocka_unit_test(test_sigmoid_softplus),
+        cmocka_unit_test(test_cossinf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

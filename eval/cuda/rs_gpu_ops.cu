@@ -7,8 +7,9 @@
  *   - the row sums of squares (double) are added in another order; the double sum then rounds
  *     to the same float except in rare ties (about 1e-5 per row at n = 2560), where x_hat
  *     moves by 1 ulp;
- *   - CUDA's cosf / sinf are not glibc's (a few ulps, see the tests); exp / log1p / sigmoid / SiLU /
- *     softplus are rs_mathf.h's, the CPU's twins (the same bits on both).
+ *   - none from the transcendentals: exp / log1p / sigmoid / SiLU / softplus and RoPE's cos / sin
+ *     are rs_mathf.h's, the CPU's twins (the same bits on both; CUDA's own expf / cosf / sinf are
+ *     not glibc's).
  * Launch shapes: "row" kernels take one block per row (blockIdx.x, up to 2^31 - 1 rows);
  * elementwise kernels take blockIdx.x = row and blockIdx.y = 256-column chunk. */
 #include "rs_gpu_common.cuh"
@@ -293,8 +294,7 @@ static __global__ void rope_k_(int T, long long pos0, float *Q, size_t ldq, int 
     const float p = (float)(pos0 + row % T);
     for (int i = threadIdx.x; i < h2; i += blockDim.x) {
         const float a = inv_freq[i] * p;
-        cs[i] = cosf(a);
-        cs[h2 + i] = sinf(a);
+        rs_cossinf(a, &cs[i], &cs[h2 + i]); /* rs_mathf.h: rs_rope_cos_sin's bits (CUDA's cosf / sinf are not glibc's) */
     }
     __syncthreads();
     for (int it = threadIdx.x; it < (Hq + Hk) * h2; it += blockDim.x) {

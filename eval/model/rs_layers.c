@@ -94,9 +94,8 @@ void rs_rope_cos_sin(const float *inv_freq, size_t rot, size_t pos, float *cos_,
 {
     const float p = (float)pos;
     for (size_t i = 0; i < rot / 2; i++) {
-        const float a = inv_freq[i] * p;
-        cos_[i] = cosf(a);
-        sin_[i] = sinf(a);
+        const float a = inv_freq[i] * p; /* torch's fp32 angle */
+        rs_cossinf(a, &cos_[i], &sin_[i]); /* rs_mathf.h: the GPU's rope_k_ computes the same bits */
     }
 }
 
@@ -117,7 +116,7 @@ void rs_softmax_inplace(float *s, size_t n)
         if (s[i] > mx) mx = s[i];
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) {
-        s[i] = expf(s[i] - mx);
+        s[i] = rs_expf(s[i] - mx); /* rs_mathf.h: correctly rounded (glibc's expf: <= 0.502 ulp) */
         sum += s[i];
     }
     const float inv = (float)(1.0 / sum);

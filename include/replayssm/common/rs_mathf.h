@@ -16,6 +16,12 @@
  *                  with the correction (u - 1 - x) / u for its rounding, log u = e ln2 + 2 atanh(s),
  *                  s = (m - 1) / (m + 1), m in [sqrt(1/2), sqrt(2)), the series to s^23 (< 2^-58).
  *   rs_sigmoidf, rs_siluf, rs_softplusf  the formulas of rs_layers.c (torch's) on these two.
+ *   rs_cossinf(a)  cos a and sin a of a float angle (RoPE: a = fl(inv_freq * position), torch's fp32
+ *                  angle), each rounded once to float from double: Cody-Waite reduction by pi/2 in
+ *                  three 33-bit parts (fdlibm's; k pi/2_1 exact for |k| <= 2^20, i.e. |a| <= 1.6e6:
+ *                  RoPE angles are <= the position), the Taylor series of sin / cos on |r| <= pi/4 to
+ *                  degree 21 / 20 (truncation < 1e-23). glibc's cosf / sinf and CUDA's round
+ *                  differently (CUDA's by a few ulps); this one is the same bits on both.
  * Only +, -, *, / on doubles and integer bit operations: no library function, so nothing differs
  * between the two compilers' math libraries. tests/test_mathf.c checks them against glibc's double
  * functions and long double. */
@@ -140,5 +146,63 @@ RS_HD_INLINE float rs_siluf(float x) { return x * rs_sigmoidf(x); }
 
 /* torch.nn.functional.softplus(x, beta = 1, threshold = 20) */
 RS_HD_INLINE float rs_softplusf(float x) { return x > 20.0f ? x : rs_log1pf(rs_expf(x)); }
+
+/* sin x and cos x in double for |x| <= 2^20 pi / 2 (beyond: same bits on both compilers still, but
+ * k pi/2_1 is no longer exact and the reduction loses accuracy) */
+RS_HD_INLINE void rs_mathf_sincos_d_(double x, double *s, double *c)
+{
+    const double two_over_pi = 6.36619772367581382433e-01;
+    const double p1 = 1.57079632673412561417e+00; /* pi / 2, first 33 bits (fdlibm pio2_1) */
+    const double p2 = 6.07710050630396597660e-11; /* next 33 bits (pio2_2) */
+    const double p3 = 2.02226624871116645580e-21; /* next 33 bits (pio2_3) */
+    const double shift = 6755399441055744.0;
+    const double kd = (x * two_over_pi + shift) - shift;
+    const long long k = (long long)kd;
+    const double r = ((x - kd * p1) - kd * p2) - kd * p3; /* |r| <= ~pi / 4 */
+    const double r2 = r * r;
+    /* sin r = r (1 - r^2/3! + r^4/5! - ... - r^20/21!), Horner from the top */
+    double ps = -1.0 / 51090942171709440000.0; /* -1/21! */
+    ps = ps * r2 + 1.0 / 121645100408832000.0; /* 1/19! */
+    ps = ps * r2 - 1.0 / 355687428096000.0;    /* 1/17! */
+    ps = ps * r2 + 1.0 / 1307674368000.0;      /* 1/15! */
+    ps = ps * r2 - 1.0 / 6227020800.0;         /* 1/13! */
+    ps = ps * r2 + 1.0 / 39916800.0;           /* 1/11! */
+    ps = ps * r2 - 1.0 / 362880.0;             /* 1/9! */
+    ps = ps * r2 + 1.0 / 5040.0;               /* 1/7! */
+    ps = ps * r2 - 1.0 / 120.0;
+    ps = ps * r2 + 1.0 / 6.0;
+    ps = ps * r2;                              /* r^2/3! - ... */
+    const double sr = r - r * ps;
+    /* cos r = 1 - r^2/2! + r^4/4! - ... + r^20/20! */
+    double pc = 1.0 / 2432902008176640000.0;   /* 1/20! */
+    pc = pc * r2 - 1.0 / 6402373705728000.0;   /* 1/18! */
+    pc = pc * r2 + 1.0 / 20922789888000.0;     /* 1/16! */
+    pc = pc * r2 - 1.0 / 87178291200.0;        /* 1/14! */
+    pc = pc * r2 + 1.0 / 479001600.0;          /* 1/12! */
+    pc = pc * r2 - 1.0 / 3628800.0;            /* 1/10! */
+    pc = pc * r2 + 1.0 / 40320.0;              /* 1/8! */
+    pc = pc * r2 - 1.0 / 720.0;
+    pc = pc * r2 + 1.0 / 24.0;
+    pc = pc * r2 - 0.5;
+    const double cr = 1.0 + pc * r2;
+    switch ((int)(k & 3)) {
+    case 0: *s = sr, *c = cr; break;
+    case 1: *s = cr, *c = -sr; break;
+    case 2: *s = -sr, *c = -cr; break;
+    default: *s = -cr, *c = sr; break;
+    }
+}
+
+RS_HD_INLINE void rs_cossinf(float a, float *c, float *s)
+{
+    if (!(a - a == 0.0f)) { /* inf or NaN */
+        *c = *s = a - a;
+        return;
+    }
+    double sd, cd;
+    rs_mathf_sincos_d_((double)a, &sd, &cd);
+    *c = (float)cd;
+    *s = (float)sd;
+}
 
 #endif /* RS_MATHF_H */
