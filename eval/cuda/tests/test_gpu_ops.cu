@@ -443,7 +443,7 @@ static void test_attention_case(const AttnCase &k)
     CK(cudaMemcpy(dKc, Kc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dVc, Vc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
     /* every kernel on the same inputs: g[0] simt (fp32 CUDA cores), g[1] tf32x3 (the default: v2
-     * at hd > 128, v1 below), g[2] tf32x3-v1, g[3] tf32x3-v2 (the tensor-core kernels) */
+     * at every head size), g[2] tf32x3-v1, g[3] tf32x3-v2 (the tensor-core kernels) */
     constexpr int NK = 4;
     const int kern[NK] = {RSG_ATTN_SIMT, RSG_ATTN_TF32X3, RSG_ATTN_TF32X3_V1, RSG_ATTN_TF32X3_V2};
     vf g[NK];
