@@ -13,6 +13,34 @@
 
 #include <stddef.h>
 
+#ifdef RS_ENGINE_F64_DIAG
+/* Diagnostic build only (-DRS_ENGINE_F64_DIAG, never the default; docs/evaluator.md, acceptance 1):
+ * every dot product of the state engine summed in double and rounded once, every y = a y + b x
+ * as fl(a y + b x) from double (products exact), i.e. the recurrence's per-step results correctly
+ * rounded (nearly always) instead of fp32's order-dependent roundings. Measures how far the fp32
+ * recurrence's rounding moves the evaluator's NLL (the GPU's scan rounds it in another order). */
+static inline float rs_dot_seq(const float *a, const float *b, size_t n)
+{
+    double acc = 0.0;
+    for (size_t c = 0; c < n; c++) acc += (double)a[c] * (double)b[c];
+    return (float)acc;
+}
+static inline void rs_dot_ptrs(const float *const *a, size_t m, const float *b, size_t n, float *out)
+{
+    for (size_t j = 0; j < m; j++) out[j] = rs_dot_seq(a[j], b, n);
+}
+static inline void rs_dot_rows(const float *A, size_t lda, size_t m, const float *b, size_t n, float *out)
+{
+    for (size_t i = 0; i < m; i++) out[i] = rs_dot_seq(A + i * lda, b, n);
+}
+typedef float rs_v4f __attribute__((vector_size(16)));
+static inline void rs_axpby(float *y, float a, float b, const float *x, size_t n)
+{
+    for (size_t c = 0; c < n; c++) y[c] = (float)((double)a * (double)y[c] + (double)b * (double)x[c]);
+}
+static inline void rs_axpy(float *y, float b, const float *x, size_t n) { rs_axpby(y, 1.0f, b, x, n); }
+#else
+
 /* sum_c a[c] * b[c], sequentially */
 static inline float rs_dot_seq(const float *a, const float *b, size_t n)
 {
@@ -94,4 +122,5 @@ static inline void rs_axpby(float *y, float a, float b, const float *x, size_t n
  * of y + b * x, and gcc folds the multiply: the same machine code as a separate loop). */
 static inline void rs_axpy(float *y, float b, const float *x, size_t n) { rs_axpby(y, 1.0f, b, x, n); }
 
+#endif /* RS_ENGINE_F64_DIAG */
 #endif /* RS_DOT_H */

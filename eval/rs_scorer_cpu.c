@@ -254,8 +254,9 @@ rs_status rs_scorer_cpu_create(const rs_model *m, const rs_scorer_config *cfg, r
     char streams[48] = "";
     if (im->S > 1) snprintf(streams, sizeof streams, ", %zu streams", im->S);
     snprintf(im->describe, sizeof im->describe, "cpu: %d threads%s%s%s", im->be->n_threads, streams,
-             gemm && !strcmp(gemm, "loop") ? ", GEMM RS_CPU_GEMM=loop" : "",
-             attn && !strcmp(attn, "f64") ? ", attention RS_CPU_ATTN=f64" : "");
+             gemm && *gemm && strcmp(gemm, "f64") ? (!strcmp(gemm, "loop") ? ", GEMM RS_CPU_GEMM=loop (fp32)" : ", GEMM RS_CPU_GEMM=sgemm (fp32)")
+                                               : ", GEMM f64",
+             attn && !strcmp(attn, "fp32") ? ", attention RS_CPU_ATTN=fp32" : ", attention f64");
     *out = sc;
     return RS_OK;
 }

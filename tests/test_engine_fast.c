@@ -2,7 +2,9 @@
  * bit. References are the straightforward loops the code had before (one sequential dot per
  * row, element-by-element updates, one (query, head) row at a time over the whole KV cache),
  * written out here; the fast code must equal them bitwise (memcmp), for odd sizes, every
- * block size of the attention (scratch rows 1..16), thread counts 1..3 and chunk splits. */
+ * block size of the attention (scratch rows 1..16), thread counts 1..3 and chunk splits. The
+ * attention checked is the fp32 kernel (RS_CPU_ATTN=fp32, the yardstick; the default sums in
+ * double, tests/test_layers.c checks it against float64). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -168,7 +170,9 @@ static void test_attention_bitwise(void **state)
         attn_ref_(&a, srow);
         for (int nt = 1; nt <= 3; nt++) {
             rs_backend *be = NULL;
+            assert_int_equal(setenv("RS_CPU_ATTN", "fp32", 1), 0);
             assert_int_equal(rs_backend_cpu_create(nt, &be), RS_OK);
+            unsetenv("RS_CPU_ATTN");
             for (size_t rows = 0; rows <= 16; rows += (rows < 4 ? 1 : 6)) {
                 a.scratch_rows = rows;
                 a.O = O;

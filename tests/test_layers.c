@@ -310,11 +310,11 @@ static void test_backend_attention(void **st)
     rs_backend_destroy(be);
 }
 
-/* RS_CPU_ATTN=f64 (the attention-rounding yardstick of docs/evaluator.md): over 8K keys its output
- * is closer to a float64 attention than the default fp32 sums (what it is for), within the error
- * its fp32 inputs leave (scores and probabilities rounded to fp32 before the double sums: a few
- * 2^-24 of sum_j p_j |v_j|; bound 1e-6 of it), bit-identical for 1 and 2 threads; another value is
- * refused at create. */
+/* RS_CPU_ATTN=f64 (the attention-rounding yardstick of docs/evaluator.md): scores, softmax and P V
+ * in double, rounded once, so over 8K keys its output is the float64 attention's rounding: bound
+ * 2^-23 of sum_j p_j |v_j| (the final rounding <= 2^-24 |o| <= 2^-24 sum p|v|, twice for slack; the
+ * double steps add ~1e-15), and closer than the default fp32 sums (what it is for); bit-identical
+ * for 1 and 2 threads; another value is refused at create. */
 static void test_backend_attention_f64(void **st)
 {
     (void)st;
@@ -367,8 +367,60 @@ static void test_backend_attention_f64(void **st)
         }
     print_message("attention over %d keys, max |o - o64| / sum p|v|: fp32 sums %.3g, RS_CPU_ATTN=f64 %.3g\n", cap, e32,
                   e64);
-    assert_true(e64 <= 1e-6);
+    assert_true(e64 <= 0x1.0p-23);
     assert_true(e64 < 0.5 * e32);
+}
+
+/* RS_CPU_GEMM=f64: Y = fl(beta Y + X W^T) summed in double and rounded once, so every output is
+ * within half an ulp (plus ~K 2^-53 of sum |x w|: bound 1e-12 relative of it) of the long double
+ * result, for beta 0 and 1 and 1 / 2 threads (bit-identical); the default sgemm errs more (it is
+ * compared, so the bound is not vacuous); a bad value is refused at create. */
+static void test_backend_linear_f64(void **st)
+{
+    (void)st;
+    enum { M = 7, N = 45, K = 1500 };
+    static float X[M * K], W[N * K], Y[3][M * N], Y0[M * N];
+    uint64_t s = 77;
+    fill_(X, M * K, &s, 1.0);
+    fill_(W, N * K, &s, 1.0);
+    fill_(Y0, M * N, &s, 10.0);
+    for (size_t i = 0; i < M * K; i++) X[i] += 0.25f; /* a mean: the fp32 sums' rounding shows */
+    rs_backend *be = NULL;
+    assert_int_equal(setenv("RS_CPU_GEMM", "f65", 1), 0);
+    assert_int_equal(rs_backend_cpu_create(2, &be), RS_E_INVAL);
+    assert_null(be);
+    for (int beta = 0; beta < 2; beta++) {
+        const char *modes[3] = {"f64", "f64", "openblas"};
+        const int threads[3] = {2, 1, 2};
+        for (int m = 0; m < 3; m++) {
+            memcpy(Y[m], Y0, sizeof Y0);
+            assert_int_equal(setenv("RS_CPU_GEMM", modes[m], 1), 0);
+            assert_int_equal(rs_backend_cpu_create(threads[m], &be), RS_OK);
+            unsetenv("RS_CPU_GEMM");
+            assert_int_equal(be->ops->linear(be, M, N, K, X, K, W, (float)beta, Y[m], N), RS_OK);
+            rs_backend_destroy(be);
+            be = NULL;
+        }
+        assert_memory_equal(Y[0], Y[1], sizeof Y0);
+        double worst64 = 0, worst32 = 0;
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) {
+                long double r = beta ? (long double)Y0[i * N + j] : 0.0L, mag = fabsl(r);
+                for (size_t k = 0; k < K; k++) {
+                    r += (long double)X[i * K + k] * (long double)W[j * K + k];
+                    mag += fabsl((long double)X[i * K + k] * (long double)W[j * K + k]);
+                }
+                const float y = Y[0][i * N + j];
+                const double half_ulp = 0.5 * (double)(nextafterf(fabsf(y), INFINITY) - fabsf(y));
+                const double e = (double)fabsl((long double)y - r);
+                worst64 = fmax(worst64, e / (half_ulp + 1e-12 * (double)mag));
+                worst32 = fmax(worst32, (double)fabsl((long double)Y[2][i * N + j] - r) / (half_ulp + 1e-12 * (double)mag));
+            }
+        print_message("linear K = %d, beta %d: worst |y - exact| / (ulp / 2 + 1e-12 sum|xw|): f64 %.3f, sgemm %.3f\n", K,
+                      beta, worst64, worst32);
+        assert_true(worst64 <= 1.0);
+        assert_true(worst32 > 1.0);
+    }
 }
 
 static rs_status fail_at_5_(void *ctx, size_t i)
@@ -413,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_backend_linear), cmocka_unit_test(test_backend_linear_loop),
         cmocka_unit_test(test_backend_attention),
         cmocka_unit_test(test_backend_attention_f64),
+        cmocka_unit_test(test_backend_linear_f64),
         cmocka_unit_test(test_backend_misc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* rs_gpu_attn_tc.cu — causal GQA attention on tensor cores at fp32-level accuracy (3xTF32), the
- * second tensor-core kernel (RSG_ATTN_TF32X3_V2; the default RSG_ATTN_TF32X3 at hd > 128, where it
- * is the faster one; rs_gpu_attn.cu dispatches).
+ * second tensor-core kernel (RSG_ATTN_TF32X3_V2; the default RSG_ATTN_TF32X3 at every head size;
+ * rs_gpu_attn.cu dispatches).
  *
  * The same contract and row layout as the CUDA-core kernel (rs_gpu_attn.cu): block = (query tile
  * of 64 rows, KV head g, run r), rows i = t * rep + hh. 256 threads = 8 warps: warp w owns the

@@ -1,5 +1,5 @@
 /* rs_gpu_attn_tc_v1.cu — the first tensor-core attention kernel (RSG_ATTN_TF32X3_V1,
- * RS_GPU_ATTN=tf32x3-v1; the default RSG_ATTN_TF32X3 at hd <= 128, where it is 14% faster than its
+ * RS_GPU_ATTN=tf32x3-v1; the default at hd <= 128 until 2026-12-01, where it is 14% faster than its
  * successor rs_gpu_attn_tc.cu on the H200, whose errors over long key ranges are 30-80x smaller).
  * Causal GQA attention at fp32-level accuracy (3xTF32).
  *

@@ -9,6 +9,7 @@
 #ifndef RS_GPU_COMMON_CUH
 #define RS_GPU_COMMON_CUH
 
+#include "replayssm/common/rs_mathf.h"
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -32,17 +33,13 @@ static inline rs_status rsg_launched(const char *who)
 
 static inline cudaStream_t rsg_stream(rs_cuda_stream s) { return (cudaStream_t)s; }
 
-/* ---- activations: rs_layers.c's formulas, fp32, IEEE expf / log1pf -------------------------- */
-__device__ __forceinline__ float rsg_sigmoid(float x)
-{
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
-}
+/* ---- activations: rs_layers.c's formulas on rs_mathf.h's exp / log1p (the CPU's twins, bit for bit)
+ * instead of CUDA's expf / log1pf, which round differently from glibc's ------------------------------ */
+__device__ __forceinline__ float rsg_sigmoid(float x) { return rs_sigmoidf(x); }
 
-__device__ __forceinline__ float rsg_silu(float x) { return x * rsg_sigmoid(x); }
+__device__ __forceinline__ float rsg_silu(float x) { return rs_siluf(x); }
 
-__device__ __forceinline__ float rsg_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float rsg_softplus(float x) { return rs_softplusf(x); }
 
 /* ---- reductions ----------------------------------------------------------------------------- */
 __device__ __forceinline__ double rsg_warp_sum_d(double x)

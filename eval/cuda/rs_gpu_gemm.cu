@@ -27,6 +27,7 @@ const char *rsg_gemm_method_name(rsg_gemm_method m)
     case RSG_GEMM_TF32: return "tf32";
     case RSG_GEMM_TF32X3: return "tf32x3";
     case RSG_GEMM_BF16X3: return "bf16x3";
+    case RSG_GEMM_F64: return "f64";
     }
     return "?";
 }
@@ -239,6 +240,45 @@ rs_status rsg_linear_bf16x3(cublasHandle_t h, size_t M, size_t N, size_t K, cons
     return RS_OK;
 }
 
+/* ---- f64 (diagnostic) ------------------------------------------------------------------------ */
+
+static __global__ void f64_in_k_(int M, int K, const float *X, size_t ldx, double *xd)
+{
+    const int k = blockIdx.y * 256 + threadIdx.x;
+    if (k < K) xd[(size_t)blockIdx.x * K + k] = (double)X[(size_t)blockIdx.x * ldx + k];
+}
+
+/* y = fl(beta y + acc): one rounding (beta 0: Y is not read) */
+static __global__ void f64_out_k_(size_t n, int N, const double *yd, float beta, float *Y, size_t ldy)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float *y = Y + (i / (size_t)N) * ldy + i % (size_t)N;
+        *y = beta == 0.0f ? (float)yd[i] : (float)__dadd_rn(__dmul_rn((double)beta, (double)*y), yd[i]);
+    }
+}
+
+rs_status rsg_linear_f64(cublasHandle_t h, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                         const double *W_f64, float beta, float *Y, size_t ldy, double *xd, double *yd, cudaStream_t s)
+{
+    RS_CHECK(h && X && W_f64 && Y && xd && yd && M >= 1 && N >= 1 && K >= 1 && M < INT_MAX && N < INT_MAX &&
+                 K < INT_MAX && ldx >= K && ldy >= N,
+             RS_E_INVAL, "rsg_linear_f64: bad arguments (M %zu, N %zu, K %zu, ldx %zu, ldy %zu)", M, N, K, ldx, ldy);
+    RS_CHECK((K + 255) / 256 <= 65535, RS_E_INVAL, "rsg_linear_f64: K %zu too large", K);
+    f64_in_k_<<<dim3((unsigned)M, (unsigned)((K + 255) / 256)), 256, 0, s>>>((int)M, (int)K, X, ldx, xd);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "rsg_linear_f64: %s", cudaGetErrorString(e));
+    const double one = 1.0, zero = 0.0;
+    cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    const cublasStatus_t b =
+        cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, W_f64, (int)K, xd, (int)K, &zero, yd, (int)N);
+    if (b != CUBLAS_STATUS_SUCCESS)
+        return rs_error_set(RS_E_CUDA, "cublasDgemm (M %zu, N %zu, K %zu): status %d", M, N, K, (int)b);
+    const size_t n = M * N;
+    f64_out_k_<<<(unsigned)std::min<size_t>((n + 255) / 256, 8192), 256, 0, s>>>(n, (int)N, yd, beta, Y, ldy);
+    e = cudaGetLastError();
+    return e == cudaSuccess ? RS_OK : rs_error_set(RS_E_CUDA, "rsg_linear_f64: %s", cudaGetErrorString(e));
+}
+
 /* ---- the scorer's weights ------------------------------------------------------------------- */
 
 static void add_mat_(std::vector<rs_gpu_wmat> &v, const float *h, size_t rows, size_t cols, int shared)
@@ -331,6 +371,33 @@ static rs_status plan_bf16x3_(const rs_scorer *sc, gpu_impl *im, size_t *weight_
     return RS_OK;
 }
 
+/* f64: a double copy of every weight matrix (bf_mem), X in double (ws) and the double outputs (part) */
+static rs_status plan_f64_(const rs_scorer *sc, gpu_impl *im, size_t *weight_bytes, size_t *scratch_bytes)
+{
+    rs_gpu_gemm_state *g = &im->gemm;
+    std::vector<rs_gpu_wmat> v;
+    list_mats_(sc->m, v);
+    free(g->mats);
+    g->mats = (rs_gpu_wmat *)calloc(v.size() + 1, sizeof *g->mats);
+    if (!g->mats) return rs_error_set(RS_E_NOMEM, "out of memory");
+    const size_t Mc = (size_t)im->RR * im->C;
+    size_t kmax = 0, nmax = 0, el = 0;
+    g->n_mats = (int)v.size();
+    g->n_exact = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+        g->mats[i] = v[i];
+        el += v[i].rows * v[i].cols;
+        kmax = std::max(kmax, v[i].cols);
+        nmax = std::max(nmax, v[i].rows);
+    }
+    g->bf_elems = el;
+    g->ws_floats = 2 * Mc * kmax;   /* doubles of X */
+    g->part_floats = 2 * Mc * nmax; /* doubles of Y */
+    *weight_bytes = el * sizeof(double);
+    *scratch_bytes = (g->ws_floats + g->part_floats) * sizeof(float);
+    return RS_OK;
+}
+
 rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_bytes, size_t *scratch_bytes)
 {
     rs_gpu_gemm_state *g = &im->gemm;
@@ -348,7 +415,9 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
     }
     const char *force = getenv("RS_GPU_GEMM"); /* comparisons: `--compute fp32` on cuBLAS SGEMM */
     if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "sgemm")) g->method = RSG_GEMM_SGEMM;
+    if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "f64")) g->method = RSG_GEMM_F64; /* diagnostic */
     if (g->method == RSG_GEMM_BF16X3) return plan_bf16x3_(sc, im, weight_bytes, scratch_bytes);
+    if (g->method == RSG_GEMM_F64) return plan_f64_(sc, im, weight_bytes, scratch_bytes);
     if (g->method != RSG_GEMM_TF32X3) return RS_OK;
     const rs_model *m = sc->m;
     std::vector<rs_gpu_wmat> v;
@@ -423,11 +492,45 @@ static rs_status alloc_bf16x3_(gpu_impl *im)
     return RS_OK;
 }
 
+static __global__ void to_f64_k_(size_t n, const float *w, double *d)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        d[i] = (double)w[i];
+}
+
+static rs_status alloc_f64_(gpu_impl *im)
+{
+    rs_gpu_gemm_state *g = &im->gemm;
+    cudaError_t e = cudaMalloc((void **)&g->ws, (g->ws_floats ? g->ws_floats : 4) * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->part, (g->part_floats ? g->part_floats : 4) * sizeof(float));
+    if (e == cudaSuccess && g->bf_elems) e = cudaMalloc(&g->bf_mem, g->bf_elems * sizeof(double));
+    if (e != cudaSuccess)
+        return rs_error_set(RS_E_CUDA, "cudaMalloc of the f64 GEMM buffers (%.3f GiB): %s",
+                            ((double)(g->ws_floats + g->part_floats) * 4.0 + (double)g->bf_elems * 8.0) / 1073741824.0,
+                            cudaGetErrorString(e));
+    im->device_bytes += (g->ws_floats + g->part_floats) * sizeof(float) + g->bf_elems * sizeof(double);
+    size_t o = 0;
+    for (int i = 0; i < g->n_mats; i++) {
+        rs_gpu_wmat *w = &g->mats[i];
+        float *key = entry_reset_(im, w);
+        double *d = (double *)g->bf_mem + o;
+        const size_t n = w->rows * w->cols;
+        o += n;
+        to_f64_k_<<<(unsigned)std::min<size_t>((n + 255) / 256, 16384), 256, 0, im->s>>>(n, key, d);
+        w->bf = d;
+    }
+    std::sort(g->mats, g->mats + g->n_mats, by_key_);
+    e = cudaStreamSynchronize(im->s);
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "the f64 weight copies: %s", cudaGetErrorString(e));
+    return RS_OK;
+}
+
 rs_status rs_gpu_gemm_alloc(const rs_scorer *sc, gpu_impl *im)
 {
     (void)sc;
     rs_gpu_gemm_state *g = &im->gemm;
     if (g->method == RSG_GEMM_BF16X3) return alloc_bf16x3_(im);
+    if (g->method == RSG_GEMM_F64) return alloc_f64_(im);
     if (g->method != RSG_GEMM_TF32X3) return RS_OK;
     cudaError_t e = cudaMalloc((void **)&g->ws, (g->ws_floats ? g->ws_floats : 4) * sizeof(float));
     if (e == cudaSuccess && g->split_floats) e = cudaMalloc((void **)&g->split_mem, g->split_floats * sizeof(float));
@@ -478,6 +581,8 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
         snprintf(buf, n, "gemm bf16x3 (exact bf16 products, fp32 sums of K blocks of %d; %d of %d weight matrices "
                          "bf16-exact, others sgemm)",
                  RSG_BF16X3_KB, g->n_exact, g->n_mats);
+    else if (g->method == RSG_GEMM_F64)
+        snprintf(buf, n, "gemm f64 (RS_GPU_GEMM=f64: double operands, cuBLAS dgemm, one rounding to float; diagnostic)");
     else
         snprintf(buf, n, "gemm %s", rsg_gemm_method_name(g->method));
     if (g->pad_rows > 1) {
@@ -499,6 +604,9 @@ static rs_status run_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, si
             return rsg_linear_bf16x3(im->blas, M, N, K, X, ldx, e->bf, beta, Y, ldy, g->ws, g->ws_floats, g->part,
                                      g->part_floats, im->s);
         return rsg_linear(im->blas, RSG_GEMM_SGEMM, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
+    case RSG_GEMM_F64:
+        return rsg_linear_f64(im->blas, M, N, K, X, ldx, (const double *)e->bf, beta, Y, ldy, (double *)g->ws,
+                              (double *)g->part, im->s);
     default: return rsg_linear(im->blas, g->method, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
     }
 }
@@ -535,7 +643,7 @@ rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float 
 {
     const rs_gpu_gemm_state *g = &im->gemm;
     const rs_gpu_wmat *e = NULL;
-    if (g->method == RSG_GEMM_TF32X3 || g->method == RSG_GEMM_BF16X3) {
+    if (g->method == RSG_GEMM_TF32X3 || g->method == RSG_GEMM_BF16X3 || g->method == RSG_GEMM_F64) {
         rs_gpu_wmat key;
         memset(&key, 0, sizeof key);
         key.key = W;

@@ -61,12 +61,13 @@ typedef enum rsg_gemm_method {
     RSG_GEMM_SGEMM = 0,
     RSG_GEMM_TF32 = 1,
     RSG_GEMM_TF32X3 = 2,
-    RSG_GEMM_BF16X3 = 3
+    RSG_GEMM_BF16X3 = 3,
+    RSG_GEMM_F64 = 4 /* diagnostic (RS_GPU_GEMM=f64 with --compute fp32): rsg_linear_f64 */
 } rsg_gemm_method;
 
 #define RSG_BF16X3_KB 512 /* bf16x3's K block: the tensor cores' accumulation chain */
 
-/* "sgemm", "tf32", "tf32x3", "bf16x3" ("?" otherwise) */
+/* "sgemm", "tf32", "tf32x3", "bf16x3", "f64" ("?" otherwise) */
 const char *rsg_gemm_method_name(rsg_gemm_method m);
 
 /* the method of a compute mode: fp32 -> bf16x3, tf32x3 -> tf32x3, tf32 -> tf32; RS_E_UNSUPPORTED
@@ -118,13 +119,24 @@ rs_status rsg_linear(cublasHandle_t h, rsg_gemm_method m, size_t M, size_t N, si
 /* one GEMM weight matrix of the model: its device view (the key rs_gpu_linear is called with),
  * the operands tf32x3 uses (hi: == key, split in place, or its own copy when the matrix is also
  * read elsewhere, i.e. a tied embedding; lo: NULL when TF32-exact) */
+/* f64 (diagnostic, RS_GPU_GEMM=f64 at create): Y [M][N] (ld ldy) = fl(beta Y + X W^T) with X converted
+ * to double into xd [M][K] (exact), W_f64 [N][K] the double copy of W (exact), the sums by cuBLAS
+ * dgemm into yd [M][N] (every product exact in double; the sums lose <= ~K 2^-53 of sum |x w|) and
+ * one rounding to float: the correctly rounded fp32 result except within ~K 2^-53 of a rounding
+ * boundary, the twin of the CPU backend's RS_CPU_GEMM=f64 (OpenBLAS dgemm): the two round to the
+ * same float nearly always. For measuring how much of the GPU-vs-CPU drift the fp32 GEMMs' rounding
+ * is (docs/evaluator.md, acceptance 1); 8 bytes per weight on the device, never the default. */
+rs_status rsg_linear_f64(cublasHandle_t h, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                         const double *W_f64, float beta, float *Y, size_t ldy, double *xd, double *yd, cudaStream_t s);
+
 typedef struct rs_gpu_wmat {
     const float *h;   /* host view (the model's slab) */
     size_t rows, cols;
     int exact;        /* TF32-exact: two products */
     int shared;       /* also read as data (lm_head == embed): split into a copy, never in place */
     const float *key, *hi, *lo;
-    const void *bf;   /* bf16x3: the device bf16 copy [rows][cols], NULL when not bf16-exact (sgemm) */
+    const void *bf;   /* bf16x3: the device bf16 copy [rows][cols], NULL when not bf16-exact (sgemm);
+                         f64: the device double copy [rows][cols] */
 } rs_gpu_wmat;
 
 typedef struct rs_gpu_gemm_state {

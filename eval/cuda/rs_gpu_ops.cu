@@ -7,7 +7,9 @@
  *   - the row sums of squares (double) are added in another order; the double sum then rounds
  *     to the same float except in rare ties (about 1e-5 per row at n = 2560), where x_hat
  *     moves by 1 ulp;
- *   - CUDA's expf / log1pf / cosf / sinf are not glibc's (a few ulps, see the tests).
+ *   - none from the transcendentals: exp / log1p / sigmoid / SiLU / softplus and RoPE's cos / sin
+ *     are rs_mathf.h's, the CPU's twins (the same bits on both; CUDA's own expf / cosf / sinf are
+ *     not glibc's).
  * Launch shapes: "row" kernels take one block per row (blockIdx.x, up to 2^31 - 1 rows);
  * elementwise kernels take blockIdx.x = row and blockIdx.y = 256-column chunk. */
 #include "rs_gpu_common.cuh"
@@ -203,9 +205,9 @@ static __global__ void gdn_prep_k_(int Hk, int dk, int Hv, float *QKV, size_t ld
     }
     for (int h = threadIdx.x; h < Hv; h += blockDim.x) {
         const size_t o = (size_t)row * Hv + h;
-        const float A = -expf(A_log[h]);
+        const float A = -rs_expf(A_log[h]);
         const float gl = A * rsg_softplus(a[o] + dt_bias[h]);
-        alpha[o] = expf(gl);
+        alpha[o] = rs_expf(gl);
         beta[o] = rsg_sigmoid(b[o]);
     }
 }
@@ -235,9 +237,9 @@ static __global__ void mamba_prep_k_(int H, int P, const float *dt_raw, size_t l
     for (int h = threadIdx.x; h < H; h += blockDim.x) {
         float dt = rsg_softplus(dt_raw[(size_t)row * ld_dt + h] + dt_bias[h]);
         if (clamp_min && dt < dt_min) dt = dt_min;
-        const float A = -expf(A_log[h]);
+        const float A = -rs_expf(A_log[h]);
         sdt[h] = dt;
-        alpha[(size_t)row * H + h] = expf(dt * A);
+        alpha[(size_t)row * H + h] = rs_expf(dt * A);
     }
     __syncthreads();
     const float *x = X + (size_t)row * ldx;
@@ -292,8 +294,7 @@ static __global__ void rope_k_(int T, long long pos0, float *Q, size_t ldq, int 
     const float p = (float)(pos0 + row % T);
     for (int i = threadIdx.x; i < h2; i += blockDim.x) {
         const float a = inv_freq[i] * p;
-        cs[i] = cosf(a);
-        cs[h2 + i] = sinf(a);
+        rs_cossinf(a, &cs[i], &cs[h2 + i]); /* rs_mathf.h: rs_rope_cos_sin's bits (CUDA's cosf / sinf are not glibc's) */
     }
     __syncthreads();
     for (int it = threadIdx.x; it < (Hq + Hk) * h2; it += blockDim.x) {

@@ -124,9 +124,10 @@ rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s);
  * an fp32 online softmax: RSG_ATTN_TF32X3_V2 (rs_gpu_attn_tc.cu) sums P V per key tile in fresh
  * accumulators and adds it into O on the CUDA cores with one rounding to nearest per tile;
  * RSG_ATTN_TF32X3_V1 (rs_gpu_attn_tc_v1.cu) accumulates P V across all key tiles inside the mma
- * accumulators (10-80x larger errors over thousands of keys, test_gpu_ops). RSG_ATTN_TF32X3 is the
- * faster of the two on the H200 per head size: v2 at hd > 128 (2% faster at hd = 256), v1 at
- * hd <= 128 (14% faster at hd = 128; docs/evaluator.md). All are deterministic. */
+ * accumulators (10-80x larger errors over thousands of keys, test_gpu_ops). RSG_ATTN_TF32X3 is v2
+ * at every head size (2% faster than v1 at hd = 256, 16% slower at hd = 128, where v1 moved the
+ * bundled models' reference NLL 5x further from the CPU's: docs/evaluator.md). All are
+ * deterministic. */
 enum { RSG_ATTN_DEFAULT = 0, RSG_ATTN_SIMT = 1, RSG_ATTN_TF32X3 = 2, RSG_ATTN_TF32X3_V1 = 3, RSG_ATTN_TF32X3_V2 = 4 };
 /* the kernel RSG_ATTN_DEFAULT resolves to, and a kernel's name ("simt", "tf32x3", "tf32x3-v1", "tf32x3-v2") */
 int rsg_attention_default_impl(void);

@@ -1,13 +1,27 @@
-/* rs_backend_cpu.c — the CPU backend: OpenBLAS sgemm for the projections, OpenMP threads
- * over rows / channels / (query, head) pairs / tasks for everything else; the per-row math
- * is rs_layers.c. OpenBLAS is set to one thread and the GEMMs are split over output columns
- * by OpenMP, so there is a single thread pool (a pthread OpenBLAS pool spinning next to the
- * OpenMP one halves throughput on a loaded 2-core machine). */
+/* rs_backend_cpu.c — the CPU backend: OpenBLAS dgemm for the projections (fp32 operands converted
+ * to double, one rounding to float: cpu_linear_f64_), attention with every sum in double
+ * (cpu_attention_f64_), OpenMP threads over rows / channels / (query, head) pairs / tasks for
+ * everything else; the per-row math is rs_layers.c. OpenBLAS is set to one thread and the GEMMs
+ * are split over output columns by OpenMP, so there is a single thread pool (a pthread OpenBLAS
+ * pool spinning next to the OpenMP one halves throughput on a loaded 2-core machine).
+ *
+ * Why double sums by default (docs/evaluator.md, acceptance 1): the CPU evaluator is the reference
+ * the GPU evaluator is checked against, per position to 1e-5 relative in NLL. fp32 sums round
+ * by their order: two fp32 evaluations that differ only in the GEMMs' blocking drift apart by
+ * ~1.3e-5 over 8K positions, and the fp32 default itself is 1.3e-5 / 1.8e-5 (gdn-tiny /
+ * mamba2-tiny) from the same evaluation with double sums. With double sums every GEMM output and
+ * attention output is (nearly always) the correctly rounded fp32 value, so the reference carries
+ * no rounding-order noise of its own in these ops; the GPU's errors alone remain. Cost: about
+ * 2x the fp32 kernels' time on the bundled models. The fp32 kernels stay selectable for
+ * yardsticks: RS_CPU_GEMM=sgemm (OpenBLAS sgemm, the default before 2026-12-01) or loop
+ * (sequential fp32 dot products), RS_CPU_ATTN=fp32 (cpu_attention_). */
 #include "replayssm/eval/rs_backend.h"
 #include "rs_dot.h" /* rs_v4f */
 #include "rs_check.h"
+#include "replayssm/common/rs_mathf.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +29,11 @@
 
 typedef struct cpu_impl {
     char msg[512]; /* message of the first failing task of a parallel_for */
-    int gemm_loop; /* RS_CPU_GEMM=loop: the projections as plain sequential dot products */
-    int attn_f64;  /* RS_CPU_ATTN=f64: attention's P V sums in double (see cpu_attention_f64_) */
+    int gemm_loop; /* RS_CPU_GEMM=loop: the projections as plain sequential fp32 dot products */
+    int gemm_f64;  /* the default (RS_CPU_GEMM unset or f64): the projections summed in double, rounded once
+                      (cpu_linear_f64_); 0 with RS_CPU_GEMM=sgemm or loop */
+    int attn_f64;  /* the default (RS_CPU_ATTN unset or f64): scores, softmax and P V in double, rounded once
+                      (cpu_attention_f64_); 0 with RS_CPU_ATTN=fp32 */
 } cpu_impl;
 
 static void cpu_destroy_(rs_backend *be)
@@ -26,13 +43,59 @@ static void cpu_destroy_(rs_backend *be)
     free(be);
 }
 
+/* the default GEMM (RS_CPU_GEMM=f64): Y = fl(beta Y + X W^T) with X and W converted to double (exact), the sums by
+ * OpenBLAS dgemm (every product exact in double, K <= 2^20 adds lose <= K 2^-53 of sum |x w|) and
+ * one rounding to float at the end, so every output is (nearly always) the correctly rounded fp32
+ * value of the exact sum, where sgemm's fp32 sums err by ~sqrt(K) 2^-24. Two evaluations that
+ * both compute it (the GPU's RS_GPU_GEMM=f64: cuBLAS dgemm) round to the same float except where
+ * the exact sum lies within ~K 2^-53 of a float rounding boundary. Output slabs as below, each
+ * with its own double copies of its W rows and Y block (allocated per call). */
+static rs_status cpu_linear_f64_(rs_backend *be, size_t M, size_t N, size_t K, const float *X, size_t ldx,
+                                 const float *W, float beta, float *Y, size_t ldy)
+{
+    double *xd = (double *)malloc(M * K * sizeof(double));
+    RS_CHECK(xd != NULL, RS_E_NOMEM, "linear (RS_CPU_GEMM=f64): out of memory for %zu x %zu doubles", M, K);
+    for (size_t i = 0; i < M; i++)
+        for (size_t k = 0; k < K; k++) xd[i * K + k] = (double)X[i * ldx + k];
+    const size_t nt = (size_t)be->n_threads;
+    size_t slab = (N + nt - 1) / nt;
+    slab = (slab + 15) / 16 * 16;
+    const long nslab = (long)((N + slab - 1) / slab);
+    int oom = 0;
+#pragma omp parallel for schedule(static) num_threads(be->n_threads) if (nslab > 1 && M * N * K >= 65536)
+    for (long b = 0; b < nslab; b++) {
+        const size_t n0 = (size_t)b * slab, nn = n0 + slab <= N ? slab : N - n0;
+        double *wd = (double *)malloc(nn * K * sizeof(double)), *yd = (double *)malloc(M * nn * sizeof(double));
+        if (!wd || !yd) {
+#pragma omp atomic write
+            oom = 1;
+        } else {
+            for (size_t e = 0; e < nn * K; e++) wd[e] = (double)W[n0 * K + e];
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)nn, (int)K, 1.0, xd, (int)K, wd, (int)K,
+                        0.0, yd, (int)nn);
+            for (size_t i = 0; i < M; i++)
+                for (size_t j = 0; j < nn; j++) {
+                    float *y = Y + i * ldy + n0 + j;
+                    const double acc = yd[i * nn + j];
+                    *y = beta == 0.0f ? (float)acc : (float)((double)beta * (double)*y + acc); /* one rounding */
+                }
+        }
+        free(wd);
+        free(yd);
+    }
+    free(xd);
+    RS_CHECK(!oom, RS_E_NOMEM, "linear (RS_CPU_GEMM=f64): out of memory for a %zu x %zu slab", M, slab);
+    return RS_OK;
+}
+
 static rs_status cpu_linear_(rs_backend *be, size_t M, size_t N, size_t K, const float *X,
                              size_t ldx, const float *W, float beta, float *Y, size_t ldy)
 {
     if (M == 0 || N == 0) return RS_OK;
     RS_CHECK(X && W && Y && K > 0, RS_E_INVAL, "linear: NULL operand or K = 0");
+    if (((const cpu_impl *)be->impl)->gemm_f64) return cpu_linear_f64_(be, M, N, K, X, ldx, W, beta, Y, ldy);
     if (((const cpu_impl *)be->impl)->gemm_loop) {
-        /* RS_CPU_GEMM=loop (diagnostic, docs/evaluator.md "GPU vs CPU"): every output one fp32
+        /* RS_CPU_GEMM=loop (yardstick, docs/evaluator.md "GPU vs CPU"): every output one fp32
          * dot product in k order, each product rounded before its add (-ffp-contract=off), where
          * OpenBLAS blocks k and fuses multiply-adds: the same math in another rounding order,
          * to measure how far two correct fp32 evaluations drift apart */
@@ -48,7 +111,8 @@ static rs_status cpu_linear_(rs_backend *be, size_t M, size_t N, size_t K, const
         }
         return RS_OK;
     }
-    /* Y = X W^T: X [M][K] row-major, W [N][K] row-major -> op(W) = W^T. The output columns
+    /* RS_CPU_GEMM=sgemm (yardstick; the default before 2026-12-01):
+     * Y = X W^T: X [M][K] row-major, W [N][K] row-major -> op(W) = W^T. The output columns
      * are split into one slab per OpenMP thread, each a single-threaded sgemm (OpenBLAS runs
      * with 1 thread: one thread pool, no oversubscription with the OpenMP regions). */
     const size_t nt = (size_t)be->n_threads;
@@ -202,13 +266,26 @@ static void pv_accum_(float *o, const float *p, const float *V, size_t hd, size_
  * Block size: at most the scratch rows per thread (a->scratch_rows, 0 counts as 1), and
  * small enough that there are >= 4 tasks per thread when the rows allow it (decode steps
  * with T = 1 get one row per task, so the threads still share the work). */
-/* RS_CPU_ATTN=f64 (diagnostic, docs/evaluator.md "GPU vs CPU"): the same scores and softmax (fp32
- * scores, the softmax's sum in double as always), then o[d] = sum_j p_j v_j[d] summed in double in
- * key order and rounded once: every product p_j v_j is exact in double and n <= 2^20 of them lose
- * at most ~n 2^-53 relative, so o is (nearly always) the fp32 rounding of the exact sum, where the
- * default fp32 sum over n keys errs ~sqrt(n) 2^-25 (a few 1e-6 over 8K keys). It answers how much
- * of the GPU-vs-CPU drift over long contexts is the CPU reference's own attention rounding. One
- * (query row, head) per task, keys in order: bit-identical for any thread count and chunk size. */
+/* the default attention (RS_CPU_ATTN=f64): every sum in double and one rounding to float at the end:
+ *   s_j = (q . k_j) scale   in double (every product exact, hd <= 1024 adds);
+ *   e_j = exp(s_j - max_j s_j) in double (rs_mathf.h's double exp; below -700: 0);
+ *   o[d] = fl( sum_j e_j v_j[d] / sum_j e_j )   (sums in double in key order).
+ * Every step errs by a few 2^-53, so o is (nearly always) the fp32 rounding of the exact attention,
+ * where the default's fp32 scores, fp32 p_j = fl(fl(exp) fl(1 / sum)) and fp32 sums over n keys err
+ * ~sqrt(n) 2^-25 (a few 1e-6 over 8K keys: 1e-5 relative in the reference NLL over 8K positions,
+ * docs/evaluator.md, acceptance 1). One
+ * (query row, head) per task, keys in order: bit-identical for any thread count and chunk size.
+ * The scratch row holds the scores as doubles in the float scratch's memory (cap floats per row
+ * give cap / 2 doubles: the scores are computed in two halves when n > cap / 2). */
+static double dotd_(const float *a, const float *b, size_t n)
+{
+    double acc = 0.0;
+    for (size_t i = 0; i < n; i++) acc += (double)a[i] * (double)b[i];
+    return acc;
+}
+
+static double expd_(double x) { return x < -700.0 ? 0.0 : rs_mathf_exp_d_(x); }
+
 static rs_status cpu_attention_f64_(rs_backend *be, const rs_attn_args *a)
 {
     const size_t rep = a->H / a->Hkv, hd = a->hd, cap = a->cap, rows = a->T * a->H;
@@ -217,18 +294,22 @@ static rs_status cpu_attention_f64_(rs_backend *be, const rs_attn_args *a)
     for (long r = 0; r < (long)rows; r++) {
         const size_t t = (size_t)r / a->H, h = (size_t)r % a->H, g = h / rep, n = a->n_past + t + 1;
         const float *q = a->Q + t * a->ldq + h * a->q_hstride, *Kh = a->Kc + g * cap * hd, *Vh = a->Vc + g * cap * hd;
-        float *s = a->scratch + (size_t)omp_get_thread_num() * (a->scratch_rows ? a->scratch_rows : 1) * cap;
-        for (size_t j = 0; j < n; j++) s[j] = dot8_(q, Kh + j * hd, hd) * a->scale;
-        rs_softmax_inplace(s, n);
-        double acc[1024];
-        for (size_t d = 0; d < hd; d++) acc[d] = 0.0;
+        const double scale = (double)a->scale;
+        double mx = -INFINITY;
         for (size_t j = 0; j < n; j++) {
-            const double pj = s[j];
+            const double sj = dotd_(q, Kh + j * hd, hd) * scale;
+            if (sj > mx) mx = sj;
+        }
+        double acc[1024], sum = 0.0;
+        for (size_t d = 0; d < hd; d++) acc[d] = 0.0;
+        for (size_t j = 0; j < n; j++) { /* the scores again (the same bits): no double scratch needed */
+            const double e = expd_(dotd_(q, Kh + j * hd, hd) * scale - mx);
             const float *v = Vh + j * hd;
-            for (size_t d = 0; d < hd; d++) acc[d] += pj * (double)v[d];
+            sum += e;
+            for (size_t d = 0; d < hd; d++) acc[d] += e * (double)v[d];
         }
         float *o = a->O + t * a->ldo + h * hd;
-        for (size_t d = 0; d < hd; d++) o[d] = (float)acc[d];
+        for (size_t d = 0; d < hd; d++) o[d] = (float)(acc[d] / sum);
     }
     return RS_OK;
 }
@@ -380,8 +461,17 @@ rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
     be->ops = &cpu_ops_;
     be->n_threads = n_threads > 0 ? n_threads : omp_get_max_threads();
     be->impl = im;
-    rs_status st = env_switch_("RS_CPU_GEMM", "openblas", "loop", &im->gemm_loop);
-    if (st == RS_OK) st = env_switch_("RS_CPU_ATTN", "fp32", "f64", &im->attn_f64);
+    rs_status st = RS_OK;
+    const char *g = getenv("RS_CPU_GEMM");
+    if (!g || !*g || !strcmp(g, "f64")) im->gemm_f64 = 1;
+    else if (!strcmp(g, "loop")) im->gemm_loop = 1;
+    else if (strcmp(g, "sgemm") && strcmp(g, "openblas"))
+        st = rs_error_set(RS_E_INVAL, "RS_CPU_GEMM=%s: unknown (f64, the default, sgemm or loop)", g);
+    if (st == RS_OK) {
+        int fp32 = 0;
+        st = env_switch_("RS_CPU_ATTN", "f64", "fp32", &fp32);
+        im->attn_f64 = !fp32;
+    }
     if (st != RS_OK) {
         free(be);
         free(im);

@@ -4,6 +4,7 @@
  * V vocab. Every buffer below lives in rs_fwd_ws (sized by the runner); nothing allocates.
  */
 #include "replayssm/eval/rs_forward.h"
+#include "replayssm/common/rs_mathf.h"
 #include "rs_check.h"
 
 #include <math.h>
@@ -81,9 +82,9 @@ static rs_status gdn_prep_row_(void *vctx, size_t row)
     const float *pa = plane_(ws, 0) + row * Hv, *pb = plane_(ws, 1) + row * Hv;
     float *palpha = plane_(ws, 2) + row * Hv, *pbeta = plane_(ws, 3) + row * Hv;
     for (size_t h = 0; h < Hv; h++) {
-        const float A = -expf(w->gdn.A_log[h]);
+        const float A = -rs_expf(w->gdn.A_log[h]);
         const float gl = A * rs_softplus(pa[h] + w->gdn.dt_bias[h]);
-        palpha[h] = expf(gl);
+        palpha[h] = rs_expf(gl);
         pbeta[h] = rs_sigmoid(pb[h]);
     }
     return RS_OK;
@@ -166,9 +167,9 @@ static rs_status mamba_prep_row_(void *vctx, size_t row)
     for (size_t h = 0; h < H; h++) {
         float dt = rs_softplus(dt_raw[h] + w->mamba.dt_bias[h]);
         if (c->a->dt_mode == RS_DT_CLAMP_MIN && dt < dt_min) dt = dt_min;
-        const float A = -expf(w->mamba.A_log[h]);
+        const float A = -rs_expf(w->mamba.A_log[h]);
         pdt[h] = dt;
-        palpha[h] = expf(dt * A);
+        palpha[h] = rs_expf(dt * A); /* rs_mathf.h: the GPU computes the same bits */
         for (size_t p = 0; p < P; p++) v[h * P + p] = dt * x[h * P + p];
     }
     return RS_OK;

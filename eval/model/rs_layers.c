@@ -1,26 +1,17 @@
 /* rs_layers.c — scalar building blocks of the hybrid forward (see rs_layers.h). */
 #include "replayssm/eval/rs_layers.h"
 
+#include "replayssm/common/rs_mathf.h"
+
 #include <math.h>
 
-float rs_sigmoid(float x)
-{
-    /* split by sign so exp never overflows */
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
-}
+/* the formulas on rs_mathf.h's exp / log1p, the GPU's twins (eval/cuda/rs_gpu_common.cuh): the
+ * same bits on both where glibc's and CUDA's libraries would round differently */
+float rs_sigmoid(float x) { return rs_sigmoidf(x); }
 
-float rs_silu(float x)
-{
-    return x * rs_sigmoid(x);
-}
+float rs_silu(float x) { return rs_siluf(x); }
 
-float rs_softplus(float x)
-{
-    /* torch.nn.functional.softplus(x, beta=1, threshold=20) */
-    return x > 20.0f ? x : log1pf(expf(x));
-}
+float rs_softplus(float x) { return rs_softplusf(x); }
 
 /* 1 / sqrt(mean(x^2) + eps) for x[n] (mean in double, then fp32 like torch) */
 static float inv_rms_(const float *x, size_t n, float eps)
@@ -103,9 +94,8 @@ void rs_rope_cos_sin(const float *inv_freq, size_t rot, size_t pos, float *cos_,
 {
     const float p = (float)pos;
     for (size_t i = 0; i < rot / 2; i++) {
-        const float a = inv_freq[i] * p;
-        cos_[i] = cosf(a);
-        sin_[i] = sinf(a);
+        const float a = inv_freq[i] * p; /* torch's fp32 angle */
+        rs_cossinf(a, &cos_[i], &sin_[i]); /* rs_mathf.h: the GPU's rope_k_ computes the same bits */
     }
 }
 
@@ -126,7 +116,7 @@ void rs_softmax_inplace(float *s, size_t n)
         if (s[i] > mx) mx = s[i];
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) {
-        s[i] = expf(s[i] - mx);
+        s[i] = rs_expf(s[i] - mx); /* rs_mathf.h: correctly rounded (glibc's expf: <= 0.502 ulp) */
         sum += s[i];
     }
     const float inv = (float)(1.0 / sum);

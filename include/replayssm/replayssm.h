@@ -24,6 +24,7 @@
 #ifndef REPLAYSSM_H
 #define REPLAYSSM_H
 
+#include "replayssm/common/rs_mathf.h"
 #include "replayssm/common/rs_status.h"
 #include "replayssm/quant/rs_format.h"
 #include "replayssm/quant/rs_minifloat.h"

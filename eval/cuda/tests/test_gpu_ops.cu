@@ -24,6 +24,7 @@
 
 #include "../rs_gpu_ops.h"
 #include "gpu_test_check.h"
+#include "replayssm/common/rs_mathf.h"
 #include "replayssm/eval/rs_backend.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_layers.h"
@@ -374,24 +375,20 @@ static void test_rope()
             for (int j = 0; j < H + Hk; j++) {
                 const size_t off = j < H ? row * ldq + (size_t)j * qs : row * ldk + (size_t)(j - H) * hd;
                 float *c = (j < H ? cq.data() : ck.data()) + off;
-                const float *x = (j < H ? Q.data() : K.data()) + off, *g = (j < H ? gq.data() : gk.data()) + off;
+                const float *g = (j < H ? gq.data() : gk.data()) + off;
                 rs_rope_apply(c, rot, cs_.data(), sn.data());
-                /* cosf / sinf: CUDA <= 2 ulp, glibc <= 1, so |dcos|, |dsin| <= 1.5 eps (values
-                 * <= 1); x' = a c - b s then moves by <= 1.5 eps (|a| + |b|) plus the
-                 * roundings of the two products and the sum on each side (<= 2 eps (|a| +
-                 * |b|)): tol 6 eps (|a| + |b|) */
-                for (int i = 0; i < rot; i++) {
-                    const int i2 = i < rot / 2 ? i + rot / 2 : i - rot / 2;
-                    const double tol = 6.0 * FLT_EPSILON * (fabs(x[i]) + fabs(x[i2])) + 1e-30;
-                    worst = std::max(worst, fabs((double)g[i] - c[i]) / tol);
-                }
+                /* cos / sin are rs_mathf.h's rs_cossinf on both sides (the same double operations,
+                 * no contraction) and x' = a c - b s is the same three fp32 roundings: the rotated
+                 * dims must be the CPU's bits (worst counts the elements that differ) */
+                for (int i = 0; i < rot; i++) worst += !same_bits(g[i], c[i]);
             }
         }
         /* dims >= rot, the gate halves, the key padding: bit-identical (cmp_mat with n = 0) */
         for (size_t i = 0; i < Q.size(); i++) other += (i % qs) >= (size_t)rot && !same_bits(gq[i], cq[i]);
         for (size_t i = 0; i < K.size(); i++)
             other += ((i % ldk) >= (size_t)Hk * hd || (i % ldk) % hd >= (size_t)rot) && !same_bits(gk[i], ck[i]);
-        report(k.name, worst <= 1.0 && other == 0, "worst |err| / tol %.3f, %zu untouched elements changed", worst, other);
+        report(k.name, worst == 0.0 && other == 0, "%.0f rotated elements differ from the CPU's bits, %zu untouched elements changed",
+               worst, other);
         dfree(dQ), dfree(dK);
     }
     dfree(dinv);
@@ -446,7 +443,7 @@ static void test_attention_case(const AttnCase &k)
     CK(cudaMemcpy(dKc, Kc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dVc, Vc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
     /* every kernel on the same inputs: g[0] simt (fp32 CUDA cores), g[1] tf32x3 (the default: v2
-     * at hd > 128, v1 below), g[2] tf32x3-v1, g[3] tf32x3-v2 (the tensor-core kernels) */
+     * at every head size), g[2] tf32x3-v1, g[3] tf32x3-v2 (the tensor-core kernels) */
     constexpr int NK = 4;
     const int kern[NK] = {RSG_ATTN_SIMT, RSG_ATTN_TF32X3, RSG_ATTN_TF32X3_V1, RSG_ATTN_TF32X3_V2};
     vf g[NK];
@@ -832,6 +829,46 @@ static void test_invalid()
     dfree(d);
 }
 
+/* ---- rs_mathf.h on the device == on the host (the CPU reference's twins, bit for bit) ------------ */
+__global__ void mathf_k_(int n, const float *x, float *out)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        out[4 * i] = rs_expf(x[i] * 100.0f);
+        out[4 * i + 1] = rs_log1pf(fabsf(x[i]) * 1e4f - 0.5f);
+        out[4 * i + 2] = rs_sigmoidf(x[i] * 40.0f);
+        out[4 * i + 3] = rs_softplusf(x[i] * 30.0f);
+    }
+}
+
+static void test_mathf_twins()
+{
+    const int n = g_quick ? (1 << 16) : (1 << 22);
+    std::vector<float> x(n), got(4 * (size_t)n);
+    uint64_t s = 0x5DEECE66Dull;
+    for (int i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(s >> 11) * 0x1.0p-53 * 2.0 - 1.0); /* [-1, 1): exp of [-100, 100) etc. */
+    }
+    float *dx = nullptr, *dout = nullptr;
+    CK(cudaMalloc((void **)&dx, n * sizeof(float)));
+    CK(cudaMalloc((void **)&dout, 4 * (size_t)n * sizeof(float)));
+    CK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    mathf_k_<<<1024, 256>>>(n, dx, dout);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(got.data(), dout, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    size_t bad[4] = {0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        const float want[4] = {rs_expf(x[i] * 100.0f), rs_log1pf(fabsf(x[i]) * 1e4f - 0.5f), rs_sigmoidf(x[i] * 40.0f),
+                               rs_softplusf(x[i] * 30.0f)};
+        for (int f = 0; f < 4; f++) bad[f] += memcmp(&want[f], &got[4 * (size_t)i + f], sizeof(float)) != 0;
+    }
+    report("rs_mathf.h twins: device == host bit for bit (exp, log1p, sigmoid, softplus)",
+           bad[0] + bad[1] + bad[2] + bad[3] == 0, "%d arguments: %zu / %zu / %zu / %zu differ", n, bad[0], bad[1], bad[2],
+           bad[3]);
+    CK(cudaFree(dx));
+    CK(cudaFree(dout));
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) g_quick |= strcmp(argv[i], "--quick") == 0;
@@ -852,6 +889,7 @@ int main(int argc, char **argv)
     test_rmsnorm();
     test_rmsnorm_gated();
     test_conv1d();
+    test_mathf_twins();
     test_gdn_prep();
     test_mamba_prep();
     test_rope();
