@@ -26,23 +26,11 @@
 #include <string.h>
 
 #include "replayssm/common/rs_mathf.h"
-
-static uint32_t f2u_(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static float u2f_(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+#include "replayssm/quant/rs_codec.h" /* rs_codec_f2u / rs_codec_u2f: the float <-> bits casts */
 /* distance in ulps between two finite floats of the same sign (or zeros) */
 static long ulps_(float a, float b)
 {
-    const long x = (long)f2u_(a), y = (long)f2u_(b);
+    const long x = (long)rs_codec_f2u(a), y = (long)rs_codec_f2u(b);
     return x > y ? x - y : y - x;
 }
 
@@ -58,14 +46,14 @@ static void sweep_(const char *name, f1_ ours, f1_ libf, d1_ ref, l1_ refl, floa
         const float a = sign ? (lo < 0 ? 0.0f : lo) : (hi > 0 ? 0.0f : hi);
         const float b = sign ? hi : lo;
         if ((sign && hi < 0) || (!sign && lo >= 0)) continue;
-        const uint32_t ua = f2u_(a), ub = f2u_(b);
+        const uint32_t ua = rs_codec_f2u(a), ub = rs_codec_f2u(b);
         for (uint64_t u = ua; u <= ub; u += step) {
-            const float x = u2f_((uint32_t)u);
+            const float x = rs_codec_u2f((uint32_t)u);
             if (x < lo || x > hi) continue;
             const float got = ours(x), want = (float)ref((double)x), lib = libf(x);
             n++;
-            lib_diff += f2u_(lib) != f2u_(want);
-            if (f2u_(got) == f2u_(want)) continue;
+            lib_diff += rs_codec_f2u(lib) != rs_codec_f2u(want);
+            if (rs_codec_f2u(got) == rs_codec_f2u(want)) continue;
             diff++;
             if (ulps_(got, want) > 1) over1++;
             const long double t = refl((long double)x);
