@@ -7,6 +7,7 @@
 #include "replayssm/eval/rs_h5log_merge.h"
 #include "rs_check.h"
 #include "rs_h5attr.h"
+#include "rs_log_arith.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,19 @@ static rs_status same_str_(const src_log *a, const src_log *b, const char *name,
     return RS_OK;
 }
 
+/* the `arithmetic` of a log, or the one its `device` line names where it predates the attribute
+ * (rs_log_arith.h); *found 0 where neither says (GPU logs: `compute` covers them) */
+static rs_status arith_of_(const src_log *l, char *buf, size_t n, int *found)
+{
+    RS_TRY(attr_str_(l->lg, "/", "arithmetic", buf, n, found));
+    if (*found) return RS_OK;
+    char dev[STR_MAX];
+    int fd = 0;
+    RS_TRY(attr_str_(l->lg, "/", "device", dev, sizeof dev, &fd));
+    *found = fd && rs_log_arith_from_device(dev, buf, n);
+    return RS_OK;
+}
+
 static rs_status same_config_(const src_log *a, const src_log *b)
 {
     for (size_t k = 0; k < sizeof k_same_str / sizeof k_same_str[0]; k++)
@@ -101,6 +115,13 @@ static rs_status same_config_(const src_log *a, const src_log *b)
              "cannot merge %s with %s: chunk is %llu there and %llu here (a different --chunk): logs of different "
              "configurations are not merged", b->path, a->path, (unsigned long long)rs_h5log_chunk(b->lg),
              (unsigned long long)rs_h5log_chunk(a->lg));
+    char xa[STR_MAX], xb[STR_MAX];
+    int fa = 0, fb = 0;
+    RS_TRY(arith_of_(a, xa, sizeof xa, &fa));
+    RS_TRY(arith_of_(b, xb, sizeof xb, &fb));
+    RS_CHECK(fa == fb && !strcmp(xa, xb), RS_E_INVAL,
+             "cannot merge %s with %s: arithmetic is '%s' there and '%s' here (other GEMM or attention sums): logs "
+             "of different configurations are not merged", b->path, a->path, fb ? xb : "(none)", fa ? xa : "(none)");
     char nf[64];
     RS_TRY(attr_str_(a->lg, "/", "input_files", nf, sizeof nf, NULL));
     const long files = nf[0] ? strtol(nf, NULL, 10) : 0;

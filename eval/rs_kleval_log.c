@@ -4,6 +4,7 @@
  * log is summarised over all its positions, not only over those computed in this process). */
 #define _XOPEN_SOURCE 700 /* realpath (XSI), with the project's _POSIX_C_SOURCE 200809L */
 #include "rs_kleval_impl.h"
+#include "rs_log_arith.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include "rs_provenance.h"
 
 #define RS_KLEVAL_FMT_MAX 48
-#define RS_KLEVAL_LOG_EXTRA 6 /* device_kind, compute, device, batch, input, input_files; + 2 per input file */
+#define RS_KLEVAL_LOG_EXTRA 7 /* device_kind, compute, device, batch, arithmetic, input, input_files; + 2 per input file */
 #define RS_KLEVAL_KEY_MAX 40
 
 /* FNV-1a 64 of a file's bytes ("fnv1a64:<16 hex>"); 0 if unreadable */
@@ -55,6 +56,7 @@ typedef struct log_meta {
     rs_h5log_extra *extra;             /* [RS_KLEVAL_LOG_EXTRA + 2 n_input_files] */
     char (*keys)[RS_KLEVAL_KEY_MAX];   /* [2 n_input_files] input_file_<i>, input_sha256_<i> */
     char n_files[24], batch[24];
+    char arith[128];                   /* the `arithmetic` attribute (rs_log_arith.h) */
     rs_prov_files pf;                  /* the model folder's files and digests */
     rs_prov_env env;                   /* host, CPU, BLAS, compiler (and GPU) */
     char *abs_model, *abs_data, *abs_tok; /* absolute paths (realpath), NULL: as given */
@@ -194,6 +196,10 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf
     /* the input (docs/hdf5-layout.md): its kind, and per file its path (provenance) and SHA-256
      * (compared on resume, with the number of files) */
     size_t ne = 4;
+    /* what changes the numbers beyond the policies and `compute` (the CPU's GEMM and attention
+     * summation; compared on resume, also against logs written before the attribute: log_resume_check_) */
+    if (rs_log_arith_from_device(ev->describe, m->arith, sizeof m->arith))
+        m->extra[ne++] = (rs_h5log_extra){"arithmetic", m->arith, 1};
     m->extra[ne++] = (rs_h5log_extra){"input", rs_kleval_input_name(c->input), 1};
     if (!pg19) {
         snprintf(m->n_files, sizeof m->n_files, "%zu", nf);
@@ -207,6 +213,31 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf
     }
     h->n_extra = ne;
     h->extra = m->extra;
+    return RS_OK;
+}
+
+/* --resume of a log whose `arithmetic` differs from this run's (arith: "" where this run names none),
+ * also where the log predates the attribute: its `device` line says it (rs_log_arith.h). Read-only,
+ * before the log is reopened for writing, so a refused log is left as it was. */
+static rs_status log_resume_arith_(const rs_kleval *ev, const char *arith)
+{
+    rs_h5log *lg = NULL;
+    rs_status st = rs_h5log_open(ev->cfg.out_path, 0, NULL, &lg);
+    if (st != RS_OK) return RS_OK; /* the writable open reports what is wrong with the file */
+    char have[256] = "", dev[512] = "";
+    int found = rs_h5log_get_attr_string(lg, "/", "arithmetic", have, sizeof have) == RS_OK && have[0];
+    rs_error_clear();
+    if (!found && rs_h5log_get_attr_string(lg, "/", "device", dev, sizeof dev) == RS_OK)
+        found = rs_log_arith_from_device(dev, have, sizeof have);
+    rs_error_clear();
+    st = rs_h5log_close(lg);
+    if (st != RS_OK) return st;
+    if (!found || !arith[0]) return RS_OK; /* not CPU logs / runs: device_kind and compute tell them apart */
+    RS_CHECK(!strcmp(have, arith), RS_E_INVAL,
+             "--resume: %s was written with arithmetic '%s', this command has '%s': its positions cannot be "
+             "continued with other numbers (start a new log with --force or another --out; this one is kept "
+             "as it is)",
+             ev->cfg.out_path, have, arith);
     return RS_OK;
 }
 
@@ -227,6 +258,11 @@ rs_status rs_kleval_log_open(rs_kleval *ev)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, NULL);
     }
     const int resume = ev->cfg.output == RS_KLEVAL_OUT_RESUME;
+    if (resume) st = log_resume_arith_(ev, m.arith);
+    if (st != RS_OK) {
+        meta_free_(&m);
+        return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, st, "cannot resume the log");
+    }
     st = resume ? rs_h5log_open(ev->cfg.out_path, 1, &m.hm, &ev->lg)
                 : rs_h5log_create(ev->cfg.out_path, &m.hm, ev->cfg.output == RS_KLEVAL_OUT_FORCE, &ev->lg);
     meta_free_(&m);
