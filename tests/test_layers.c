@@ -371,29 +371,23 @@ static void test_backend_attention_f64(void **st)
     assert_true(e64 < 0.5 * e32);
 }
 
-/* RS_CPU_GEMM=f64: Y = fl(beta Y + X W^T) summed in double and rounded once, so every output is
- * within half an ulp (plus ~K 2^-53 of sum |x w|: bound 1e-12 relative of it) of the long double
- * result, for beta 0 and 1 and 1 / 2 threads (bit-identical); the default sgemm errs more (it is
- * compared, so the bound is not vacuous); a bad value is refused at create. */
-static void test_backend_linear_f64(void **st)
+static void linear_f64_case_(size_t M, size_t N, size_t K)
 {
-    (void)st;
-    enum { M = 7, N = 45, K = 1500 };
-    static float X[M * K], W[N * K], Y[3][M * N], Y0[M * N];
+    float *X = malloc(M * K * sizeof(float)), *W = malloc(N * K * sizeof(float)), *Y0 = malloc(M * N * sizeof(float));
+    float *Y[3] = {malloc(M * N * sizeof(float)), malloc(M * N * sizeof(float)), malloc(M * N * sizeof(float))};
+    assert_true(X && W && Y0 && Y[0] && Y[1] && Y[2]);
+    const size_t ysz = M * N * sizeof(float);
     uint64_t s = 77;
     fill_(X, M * K, &s, 1.0);
     fill_(W, N * K, &s, 1.0);
     fill_(Y0, M * N, &s, 10.0);
     for (size_t i = 0; i < M * K; i++) X[i] += 0.25f; /* a mean: the fp32 sums' rounding shows */
     rs_backend *be = NULL;
-    assert_int_equal(setenv("RS_CPU_GEMM", "f65", 1), 0);
-    assert_int_equal(rs_backend_cpu_create(2, &be), RS_E_INVAL);
-    assert_null(be);
     for (int beta = 0; beta < 2; beta++) {
         const char *modes[3] = {"f64", "f64", "openblas"};
         const int threads[3] = {2, 1, 2};
         for (int m = 0; m < 3; m++) {
-            memcpy(Y[m], Y0, sizeof Y0);
+            memcpy(Y[m], Y0, ysz);
             assert_int_equal(setenv("RS_CPU_GEMM", modes[m], 1), 0);
             assert_int_equal(rs_backend_cpu_create(threads[m], &be), RS_OK);
             unsetenv("RS_CPU_GEMM");
@@ -401,7 +395,7 @@ static void test_backend_linear_f64(void **st)
             rs_backend_destroy(be);
             be = NULL;
         }
-        assert_memory_equal(Y[0], Y[1], sizeof Y0);
+        assert_memory_equal(Y[0], Y[1], ysz);
         double worst64 = 0, worst32 = 0;
         for (size_t i = 0; i < M; i++)
             for (size_t j = 0; j < N; j++) {
@@ -416,11 +410,33 @@ static void test_backend_linear_f64(void **st)
                 worst64 = fmax(worst64, e / (half_ulp + 1e-12 * (double)mag));
                 worst32 = fmax(worst32, (double)fabsl((long double)Y[2][i * N + j] - r) / (half_ulp + 1e-12 * (double)mag));
             }
-        print_message("linear K = %d, beta %d: worst |y - exact| / (ulp / 2 + 1e-12 sum|xw|): f64 %.3f, sgemm %.3f\n", K,
-                      beta, worst64, worst32);
+        print_message("linear %zu x %zu x %zu, beta %d: worst |y - exact| / (ulp / 2 + 1e-12 sum|xw|): f64 %.3f, "
+                      "sgemm %.3f\n", M, N, K, beta, worst64, worst32);
         assert_true(worst64 <= 1.0);
         assert_true(worst32 > 1.0);
     }
+    free(X);
+    free(W);
+    free(Y0);
+    for (int m = 0; m < 3; m++) free(Y[m]);
+}
+
+/* RS_CPU_GEMM=f64: Y = fl(beta Y + X W^T) summed in double and rounded once, so every output is
+ * within half an ulp (plus ~K 2^-53 of sum |x w|: bound 1e-12 relative of it) of the long double
+ * result, for beta 0 and 1 and 1 / 2 threads (bit-identical); the default sgemm errs more (it is
+ * compared, so the bound is not vacuous); a bad value is refused at create. The second shape
+ * walks each thread's output slab in several column blocks (2^21 / K = 524 -> 512 columns: slabs
+ * of 608 and 592 columns at 2 threads, 1200 at 1 thread, each with a partial last block). */
+static void test_backend_linear_f64(void **st)
+{
+    (void)st;
+    rs_backend *be = NULL;
+    assert_int_equal(setenv("RS_CPU_GEMM", "f65", 1), 0);
+    assert_int_equal(rs_backend_cpu_create(2, &be), RS_E_INVAL);
+    assert_null(be);
+    unsetenv("RS_CPU_GEMM");
+    linear_f64_case_(7, 45, 1500);
+    linear_f64_case_(5, 1200, 4000);
 }
 
 static rs_status fail_at_5_(void *ctx, size_t i)

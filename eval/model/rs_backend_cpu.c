@@ -49,7 +49,11 @@ static void cpu_destroy_(rs_backend *be)
  * value of the exact sum, where sgemm's fp32 sums err by ~sqrt(K) 2^-24. Two evaluations that
  * both compute it (the GPU's RS_GPU_GEMM=f64: cuBLAS dgemm) round to the same float except where
  * the exact sum lies within ~K 2^-53 of a float rounding boundary. Output slabs as below, each
- * with its own double copies of its W rows and Y block (allocated per call). */
+ * walked in blocks of at most RS_CPU_F64_BLOCK_DOUBLES / K columns with their own double copies of
+ * those W rows and of the Y block (per call): the transient memory stays ~2 x 16 MB per thread
+ * instead of (N K + M N) doubles (~10 GB at a 4B model's LM head: N = 248320, K = 2560, M = 2560).
+ * The blocking is over output columns only: every output's sum over k is the same dgemm dot. */
+#define RS_CPU_F64_BLOCK_DOUBLES ((size_t)1 << 21)
 static rs_status cpu_linear_f64_(rs_backend *be, size_t M, size_t N, size_t K, const float *X, size_t ldx,
                                  const float *W, float beta, float *Y, size_t ldy)
 {
@@ -64,21 +68,28 @@ static rs_status cpu_linear_f64_(rs_backend *be, size_t M, size_t N, size_t K, c
     int oom = 0;
 #pragma omp parallel for schedule(static) num_threads(be->n_threads) if (nslab > 1 && M * N * K >= 65536)
     for (long b = 0; b < nslab; b++) {
-        const size_t n0 = (size_t)b * slab, nn = n0 + slab <= N ? slab : N - n0;
-        double *wd = (double *)malloc(nn * K * sizeof(double)), *yd = (double *)malloc(M * nn * sizeof(double));
+        const size_t s0 = (size_t)b * slab, sn = s0 + slab <= N ? slab : N - s0;
+        size_t nb = RS_CPU_F64_BLOCK_DOUBLES / K, mb = RS_CPU_F64_BLOCK_DOUBLES / M;
+        nb = nb < mb ? nb : mb;
+        nb = nb < 16 ? 16 : nb / 16 * 16;
+        nb = nb < sn ? nb : sn;
+        double *wd = (double *)malloc(nb * K * sizeof(double)), *yd = (double *)malloc(M * nb * sizeof(double));
         if (!wd || !yd) {
 #pragma omp atomic write
             oom = 1;
         } else {
-            for (size_t e = 0; e < nn * K; e++) wd[e] = (double)W[n0 * K + e];
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)nn, (int)K, 1.0, xd, (int)K, wd, (int)K,
-                        0.0, yd, (int)nn);
-            for (size_t i = 0; i < M; i++)
-                for (size_t j = 0; j < nn; j++) {
-                    float *y = Y + i * ldy + n0 + j;
-                    const double acc = yd[i * nn + j];
-                    *y = beta == 0.0f ? (float)acc : (float)((double)beta * (double)*y + acc); /* one rounding */
-                }
+            for (size_t n0 = s0; n0 < s0 + sn; n0 += nb) {
+                const size_t nn = n0 + nb <= s0 + sn ? nb : s0 + sn - n0;
+                for (size_t e = 0; e < nn * K; e++) wd[e] = (double)W[n0 * K + e];
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)nn, (int)K, 1.0, xd, (int)K, wd,
+                            (int)K, 0.0, yd, (int)nn);
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < nn; j++) {
+                        float *y = Y + i * ldy + n0 + j;
+                        const double acc = yd[i * nn + j];
+                        *y = beta == 0.0f ? (float)acc : (float)((double)beta * (double)*y + acc); /* one rounding */
+                    }
+            }
         }
         free(wd);
         free(yd);
