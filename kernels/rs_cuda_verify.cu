@@ -441,7 +441,15 @@ __global__ void rs_k_snapshot_commit(size_t per_row4, int batch, const int32_t *
     }
 }
 
+#include "rs_cuda_verify_tc.cuh"
+
 /* ---- launchers -------------------------------------------------------------------------------------- */
+
+extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st)
+{
+    if (!st) return 0;
+    return st->kernel == RS_CUDA_VERIFY_CORES ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC;
+}
 
 static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_ssm_family fam, int T, int rpw,
                               const char *who)
@@ -462,6 +470,24 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 #define RS_VERIFY_RPW_M2 4
 #define RS_VERIFY_RPW_GDN 2
 
+/* the tensor-core main kernel: 4 warps a block, 16-row tiles, its shared memory raised past 48 KB once */
+template <int FAM, int RDT, int NT>
+static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
+                             cudaStream_t s)
+{
+    const size_t smem = 4 * sizeof(float) * (size_t)vtc_smem_floats<FAM, NT>();
+    static bool raised = false; /* per instantiation; a repeated call is harmless */
+    if (!raised && smem > 48 * 1024) {
+        if (cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+            cudaSuccess)
+            return; /* the launch below then fails and rs_cuda_launch_status reports it */
+        raised = true;
+    }
+    const rs_geom g = rs_replay_geom(d, 16);
+    const size_t warps = (size_t)g.BH * g.wph;
+    rs_k_verify_tc<FAM, RDT, NT><<<(unsigned)((warps + 3) / 4), 128, smem, s>>>(*d, T, *io, *st, g);
+}
+
 template <int FAM, int RDT, int TP>
 static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
                           cudaStream_t s)
@@ -473,6 +499,10 @@ static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
     const size_t psmem = sizeof(float) * (size_t)(d->heads / d->key_heads) * st->cap;
     rs_k_verify_prep<FAM, RDT, TP><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_VPREP_WARPS, psmem, s>>>(
         *d, T, *io, *st);
+    if (rs_cuda_replay_verify_kernel(st) == RS_CUDA_VERIFY_TC) {
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1)>(d, T, io, st, s);
+        return;
+    }
     const rs_geom g = rs_replay_geom(d, RPW);
     const size_t warps = (size_t)g.BH * g.wph;
     rs_k_verify_main<FAM, RDT, TP, RPW><<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, T, *io, *st, g);
@@ -501,6 +531,8 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
     RS_TRY(rs_cuda_check_ckpt_round(&st->ckpt_round, who));
+    RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC, RS_E_INVAL, "%s: kernel %d", who,
+             st->kernel);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, T, io, st, s);
         else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, T, io, st, s);
