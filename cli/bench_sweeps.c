@@ -270,6 +270,39 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
     return 0;
 }
 
+/* issue 18 v6: T = 8, a = 1 and a = T, at B = 256 and B = 1 (L = 16), every main kernel side by side (the
+ * default tensor-core kernel, its first version -tc-v6a, the v3 CUDA-core kernel -cores), each against one
+ * conventional step at the same B */
+int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m)
+{
+    static const int Bs[] = {256, 1};
+    static const int ks[] = {RS_CUDA_VERIFY_AUTO, RS_CUDA_VERIFY_TC_V6A, RS_CUDA_VERIFY_CORES};
+    static const char *sfx[] = {"", "-tc-v6a", "-cores"};
+    for (size_t bi = 0; bi < 2; ++bi) {
+        const int B = Bs[bi];
+        bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", B);
+        if (!r) {
+            rs_bench_case k = bn_case(RS_BENCH_CONV, m, B, c->reps);
+            if (!(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
+        }
+        const double cu = r->median_us;
+        printf("\n## speculative verification T = 8, B = %d, L = 16 (x = time / conventional step at B = %d)\n", B, B);
+        print_header("main kernels side by side");
+        print_row(r, 0);
+        for (int ai = 0; ai < 2; ++ai)
+            for (size_t ki = 0; ki < 3; ++ki) {
+                rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, B, c->reps);
+                k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = ks[ki];
+                char v[24];
+                snprintf(v, sizeof v, "bf16ring-a%d%s", k.accepted, sfx[ki]);
+                if (!(r = bn_run(c, "tcv", m, &k, v))) return 1;
+                r->norm = r->median_us / cu, r->norm_own = r->norm;
+                print_row(r, r->norm);
+            }
+    }
+    return 0;
+}
+
 int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
 {
     static const rs_format_kind fs[] = {RS_FMT_FP32, RS_FMT_FP16, RS_FMT_FP8, RS_FMT_NVFP4};

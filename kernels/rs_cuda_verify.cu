@@ -445,10 +445,12 @@ __global__ void rs_k_snapshot_commit(size_t per_row4, int batch, const int32_t *
 
 /* ---- launchers -------------------------------------------------------------------------------------- */
 
-extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st)
+extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int T)
 {
     if (!st) return 0;
-    return st->kernel == RS_CUDA_VERIFY_CORES ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC;
+    if (st->kernel != RS_CUDA_VERIFY_AUTO) return st->kernel;
+    (void)T;
+    return RS_CUDA_VERIFY_TC;
 }
 
 static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_ssm_family fam, int T, int rpw,
@@ -471,21 +473,30 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 #define RS_VERIFY_RPW_GDN 2
 
 /* the tensor-core main kernel: 4 warps a block, 16-row tiles, its shared memory raised past 48 KB once */
-template <int FAM, int RDT, int NT>
+template <int FAM, int RDT, int NT, bool PF>
 static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
                              cudaStream_t s)
 {
-    const size_t smem = 4 * sizeof(float) * (size_t)vtc_smem_floats<FAM, NT>();
+    const size_t smem = 4 * sizeof(float) * (size_t)vtc_smem_floats<FAM, NT, PF>();
     static bool raised = false; /* per instantiation; a repeated call is harmless */
     if (!raised && smem > 48 * 1024) {
-        if (cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+        if (cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
             cudaSuccess)
             return; /* the launch below then fails and rs_cuda_launch_status reports it */
         raised = true;
     }
-    const rs_geom g = rs_replay_geom(d, 16);
+    rs_geom g = rs_replay_geom(d, 16);
+    if (!rs_cuda_get_warps_per_head()) { /* automatic: any divisor of the tile count (Nano's d_v = 80: 5 tiles) */
+        const unsigned nch = (unsigned)(d->d_v / 16), target = 128u * (unsigned)rs_sm_count();
+        for (unsigned c = 1; c <= nch; ++c)
+            if (nch % c == 0) {
+                g.wph = c;
+                if (g.BH * c >= target) break;
+            }
+        g.rows = d->d_v / (int)g.wph;
+    }
     const size_t warps = (size_t)g.BH * g.wph;
-    rs_k_verify_tc<FAM, RDT, NT><<<(unsigned)((warps + 3) / 4), 128, smem, s>>>(*d, T, *io, *st, g);
+    rs_k_verify_tc<FAM, RDT, NT, PF><<<(unsigned)((warps + 3) / 4), 128, smem, s>>>(*d, T, *io, *st, g);
 }
 
 template <int FAM, int RDT, int TP>
@@ -499,8 +510,13 @@ static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
     const size_t psmem = sizeof(float) * (size_t)(d->heads / d->key_heads) * st->cap;
     rs_k_verify_prep<FAM, RDT, TP><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_VPREP_WARPS, psmem, s>>>(
         *d, T, *io, *st);
-    if (rs_cuda_replay_verify_kernel(st) == RS_CUDA_VERIFY_TC) {
-        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1)>(d, T, io, st, s);
+    const int vk = rs_cuda_replay_verify_kernel(st, T);
+    if (vk == RS_CUDA_VERIFY_TC) {
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), true>(d, T, io, st, s);
+        return;
+    }
+    if (vk == RS_CUDA_VERIFY_TC_V6A) {
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), false>(d, T, io, st, s);
         return;
     }
     const rs_geom g = rs_replay_geom(d, RPW);
@@ -531,8 +547,8 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
     RS_TRY(rs_cuda_check_ckpt_round(&st->ckpt_round, who));
-    RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC, RS_E_INVAL, "%s: kernel %d", who,
-             st->kernel);
+    RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC_V6A, RS_E_INVAL, "%s: kernel %d",
+             who, st->kernel);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, T, io, st, s);
         else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, T, io, st, s);

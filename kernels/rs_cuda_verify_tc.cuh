@@ -25,6 +25,8 @@
 #ifndef RS_CUDA_VERIFY_TC_CUH
 #define RS_CUDA_VERIFY_TC_CUH
 
+#include <type_traits>
+
 #define RS_VTC_KR 8 /* record k-steps: cap <= RS_VCAP_MAX = 64 records */
 
 __device__ __forceinline__ uint32_t rs_tf32(float x)
@@ -63,11 +65,40 @@ __device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah
     for (int e = 0; e < 4; ++e) c[e] = __fadd_rn(c[e], p[e]);
 }
 
-/* shared floats per warp */
-template <int FAM, int NT> __host__ __device__ constexpr int vtc_smem_floats()
+/* the same with B already split: b = {hi0, hi1, lo0, lo1} (tf32 bit patterns) */
+template <bool A_EXACT>
+__device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint4 b)
 {
-    return FAM == RS_SSM_GDN ? NT * (2 * 1024 + 2 * 64 * RS_VTC_KR) + 2 * (8 * NT) * (8 * NT)
-                             : NT * (1024 + 64 * RS_VTC_KR);
+    float p[4] = {0.f, 0.f, 0.f, 0.f};
+    if (!A_EXACT) rs_mma_tf32(p, al, b.x, b.y);
+    rs_mma_tf32(p, ah, b.z, b.w);
+    rs_mma_tf32(p, ah, b.x, b.y);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[e] = __fadd_rn(c[e], p[e]);
+}
+__device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
+{
+    uint4 r;
+    rs_tf32_split(b.x, r.x, r.z);
+    rs_tf32_split(b.y, r.y, r.w);
+    return r;
+}
+
+/* PF (v6b, the default): the next tile's loads go out before this tile's products (two tiles in registers,
+ * <= 255 registers, 8 warps an SM) and the B operands are staged pre-split (uint4 a lane and k-step, 2x the
+ * bytes, no split in the k loop), except GDN at T > 8, whose 4 operand sets would not fit twice. !PF (v6a,
+ * the first measured version, kept for side-by-side benchmarks): the next tile loaded after the products,
+ * B as float2 split in the loop, <= 128 registers, 16 warps an SM (GDN at T > 8: <= 255, 8 warps). */
+template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presplit()
+{
+    return PF && !(FAM == RS_SSM_GDN && NT == 2);
+}
+/* shared floats per warp */
+template <int FAM, int NT, bool PF> __host__ __device__ constexpr int vtc_smem_floats()
+{
+    return (vtc_presplit<FAM, NT, PF>() ? 2 : 1) * (FAM == RS_SSM_GDN ? NT * (2 * 1024 + 2 * 64 * RS_VTC_KR)
+                                                                  : NT * (1024 + 64 * RS_VTC_KR)) +
+           (FAM == RS_SSM_GDN ? 2 * (8 * NT) * (8 * NT) : 0);
 }
 
 /* record j of row `row` as the mma operand: committed from the ring, Mamba-2 drafts from the inputs
@@ -90,10 +121,8 @@ __device__ __forceinline__ float vtc_rec(const rs_ssm_step_io &io, const rs_cuda
     return 0.f;
 }
 
-template <int FAM, int RDT, int NT>
-/* 4 blocks (16 warps) an SM: <= 128 registers; GDN at T > 8 holds twice the accumulators and its
- * shared memory allows 2 blocks anyway: <= 255 */
-__global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) rs_k_verify_tc(rs_ssm_dims d, int T, rs_ssm_step_io io,
+template <int FAM, int RDT, int NT, bool PF>
+__global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 2 : 4) rs_k_verify_tc(rs_ssm_dims d, int T, rs_ssm_step_io io,
                                                          rs_cuda_verify_state st, rs_geom gm)
 {
     constexpr int TP = 8 * NT;
@@ -103,13 +132,19 @@ __global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) r
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (gw >= gm.BH * gm.wph) return;
-    float *sm = vtc_sm + (threadIdx.x >> 5) * vtc_smem_floats<FAM, NT>();
-    float2 *bq = reinterpret_cast<float2 *>(sm);                       /* [NT][16][32] */
-    float2 *bk = bq + NT * 16 * 32;                                     /* GDN: [NT][16][32] */
-    float2 *cq = bq + (GDN ? 2 : 1) * NT * 16 * 32;                     /* [NT][KR][32] */
-    float2 *ce = cq + NT * RS_VTC_KR * 32;                              /* GDN: [NT][KR][32] */
-    float *tk = reinterpret_cast<float *>(ce + NT * RS_VTC_KR * 32);    /* GDN: [TP][TP] */
+    constexpr bool PS = vtc_presplit<FAM, NT, PF>();
+    using BT = typename std::conditional<PS, uint4, float2>::type; /* one lane's B entry of a k-step */
+    float *sm = vtc_sm + (threadIdx.x >> 5) * vtc_smem_floats<FAM, NT, PF>();
+    BT *bq = reinterpret_cast<BT *>(sm);                        /* [NT][16][32] */
+    BT *bk = bq + NT * 16 * 32;                                 /* GDN: [NT][16][32] */
+    BT *cq = bq + (GDN ? 2 : 1) * NT * 16 * 32;                 /* [NT][KR][32] */
+    BT *ce = cq + NT * RS_VTC_KR * 32;                          /* GDN: [NT][KR][32] */
+    float *tk = reinterpret_cast<float *>(ce + NT * RS_VTC_KR * 32); /* GDN: [TP][TP] */
     float *tq = tk + TP * TP;
+    auto put = [](float2 x) -> BT {
+        if constexpr (PS) return rs_tf32_split2(x);
+        else return x;
+    };
 
     const unsigned bhu = gw / gm.wph, part = gw % gm.wph;
     const unsigned hd = bhu % gm.H, b = bhu / gm.H;
@@ -144,11 +179,11 @@ __global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) r
             const int col = 16 * (kk >> 1) + 2 * (kk & 1);
             float2 x = make_float2(0.f, 0.f);
             if (on) x = *reinterpret_cast<const float2 *>(qp + col);
-            bq[(nt * 16 + kk) * 32 + lane] = x;
+            bq[(nt * 16 + kk) * 32 + lane] = put(x);
             if (GDN) {
                 float y[2] = {0.f, 0.f};
                 if (on) rs_ring_ld<RDT, 2>(st.ring_k, ke + col, y);
-                bk[(nt * 16 + kk) * 32 + lane] = make_float2(y[0], y[1]);
+                bk[(nt * 16 + kk) * 32 + lane] = put(make_float2(y[0], y[1]));
             }
         }
         /* record coefficients: records 8 r + t and 8 r + t + 4 for draft s */
@@ -156,10 +191,10 @@ __global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) r
             const int j0 = 8 * r + t, j1 = j0 + 4;
             const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
             cq[(nt * RS_VTC_KR + r) * 32 + lane] =
-                make_float2(on && j0 <= lim ? w[T + s * C + j0] : 0.f, on && j1 <= lim ? w[T + s * C + j1] : 0.f);
+                put(make_float2(on && j0 <= lim ? w[T + s * C + j0] : 0.f, on && j1 <= lim ? w[T + s * C + j1] : 0.f));
             if (GDN)
-                ce[(nt * RS_VTC_KR + r) * 32 + lane] = make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
-                                                                   on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f);
+                ce[(nt * RS_VTC_KR + r) * 32 + lane] = put(make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
+                                                                       on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f));
         }
     }
     /* this thread's drafts in the accumulators: s = 8 nt + 2 t + e (c[e] row g, c[2 + e] row g + 8) */
@@ -186,6 +221,13 @@ __global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) r
 
     for (int row0 = r_begin; row0 < r_end; row0 += 16) {
         const bool more = row0 + 16 < r_end;
+        /* the next tile's loads go out before this tile's products (registers: two tiles) */
+        float4 na[8], nb[8];
+        if (PF && more) {
+            const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) na[i] = rs_ld4(p + 16 * i), nb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
+        }
         /* ---- S_ckpt . [Q | K_d] ---- */
         float aq[NT][4], ak[NT][4];
 #pragma unroll
@@ -207,7 +249,7 @@ __global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) r
                 if (GDN) rs_mma_3xtf32<false>(ak[nt], ah, al, bk[(nt * 16 + kk) * 32 + lane]);
             }
         }
-        if (!flush && more) { /* the tile is dead: the next one's loads overlap the rest */
+        if (!PF && !flush && more) { /* v6a: the tile is dead, the next one's loads overlap the rest */
             const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
 #pragma unroll
             for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
@@ -305,11 +347,15 @@ __global__ void __launch_bounds__(128, (FAM == RS_SSM_GDN && NT == 2) ? 2 : 4) r
                 *reinterpret_cast<float4 *>(p + 16 * i) = xa[i];
                 *reinterpret_cast<float4 *>(p + 8 * RS_CUDA_DK + 16 * i) = xb[i];
             }
-            if (more) {
+            if (!PF && more) {
                 const float *q = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
 #pragma unroll
                 for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(q + 16 * i), xb[i] = rs_ld4(q + 8 * RS_CUDA_DK + 16 * i);
             }
+        }
+        if (PF && more) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) xa[i] = na[i], xb[i] = nb[i];
         }
     }
 }

@@ -10,6 +10,9 @@
 #   4. compute-sanitizer memcheck + racecheck on test_cuda_verify --quick           -> OUTDIR/san.tgz
 # Every stage has its own time limit; the summary is printed last.
 #   kernels/run_gpu_tcv.sh BINDIR OUTDIR
+# RS_TCV_SHORT=1 (the second call, v6b): test_cuda_verify --quick; replayssm bench --sweep tcv (T = 8, B = 256
+# and 1, every main kernel side by side) -> OUTDIR/bench_tcv.h5; memcheck + racecheck on
+# test_cuda_verify --quick --tc-only (the default kernel's runs); no Nsight Compute.
 set -uo pipefail
 BIN=${1:?bindir}
 OUTD=${2:?outdir}
@@ -17,6 +20,25 @@ mkdir -p "$OUTD/san"
 export LD_LIBRARY_PATH="$BIN:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 S="$OUTD/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader > "$S" 2>&1
+if [ "${RS_TCV_SHORT:-0}" = 1 ]; then
+  t0=$(date +%s)
+  OMP_NUM_THREADS=$(nproc) timeout 25 "$BIN/test_cuda_verify" --quick > "$OUTD/verify.log" 2>&1
+  echo "test_cuda_verify --quick: exit $? ($(( $(date +%s) - t0 )) s); $(grep -c '^ok' "$OUTD/verify.log") ok, $(grep -c '^FAIL' "$OUTD/verify.log") FAIL" >> "$S"
+  grep '^FAIL' "$OUTD/verify.log" | head -8 | cut -c1-300 >> "$S"
+  t2=$(date +%s)
+  timeout 50 "$BIN/replayssm" bench --sweep tcv --out "$OUTD/bench_tcv.h5" --force > "$OUTD/bench.log" 2>&1
+  echo "bench --sweep tcv (4 shapes): exit $? ($(( $(date +%s) - t2 )) s)" >> "$S"
+  for tool in memcheck racecheck; do
+    t1=$(date +%s)
+    timeout $([ $tool = memcheck ] && echo 25 || echo 50) compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_verify" --quick --tc-only > "$OUTD/san/$tool.log" 2>&1
+    echo "compute-sanitizer $tool test_cuda_verify --quick --tc-only: exit $? ($(( $(date +%s) - t1 )) s); $(grep -c '^ok' "$OUTD/san/$tool.log") ok, $(grep -c '^FAIL' "$OUTD/san/$tool.log") FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTD/san/$tool.log" | tail -1)" >> "$S"
+  done
+  tar czf "$OUTD/san.tgz" -C "$OUTD" san && rm -rf "$OUTD/san"
+  grep -E "verify-replay|conv " "$OUTD/bench.log" | cut -c1-130 >> "$S"
+  echo "total $(( $(date +%s) - t0 )) s" >> "$S"
+  cat "$S"
+  exit 0
+fi
 t0=$(date +%s)
 OMP_NUM_THREADS=$(nproc) timeout "${RS_TEST_S:-110}" "$BIN/test_cuda_verify" > "$OUTD/verify.log" 2>&1
 echo "test_cuda_verify: exit $? ($(( $(date +%s) - t0 )) s); $(grep -c '^ok' "$OUTD/verify.log") ok, $(grep -c '^FAIL' "$OUTD/verify.log") FAIL" >> "$S"

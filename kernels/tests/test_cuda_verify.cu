@@ -16,7 +16,7 @@
  *   - float64: sequential decode of all T drafts for the outputs, then of the accepted ones for
  *     the state (<= 1e-4 and <= 2x the engine's own fp32 error + 1e-7, issue 8's criterion), and
  *     the ring origin against the commit rule replayed here (the engine keeps its origin private).
- * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick]
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only]
  */
 #include <algorithm>
 
@@ -26,7 +26,10 @@
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
 static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kernel of the runs */
-static const char *vk_name(int k) { return k == RS_CUDA_VERIFY_CORES ? "cores" : "tc"; }
+static const char *vk_name(int k)
+{
+    return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc";
+}
 
 struct VRig {
     Shape s{};
@@ -191,7 +194,7 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
 {
     rs_cuda_verify_state probe{};
     probe.kernel = g_vkernel;
-    const int vk = rs_cuda_replay_verify_kernel(&probe); /* AUTO resolved, for the check's name */
+    const int vk = rs_cuda_replay_verify_kernel(&probe, T); /* AUTO resolved, for the check's name */
     const int B = 4;
     const int warm[B] = {0, ct_quick ? 1 : 2, ct_quick ? 2 : 5, ct_quick ? 3 : 9}; /* solo rounds per row */
     const size_t nS = (size_t)B * s.H * s.dv * DK;
@@ -283,6 +286,8 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_verify");
     if (rc) return rc;
+    bool tc_only = false; /* --tc-only: the default (tensor-core) kernel's runs only, e.g. under a sanitizer */
+    for (int i = 1; i < argc; ++i) tc_only |= strcmp(argv[i], "--tc-only") == 0;
     const int vr = ct_quick ? 3 : 96; /* rounds (about 2.5 accepted tokens each at T = 4) */
     rs_cuda_set_warps_per_head(1);
     for (const Shape &s : ct_shapes) test_verify_shape(s, vr, 16, 4);
@@ -310,15 +315,19 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[3], ct_quick ? 6 : 48, 8, 6, &rf[1]);
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
     /* the runs above used the default main kernel (tensor cores, RS_CUDA_VERIFY_AUTO). The tensor-core kernel
-     * over >= 1000 accepted tokens with flushes on the four paper shapes (T = 8: ~4.5 tokens a round), every
-     * T = 1..16 on alternating shapes, and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes
-     * and its T > 8 instances */
+     * over >= 1000 accepted tokens a row with flushes on the four paper shapes (T = 8: ~4.5 tokens a round,
+     * 4 rows: >= 4000 in all), every T = 1..16 on alternating shapes, then its first version (v6a) and the
+     * v3 CUDA-core kernel (both kept for benchmarks) on the four shapes and their T > 8 instances */
     g_vkernel = RS_CUDA_VERIFY_TC;
-    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 240, 16, 8, nullptr, ct_quick ? 0 : 1000);
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 240, 16, 8, nullptr, ct_quick ? 0 : 4000);
     for (int T = 1; T <= 16; ++T) {
         if (ct_quick && T != 3 && T != 9 && T != 16) continue;
         test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
     }
+    if (tc_only) return ct_finish("test_cuda_verify");
+    g_vkernel = RS_CUDA_VERIFY_TC_V6A; /* the first tensor-core version, kept for benchmarks */
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
+    test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 48, 16);
     g_vkernel = RS_CUDA_VERIFY_CORES;
     for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
     test_verify_shape(ct_shapes[0], ct_quick ? 2 : 24, 16, 12);
