@@ -22,15 +22,15 @@ S="$OUTD/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader > "$S" 2>&1
 if [ "${RS_TCV_SHORT:-0}" = 1 ]; then
   t0=$(date +%s)
-  OMP_NUM_THREADS=$(nproc) timeout 25 "$BIN/test_cuda_verify" --quick > "$OUTD/verify.log" 2>&1
+  OMP_NUM_THREADS=$(nproc) timeout 20 "$BIN/test_cuda_verify" --quick > "$OUTD/verify.log" 2>&1
   echo "test_cuda_verify --quick: exit $? ($(( $(date +%s) - t0 )) s); $(grep -c '^ok' "$OUTD/verify.log") ok, $(grep -c '^FAIL' "$OUTD/verify.log") FAIL" >> "$S"
   grep '^FAIL' "$OUTD/verify.log" | head -8 | cut -c1-300 >> "$S"
   t2=$(date +%s)
-  timeout 50 "$BIN/replayssm" bench --sweep tcv --out "$OUTD/bench_tcv.h5" --force > "$OUTD/bench.log" 2>&1
+  timeout 45 "$BIN/replayssm" bench --sweep tcv --out "$OUTD/bench_tcv.h5" --force > "$OUTD/bench.log" 2>&1
   echo "bench --sweep tcv (4 shapes): exit $? ($(( $(date +%s) - t2 )) s)" >> "$S"
   for tool in memcheck racecheck; do
     t1=$(date +%s)
-    timeout $([ $tool = memcheck ] && echo 25 || echo 50) compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_verify" --quick --tc-only > "$OUTD/san/$tool.log" 2>&1
+    timeout $([ $tool = memcheck ] && echo 18 || echo 26) compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/test_cuda_verify" --quick --tc-only > "$OUTD/san/$tool.log" 2>&1
     echo "compute-sanitizer $tool test_cuda_verify --quick --tc-only: exit $? ($(( $(date +%s) - t1 )) s); $(grep -c '^ok' "$OUTD/san/$tool.log") ok, $(grep -c '^FAIL' "$OUTD/san/$tool.log") FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTD/san/$tool.log" | tail -1)" >> "$S"
   done
   tar czf "$OUTD/san.tgz" -C "$OUTD" san && rm -rf "$OUTD/san"
