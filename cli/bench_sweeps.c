@@ -219,7 +219,7 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
         for (int ai = 0; ai < 2; ++ai) {
             const int a = ai ? T : 1;
             if (ai && T == 1) break;
-            /* the default main kernel (tensor cores), then the v3 CUDA-core kernel side by side (-cores) */
+            /* the default main kernel choice, then the v3 CUDA-core kernel side by side (-cores) */
             for (int kc = 0; kc < 2; ++kc) {
                 k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
                 k.T = T, k.accepted = a, k.verify_kernel = kc ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_AUTO;
@@ -271,13 +271,13 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
 }
 
 /* issue 18 v6: T = 8, a = 1 and a = T, at B = 256 and B = 1 (L = 16), every main kernel side by side (the
- * default tensor-core kernel, its first version -tc-v6a, the v3 CUDA-core kernel -cores), each against one
- * conventional step at the same B */
+ * default choice, the tensor-core versions -tc-v6a and -tc-v6b, the v3 CUDA-core kernel -cores), each
+ * against one conventional step at the same B */
 int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m)
 {
     static const int Bs[] = {256, 1};
-    static const int ks[] = {RS_CUDA_VERIFY_AUTO, RS_CUDA_VERIFY_TC_V6A, RS_CUDA_VERIFY_CORES};
-    static const char *sfx[] = {"", "-tc-v6a", "-cores"};
+    static const int ks[] = {RS_CUDA_VERIFY_AUTO, RS_CUDA_VERIFY_TC_V6A, RS_CUDA_VERIFY_TC_V6B, RS_CUDA_VERIFY_CORES};
+    static const char *sfx[] = {"", "-tc-v6a", "-tc-v6b", "-cores"};
     for (size_t bi = 0; bi < 2; ++bi) {
         const int B = Bs[bi];
         bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", B);
@@ -290,7 +290,7 @@ int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m)
         print_header("main kernels side by side");
         print_row(r, 0);
         for (int ai = 0; ai < 2; ++ai)
-            for (size_t ki = 0; ki < 3; ++ki) {
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ++ki) {
                 rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, B, c->reps);
                 k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = ks[ki];
                 char v[24];

@@ -449,8 +449,9 @@ extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int 
 {
     if (!st) return 0;
     if (st->kernel != RS_CUDA_VERIFY_AUTO) return st->kernel;
-    (void)T;
-    return RS_CUDA_VERIFY_TC;
+    /* the H200 run of v6 (docs/kernels-notes.md): at T = 1 the CUDA-core kernel is 1.17-1.55x faster (B = 256),
+     * at T = 8 and 16 the tensor-core kernel v6a is 1.26-2.5x faster; T = 2..7 were not timed */
+    return T <= 1 ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC_V6A;
 }
 
 static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_ssm_family fam, int T, int rpw,
@@ -511,7 +512,7 @@ static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
     rs_k_verify_prep<FAM, RDT, TP><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_VPREP_WARPS, psmem, s>>>(
         *d, T, *io, *st);
     const int vk = rs_cuda_replay_verify_kernel(st, T);
-    if (vk == RS_CUDA_VERIFY_TC) {
+    if (vk == RS_CUDA_VERIFY_TC_V6B) {
         verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), true>(d, T, io, st, s);
         return;
     }
@@ -547,8 +548,8 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
     RS_TRY(rs_cuda_check_ckpt_round(&st->ckpt_round, who));
-    RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC_V6A, RS_E_INVAL, "%s: kernel %d",
-             who, st->kernel);
+    RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC_V6A, RS_E_INVAL,
+             "%s: kernel %d (0..3: AUTO, CORES, TC_V6B, TC_V6A)", who, st->kernel);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, T, io, st, s);
         else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, T, io, st, s);

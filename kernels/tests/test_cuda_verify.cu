@@ -28,7 +28,7 @@ static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise
 static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kernel of the runs */
 static const char *vk_name(int k)
 {
-    return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc";
+    return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc-v6b";
 }
 
 struct VRig {
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_verify");
     if (rc) return rc;
-    bool tc_only = false; /* --tc-only: the default (tensor-core) kernel's runs only, e.g. under a sanitizer */
+    bool tc_only = false; /* --tc-only: the default choice's and v6a's runs only, e.g. under a sanitizer */
     for (int i = 1; i < argc; ++i) tc_only |= strcmp(argv[i], "--tc-only") == 0;
     const int vr = ct_quick ? 3 : 96; /* rounds (about 2.5 accepted tokens each at T = 4) */
     rs_cuda_set_warps_per_head(1);
@@ -314,18 +314,19 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[0], ct_quick ? 6 : 48, 16, 8, &rf[1]);
     test_verify_shape(ct_shapes[3], ct_quick ? 6 : 48, 8, 6, &rf[1]);
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
-    /* the runs above used the default main kernel (tensor cores, RS_CUDA_VERIFY_AUTO). The tensor-core kernel
-     * over >= 1000 accepted tokens a row with flushes on the four paper shapes (T = 8: ~4.5 tokens a round,
-     * 4 rows: >= 4000 in all), every T = 1..16 on alternating shapes, then its first version (v6a) and the
-     * v3 CUDA-core kernel (both kept for benchmarks) on the four shapes and their T > 8 instances */
-    g_vkernel = RS_CUDA_VERIFY_TC;
+    /* the runs above used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T = 1, the tensor-core
+     * kernel v6a at T >= 2). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
+     * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
+     * alternating shapes; then v6b and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes and
+     * their T > 8 instances. --tc-only stops after the v6a runs. */
+    g_vkernel = RS_CUDA_VERIFY_TC_V6A;
     for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 240, 16, 8, nullptr, ct_quick ? 0 : 4000);
     for (int T = 1; T <= 16; ++T) {
         if (ct_quick && T != 3 && T != 9 && T != 16) continue;
         test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
     }
     if (tc_only) return ct_finish("test_cuda_verify");
-    g_vkernel = RS_CUDA_VERIFY_TC_V6A; /* the first tensor-core version, kept for benchmarks */
+    g_vkernel = RS_CUDA_VERIFY_TC_V6B; /* the prefetching tensor-core version, kept for benchmarks */
     for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
     test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 48, 16);
     g_vkernel = RS_CUDA_VERIFY_CORES;
