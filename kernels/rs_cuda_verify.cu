@@ -449,8 +449,8 @@ extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int 
 {
     if (!st) return 0;
     if (st->kernel != RS_CUDA_VERIFY_AUTO) return st->kernel;
-    /* the H200 run of v6 (docs/kernels-notes.md): at T = 1 the CUDA-core kernel is 1.17-1.55x faster (B = 256),
-     * at T = 8 and 16 the tensor-core kernel v6a is 1.26-2.5x faster; T = 2..7 were not timed */
+    /* the H200 runs of v6 (docs/kernels-notes.md): at T = 1 the CUDA-core kernel is 1.18-1.55x faster (B = 256),
+     * at T = 8 and 16 the tensor-core kernel v6a is 1.09-2.8x faster; T = 2..7 were not timed */
     return T <= 1 ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC_V6A;
 }
 

@@ -86,7 +86,7 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
 
 /* !PF (v6a, the default at T >= 2): the next tile loaded after this tile's products, B as float2 split in
  * the loop, <= 128 registers, 16 warps an SM (GDN at T > 8: <= 255, 8 warps). PF (v6b, measured slower:
- * 1.22-1.36x v6a's time, kept for side-by-side benchmarks): the next tile's loads go out before this tile's
+ * 1.20-1.36x v6a's time, kept for side-by-side benchmarks): the next tile's loads go out before this tile's
  * products (two tiles in registers, <= 255 registers, 8 warps an SM) and the B operands are staged pre-split
  * (uint4 a lane and k-step, 2x the bytes, no split in the k loop), except GDN at T > 8. */
 template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presplit()
