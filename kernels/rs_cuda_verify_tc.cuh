@@ -10,8 +10,8 @@
  * lo_A hi_B + hi_A lo_B + hi_A hi_B (lo lo dropped, ~2^-22 relative per product), which keeps the
  * result within fp32 noise of the engine (plain tf32 would be ~2^-11); bf16 ring values are exact
  * in tf32 (lo = 0) and skip their lo term; each k-step's products are summed in a fresh accumulator
- * and added to the running sum in fp32 round-to-nearest (rs_mma_3xtf32). Since the k dimension is a sum, its order is free: thread
- * (g, t) = (lane / 4, lane % 4) loads rows g and g + 8 of the tile at columns 16 i + 4 t .. + 3
+ * and added to the running sum in fp32 round-to-nearest (rs_mma_3xtf32). Since the k dimension is
+ * a sum, its order is free: thread (g, t) = (lane / 4, lane % 4) loads rows g and g + 8 of the tile at columns 16 i + 4 t .. + 3
  * (float4, every 32-byte sector used whole), and k-step (i, p) maps the fragment's logical columns
  * t, t + 4 to physical 16 i + 4 t + 2 p, + 1; the B operands use the same map. The same registers
  * are the fold's tile: flush rows fold their committed records on CUDA cores in exactly the v3
