@@ -219,13 +219,16 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
         for (int ai = 0; ai < 2; ++ai) {
             const int a = ai ? T : 1;
             if (ai && T == 1) break;
-            k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
-            k.T = T, k.accepted = a;
-            char v[24];
-            snprintf(v, sizeof v, "bf16ring-a%d", a);
-            if (!(r = bn_run(c, "verify", m, &k, v))) return 1;
-            r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
-            print_row(r, r->norm);
+            /* the default main kernel choice, then the v3 CUDA-core kernel side by side (-cores) */
+            for (int kc = 0; kc < 2; ++kc) {
+                k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
+                k.T = T, k.accepted = a, k.verify_kernel = kc ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_AUTO;
+                char v[24];
+                snprintf(v, sizeof v, "bf16ring-a%d%s", a, kc ? "-cores" : "");
+                if (!(r = bn_run(c, "verify", m, &k, v))) return 1;
+                r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
+                print_row(r, r->norm);
+            }
         }
     }
     for (size_t i = 0; i < sizeof LTs / sizeof LTs[0]; ++i) {
@@ -233,15 +236,69 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
         if (quick && i > 0) break;
         for (int ai = 0; ai < 2; ++ai) {
             const int a = ai ? T : 1;
-            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
-            k.L = L, k.T = T, k.accepted = a;
-            char v[32];
-            snprintf(v, sizeof v, "bf16ring-L%d-a%d", L, a);
-            bn_row *r = bn_run(c, "verify", m, &k, v);
-            if (!r) return 1;
-            r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
-            print_row(r, r->norm);
+            for (int kc = 0; kc < 2; ++kc) {
+                rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
+                k.L = L, k.T = T, k.accepted = a, k.verify_kernel = kc ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_AUTO;
+                char v[32];
+                snprintf(v, sizeof v, "bf16ring-L%d-a%d%s", L, a, kc ? "-cores" : "");
+                bn_row *r = bn_run(c, "verify", m, &k, v);
+                if (!r) return 1;
+                r->norm = r->median_us / cu, r->norm_own = r->median_us / ru;
+                print_row(r, r->norm);
+            }
         }
+    }
+    /* B = 1 (issue 18): T = 8 against one conventional step at B = 1, both main kernels */
+    {
+        rs_bench_case k = bn_case(RS_BENCH_CONV, m, 1, c->reps);
+        bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", 1);
+        if (!r && !(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
+        const double cu1 = r->median_us;
+        print_header("speculative verification, B = 1, L = 16, T = 8 (x = time / conventional step at B = 1)");
+        print_row(r, 0);
+        for (int ai = 0; ai < 2; ++ai)
+            for (int kc = 0; kc < 2; ++kc) {
+                k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
+                k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = kc ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_AUTO;
+                char v[24];
+                snprintf(v, sizeof v, "bf16ring-a%d%s", k.accepted, kc ? "-cores" : "");
+                if (!(r = bn_run(c, "verify", m, &k, v))) return 1;
+                r->norm = r->median_us / cu1, r->norm_own = r->norm;
+                print_row(r, r->norm);
+            }
+    }
+    return 0;
+}
+
+/* issue 18 v6: T = 8, a = 1 and a = T, at B = 256 and B = 1 (L = 16), every main kernel side by side (the
+ * default choice, the tensor-core versions -tc-v6a and -tc-v6b, the v3 CUDA-core kernel -cores), each
+ * against one conventional step at the same B */
+int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m)
+{
+    static const int Bs[] = {256, 1};
+    static const int ks[] = {RS_CUDA_VERIFY_AUTO, RS_CUDA_VERIFY_TC_V6A, RS_CUDA_VERIFY_TC_V6B, RS_CUDA_VERIFY_CORES};
+    static const char *sfx[] = {"", "-tc-v6a", "-tc-v6b", "-cores"};
+    for (size_t bi = 0; bi < 2; ++bi) {
+        const int B = Bs[bi];
+        bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", B);
+        if (!r) {
+            rs_bench_case k = bn_case(RS_BENCH_CONV, m, B, c->reps);
+            if (!(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
+        }
+        const double cu = r->median_us;
+        printf("\n## speculative verification T = 8, B = %d, L = 16 (x = time / conventional step at B = %d)\n", B, B);
+        print_header("main kernels side by side");
+        print_row(r, 0);
+        for (int ai = 0; ai < 2; ++ai)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ++ki) {
+                rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, B, c->reps);
+                k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = ks[ki];
+                char v[24];
+                snprintf(v, sizeof v, "bf16ring-a%d%s", k.accepted, sfx[ki]);
+                if (!(r = bn_run(c, "tcv", m, &k, v))) return 1;
+                r->norm = r->median_us / cu, r->norm_own = r->norm;
+                print_row(r, r->norm);
+            }
     }
     return 0;
 }

@@ -441,7 +441,18 @@ __global__ void rs_k_snapshot_commit(size_t per_row4, int batch, const int32_t *
     }
 }
 
+#include "rs_cuda_verify_tc.cuh"
+
 /* ---- launchers -------------------------------------------------------------------------------------- */
+
+extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int T)
+{
+    if (!st) return 0;
+    if (st->kernel != RS_CUDA_VERIFY_AUTO) return st->kernel;
+    /* the H200 runs of v6 (docs/kernels-notes.md): at T = 1 the CUDA-core kernel is 1.18-1.55x faster (B = 256),
+     * at T = 8 and 16 the tensor-core kernel v6a is 1.09-2.8x faster; T = 2..7 were not timed */
+    return T <= 1 ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC_V6A;
+}
 
 static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_ssm_family fam, int T, int rpw,
                               const char *who)
@@ -462,6 +473,33 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 #define RS_VERIFY_RPW_M2 4
 #define RS_VERIFY_RPW_GDN 2
 
+/* the tensor-core main kernel: 4 warps a block, 16-row tiles, its shared memory raised past 48 KB once */
+template <int FAM, int RDT, int NT, bool PF>
+static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
+                             cudaStream_t s)
+{
+    const size_t smem = 4 * sizeof(float) * (size_t)vtc_smem_floats<FAM, NT, PF>();
+    static bool raised = false; /* per instantiation; a repeated call is harmless */
+    if (!raised && smem > 48 * 1024) {
+        if (cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+            cudaSuccess)
+            return; /* the launch below then fails and rs_cuda_launch_status reports it */
+        raised = true;
+    }
+    rs_geom g = rs_replay_geom(d, 16);
+    if (!rs_cuda_get_warps_per_head()) { /* automatic: any divisor of the tile count (Nano's d_v = 80: 5 tiles) */
+        const unsigned nch = (unsigned)(d->d_v / 16), target = 128u * (unsigned)rs_sm_count();
+        for (unsigned c = 1; c <= nch; ++c)
+            if (nch % c == 0) {
+                g.wph = c;
+                if (g.BH * c >= target) break;
+            }
+        g.rows = d->d_v / (int)g.wph;
+    }
+    const size_t warps = (size_t)g.BH * g.wph;
+    rs_k_verify_tc<FAM, RDT, NT, PF><<<(unsigned)((warps + 3) / 4), 128, smem, s>>>(*d, T, *io, *st, g);
+}
+
 template <int FAM, int RDT, int TP>
 static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
                           cudaStream_t s)
@@ -473,6 +511,15 @@ static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
     const size_t psmem = sizeof(float) * (size_t)(d->heads / d->key_heads) * st->cap;
     rs_k_verify_prep<FAM, RDT, TP><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_VPREP_WARPS, psmem, s>>>(
         *d, T, *io, *st);
+    const int vk = rs_cuda_replay_verify_kernel(st, T);
+    if (vk == RS_CUDA_VERIFY_TC_V6B) {
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), true>(d, T, io, st, s);
+        return;
+    }
+    if (vk == RS_CUDA_VERIFY_TC_V6A) {
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), false>(d, T, io, st, s);
+        return;
+    }
     const rs_geom g = rs_replay_geom(d, RPW);
     const size_t warps = (size_t)g.BH * g.wph;
     rs_k_verify_main<FAM, RDT, TP, RPW><<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, T, *io, *st, g);
@@ -501,6 +548,8 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
              "%s: ring dtype %d (F32 or BF16 only)", who, (int)st->ring_dtype);
     RS_TRY(rs_cuda_check_ckpt_round(&st->ckpt_round, who));
+    RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC_V6A, RS_E_INVAL,
+             "%s: kernel %d (0..3: AUTO, CORES, TC_V6B, TC_V6A)", who, st->kernel);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, T, io, st, s);
         else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, T, io, st, s);

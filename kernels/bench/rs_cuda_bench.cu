@@ -333,7 +333,7 @@ extern "C" rs_status rs_cuda_bench_run(const rs_bench_case *c, rs_bench_result *
             memset(&vs, 0, sizeof vs); /* fields this harness does not set (ckpt_round) stay off */
             vs.S_ckpt = x->S, vs.ring_v = x->ring_v, vs.ring_k = x->ring_k, vs.ring_alpha = x->ring_alpha;
             vs.ring_dtype = c->ring_dtype, vs.L = L, vs.cap = C, vs.fill = dfill + (p % nph) * B, vs.start = dstart;
-            vs.work = work;
+            vs.work = work, vs.kernel = c->verify_kernel;
             ls = rs_cuda_replay_verify(c->fam, &d, T, &io, &vs, s);
             break;
         }

@@ -16,7 +16,7 @@
  *   - float64: sequential decode of all T drafts for the outputs, then of the accepted ones for
  *     the state (<= 1e-4 and <= 2x the engine's own fp32 error + 1e-7, issue 8's criterion), and
  *     the ring origin against the commit rule replayed here (the engine keeps its origin private).
- * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick]
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only]
  */
 #include <algorithm>
 
@@ -25,6 +25,11 @@
 
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
+static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kernel of the runs */
+static const char *vk_name(int k)
+{
+    return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc-v6b";
+}
 
 struct VRig {
     Shape s{};
@@ -63,6 +68,7 @@ struct VRig {
                                   start + b0,
                                   work};
         v.ckpt_round = rnd;
+        v.kernel = g_vkernel;
         if (rnd.seeds) v.ckpt_round.seeds = rnd.seeds + b0, v.ckpt_round.flushes = rnd.flushes + b0;
         return v;
     }
@@ -183,8 +189,12 @@ struct RoundCfg {
     int k;
 };
 
-static void test_verify_shape(const Shape &s, int rounds, int L, int T, const RoundCfg *rc = nullptr)
+/* min_tok: the run must have verified at least that many accepted tokens (the >= 1000-step runs) */
+static void test_verify_shape(const Shape &s, int rounds, int L, int T, const RoundCfg *rc = nullptr, int min_tok = 0)
 {
+    rs_cuda_verify_state probe{};
+    probe.kernel = g_vkernel;
+    const int vk = rs_cuda_replay_verify_kernel(&probe, T); /* AUTO resolved, for the check's name */
     const int B = 4;
     const int warm[B] = {0, ct_quick ? 1 : 2, ct_quick ? 2 : 5, ct_quick ? 3 : 9}; /* solo rounds per row */
     const size_t nS = (size_t)B * s.H * s.dv * DK;
@@ -235,7 +245,8 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         /* exact inputs: both sides fold the same fp32 values exactly and round them with the same
          * words, so the checkpoint is the same bits every round; outputs differ by the dot products'
          * fp32 rounding only (k_tol_engine) */
-        snprintf(name, sizeof name, "verify replay %s %s L=%d T=%d checkpoint %s at flush, exact inputs == engine %s",
+        snprintf(name, sizeof name,
+                 "verify replay[%s] %s %s L=%d T=%d checkpoint %s at flush, exact inputs == engine %s", vk_name(vk),
                  fam, s.name, L, T, rc->name, pol);
         ct_report(name, e.ptr_ok && e.fl_ok && e.ck_differ == 0 && e.rep_eng <= k_tol_engine && e.nflush > 0,
                   "%zu checkpoint values differ (summed over rounds); outputs %.2e; %d tokens, %d flushes; pointers %s, "
@@ -246,9 +257,10 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         io1.free_all(), io4.free_all();
         return;
     }
-    snprintf(name, sizeof name, "verify replay %s %s L=%d T=%d wph=%d", fam, s.name, L, T, rs_cuda_get_warps_per_head());
+    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d", vk_name(vk), fam, s.name, L, T,
+             rs_cuda_get_warps_per_head());
     ct_report(name,
-              e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
+              e.ntok >= min_tok && e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
                   es_rep <= 2 * es_cpu + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
                   est_eng <= k_tol_engine,
               "vs f64: out %.2e state %.2e (engine fp32 %.2e %.2e); vs engine shared:fp32: out %.2e ckpt %.2e state "
@@ -256,6 +268,11 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
               e.rep64, es_rep, e.eng64, es_cpu, e.rep_eng, eck_eng, est_eng, e.ntok, e.nflush,
               e.ptr_ok ? "ok" : "WRONG");
     snprintf(name, sizeof name, "verify snapshot %s %s T=%d", fam, s.name, T);
+    if (vk == RS_CUDA_VERIFY_CORES || min_tok) { /* the snapshot kernel does not depend on g_vkernel: once is enough */
+        g.free_all();
+        io1.free_all(), io4.free_all();
+        return;
+    }
     ct_report(name,
               e.snap64 <= k_tol64 && e.snap64 <= 2 * e.eng64 + k_floor && es_snap <= k_tol64 &&
                   es_snap <= 2 * es_cpu + k_floor && e.snap_eng <= k_tol_engine && esc_eng <= k_tol_engine,
@@ -269,6 +286,8 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_verify");
     if (rc) return rc;
+    bool tc_only = false; /* --tc-only: the default choice's and v6a's runs only, e.g. under a sanitizer */
+    for (int i = 1; i < argc; ++i) tc_only |= strcmp(argv[i], "--tc-only") == 0;
     const int vr = ct_quick ? 3 : 96; /* rounds (about 2.5 accepted tokens each at T = 4) */
     rs_cuda_set_warps_per_head(1);
     for (const Shape &s : ct_shapes) test_verify_shape(s, vr, 16, 4);
@@ -295,5 +314,25 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[0], ct_quick ? 6 : 48, 16, 8, &rf[1]);
     test_verify_shape(ct_shapes[3], ct_quick ? 6 : 48, 8, 6, &rf[1]);
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
+    /* the runs above used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T = 1, the tensor-core
+     * kernel v6a at T >= 2). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
+     * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
+     * alternating shapes; then v6b and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes and
+     * their T > 8 instances. --tc-only stops after the v6a runs. */
+    g_vkernel = RS_CUDA_VERIFY_TC_V6A;
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 240, 16, 8, nullptr, ct_quick ? 0 : 4000);
+    for (int T = 1; T <= 16; ++T) {
+        if (ct_quick && T != 3 && T != 9 && T != 16) continue;
+        test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
+    }
+    if (tc_only) return ct_finish("test_cuda_verify");
+    g_vkernel = RS_CUDA_VERIFY_TC_V6B; /* the prefetching tensor-core version, kept for benchmarks */
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
+    test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 48, 16);
+    g_vkernel = RS_CUDA_VERIFY_CORES;
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
+    test_verify_shape(ct_shapes[0], ct_quick ? 2 : 24, 16, 12);
+    test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 48, 16);
+    test_verify_shape(ct_shapes[1], ct_quick ? 6 : 24, 16, 8, &rf[1]);
     return ct_finish("test_cuda_verify");
 }

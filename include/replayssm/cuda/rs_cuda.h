@@ -272,7 +272,23 @@ typedef struct rs_cuda_verify_state {
     int32_t *start;           /* [B] physical slot of logical record 0 */
     float *work;              /* rs_cuda_replay_work_bytes(dims, L, T) */
     rs_cuda_ckpt_round ckpt_round; /* rounding of S_ckpt at a flush (zeroed: none); commit counts flushes */
+    int kernel;               /* main kernel (after the same prologue): RS_CUDA_VERIFY_AUTO (0, default),
+                                 _CORES (v3: 2T warp dot products per row on CUDA cores), _TC_V6A or _TC_V6B
+                                 (issue 18: S_ckpt [Q | K_d] and the record sums as m16n8k8 tensor-core
+                                 products in 3xTF32, fp32 accumulation; the fold of committed records on CUDA
+                                 cores as in v3, bit for bit). docs/kernels-notes.md v6. */
 } rs_cuda_verify_state;
+
+/* rs_cuda_verify_state.kernel (docs/kernels-notes.md v6) */
+#define RS_CUDA_VERIFY_AUTO 0    /* _CORES at T = 1, _TC_V6A at T >= 2: the faster one in the H200 run of v6 */
+#define RS_CUDA_VERIFY_CORES 1   /* v3 CUDA-core main kernel */
+#define RS_CUDA_VERIFY_TC_V6B 2  /* tensor cores, 3xTF32, next tile prefetched, B pre-split, 8 warps an SM (slower:
+                                    kept for side-by-side benchmarks) */
+#define RS_CUDA_VERIFY_TC_V6A 3  /* tensor cores, 3xTF32, 16 warps an SM (the default at T >= 2) */
+
+/*! rs_cuda_replay_verify_kernel() : the main kernel rs_cuda_replay_verify runs for st at T drafts
+ *  (RS_CUDA_VERIFY_CORES, _TC_V6A or _TC_V6B; AUTO resolved); 0 for NULL. */
+int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int T);
 
 rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
                                 const rs_cuda_verify_state *st, rs_cuda_stream s);

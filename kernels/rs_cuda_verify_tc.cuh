@@ -1,0 +1,363 @@
+/* rs_cuda_verify_tc.cuh — the tensor-core main kernel of ReplaySSM verification (issue 18, v6;
+ * docs/kernels-notes.md "v6"), included by rs_cuda_verify.cu after its prologue, whose `work`
+ * coefficients it reads (layout in rs_cuda_verify.cu's header comment).
+ *
+ * One warp per (row b, value head, slice of rows) as the CUDA-core kernel, walking its rows in
+ * tiles of 16. Per tile the warp forms, with mma.sync.m16n8k8 (tf32 in, fp32 accumulate):
+ *   P  = S_ckpt[16 x 128] . [q_0 .. q_{TP-1}]          (and GDN: K = S_ckpt . [k_h .. k_{h+TP-1}])
+ *   P <- P diag(D_s) + V[16 x records] . Cq[records x TP]   (GDN: K likewise with the k.k_d sums)
+ * in 3xTF32: every operand x is split into hi = tf32(x) and lo = tf32(x - hi) and the product is
+ * lo_A hi_B + hi_A lo_B + hi_A hi_B (lo lo dropped, ~2^-22 relative per product), which keeps the
+ * result within fp32 noise of the engine (plain tf32 would be ~2^-11); bf16 ring values are exact
+ * in tf32 (lo = 0) and skip their lo term; each k-step's products are summed in a fresh accumulator
+ * and added to the running sum in fp32 round-to-nearest (rs_mma_3xtf32). Since the k dimension is
+ * a sum, its order is free: thread (g, t) = (lane / 4, lane % 4) loads rows g and g + 8 of the tile at columns 16 i + 4 t .. + 3
+ * (float4, every 32-byte sector used whole), and k-step (i, p) maps the fragment's logical columns
+ * t, t + 4 to physical 16 i + 4 t + 2 p, + 1; the B operands use the same map. The same registers
+ * are the fold's tile: flush rows fold their committed records on CUDA cores in exactly the v3
+ * kernel's operations and order (bit-identical checkpoints), then store the tile.
+ * GDN: after the products, the T x T unit triangular solve runs per row across the 4 threads of a
+ * quad (thread t owns drafts 2t, 2t+1 of each 8): T rounds, each one owner computing u_s for rows
+ * g and g + 8 and one shuffle, as v3's lane-parallel solve.
+ * B operands are per lane (thread (g, t) holds draft g's values at its columns), staged once per
+ * warp in shared memory (an explicit register file extension: each lane reads only its own entries,
+ * except the GDN solve tables); TP = 8 NT drafts, NT = 1 (T <= 8) or 2 (T <= 16), zero-padded. */
+#ifndef RS_CUDA_VERIFY_TC_CUH
+#define RS_CUDA_VERIFY_TC_CUH
+
+#include <type_traits>
+
+#define RS_VTC_KR 8 /* record k-steps: cap <= RS_VCAP_MAX = 64 records */
+
+__device__ __forceinline__ uint32_t rs_tf32(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void rs_tf32_split(float x, uint32_t &hi, uint32_t &lo)
+{
+    hi = rs_tf32(x);
+    lo = rs_tf32(__fsub_rn(x, __uint_as_float(hi)));
+}
+__device__ __forceinline__ void rs_mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* c += A B in 3xTF32 (A pre-split; B = (b0, b1) split here), small terms first. The k-step's products go
+ * into a fresh accumulator that is then added to c in fp32 round-to-nearest: the tensor cores' own
+ * accumulation truncates (round toward zero), and a chain of 3 x 16 of those into one running sum
+ * would bias every output toward zero by up to ~48 ulp / 2; this way each truncation is relative to
+ * one k-step's partial (of random sign) and the running sum is rounded to nearest */
+template <bool A_EXACT>
+__device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], float2 b)
+{
+    uint32_t bh0, bl0, bh1, bl1;
+    rs_tf32_split(b.x, bh0, bl0);
+    rs_tf32_split(b.y, bh1, bl1);
+    float p[4] = {0.f, 0.f, 0.f, 0.f};
+    if (!A_EXACT) rs_mma_tf32(p, al, bh0, bh1);
+    rs_mma_tf32(p, ah, bl0, bl1);
+    rs_mma_tf32(p, ah, bh0, bh1);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[e] = __fadd_rn(c[e], p[e]);
+}
+
+/* the same with B already split: b = {hi0, hi1, lo0, lo1} (tf32 bit patterns) */
+template <bool A_EXACT>
+__device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint4 b)
+{
+    float p[4] = {0.f, 0.f, 0.f, 0.f};
+    if (!A_EXACT) rs_mma_tf32(p, al, b.x, b.y);
+    rs_mma_tf32(p, ah, b.z, b.w);
+    rs_mma_tf32(p, ah, b.x, b.y);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[e] = __fadd_rn(c[e], p[e]);
+}
+__device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
+{
+    uint4 r;
+    rs_tf32_split(b.x, r.x, r.z);
+    rs_tf32_split(b.y, r.y, r.w);
+    return r;
+}
+
+/* !PF (v6a, the default at T >= 2): the next tile loaded after this tile's products, B as float2 split in
+ * the loop, <= 128 registers, 16 warps an SM (GDN at T > 8: <= 255, 8 warps). PF (v6b, measured slower:
+ * 1.20-1.36x v6a's time, kept for side-by-side benchmarks): the next tile's loads go out before this tile's
+ * products (two tiles in registers, <= 255 registers, 8 warps an SM) and the B operands are staged pre-split
+ * (uint4 a lane and k-step, 2x the bytes, no split in the k loop), except GDN at T > 8. */
+template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presplit()
+{
+    return PF && !(FAM == RS_SSM_GDN && NT == 2);
+}
+/* shared floats per warp */
+template <int FAM, int NT, bool PF> __host__ __device__ constexpr int vtc_smem_floats()
+{
+    return (vtc_presplit<FAM, NT, PF>() ? 2 : 1) * (FAM == RS_SSM_GDN ? NT * (2 * 1024 + 2 * 64 * RS_VTC_KR)
+                                                                  : NT * (1024 + 64 * RS_VTC_KR)) +
+           (FAM == RS_SSM_GDN ? 2 * (8 * NT) * (8 * NT) : 0);
+}
+
+/* record j of row `row` as the mma operand: committed from the ring, Mamba-2 drafts from the inputs
+ * (rounded to the ring type, and stored as their record: each (row, j) is loaded by one thread once) */
+template <int FAM, int RDT>
+__device__ __forceinline__ float vtc_rec(const rs_ssm_step_io &io, const rs_cuda_verify_state &st, size_t bh,
+                                         size_t BH, int dv, int row, int j, int h, int nrec, int st0)
+{
+    const int C = st.cap;
+    if (j < h) {
+        float x;
+        rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + ring_slot(st0, j, C)) * dv + row, &x);
+        return x;
+    }
+    if (j < nrec) { /* Mamba-2 drafts only (GDN: nrec = h) */
+        const float x = rs_ring_round<RDT>(io.v[((size_t)(j - h) * BH + bh) * dv + row]);
+        rs_ring_st1<RDT>(st.ring_v, (bh * C + ring_slot(st0, j, C)) * dv + row, x);
+        return x;
+    }
+    return 0.f;
+}
+
+template <int FAM, int RDT, int NT, bool PF>
+__global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 2 : 4) rs_k_verify_tc(rs_ssm_dims d, int T, rs_ssm_step_io io,
+                                                         rs_cuda_verify_state st, rs_geom gm)
+{
+    constexpr int TP = 8 * NT;
+    constexpr bool GDN = FAM == RS_SSM_GDN;
+    constexpr bool VEX = RDT == RS_CUDA_BF16; /* ring values exact in tf32 */
+    extern __shared__ float vtc_sm[];
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (gw >= gm.BH * gm.wph) return;
+    constexpr bool PS = vtc_presplit<FAM, NT, PF>();
+    using BT = typename std::conditional<PS, uint4, float2>::type; /* one lane's B entry of a k-step */
+    float *sm = vtc_sm + (threadIdx.x >> 5) * vtc_smem_floats<FAM, NT, PF>();
+    BT *bq = reinterpret_cast<BT *>(sm);                        /* [NT][16][32] */
+    BT *bk = bq + NT * 16 * 32;                                 /* GDN: [NT][16][32] */
+    BT *cq = bq + (GDN ? 2 : 1) * NT * 16 * 32;                 /* [NT][KR][32] */
+    BT *ce = cq + NT * RS_VTC_KR * 32;                          /* GDN: [NT][KR][32] */
+    float *tk = reinterpret_cast<float *>(ce + NT * RS_VTC_KR * 32); /* GDN: [TP][TP] */
+    float *tq = tk + TP * TP;
+    auto put = [](float2 x) -> BT {
+        if constexpr (PS) return rs_tf32_split2(x);
+        else return x;
+    };
+
+    const unsigned bhu = gw / gm.wph, part = gw % gm.wph;
+    const unsigned hd = bhu % gm.H, b = bhu / gm.H;
+    const size_t bh = bhu, kg = (size_t)b * gm.G + hd / gm.grp;
+    const size_t BH = gm.BH, BG = (size_t)d.batch * d.key_heads;
+    const int dv = d.d_v, C = st.cap;
+    const int r_begin = (int)part * gm.rows, r_end = r_begin + gm.rows;
+    const int h = st.fill[b], st0 = st.start[b];
+    const int n = h + T;
+    const bool flush = n > st.L;
+    const float *w = st.work + bh * verify_ws(T, C);
+    const int nrec = GDN ? h : n;
+    const int kr = (nrec + 7) >> 3;
+
+    /* the first tile's loads go out before the set-up */
+    float4 xa[8], xb[8];
+    {
+        const float *p = st.S_ckpt + (bh * dv + r_begin + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
+    }
+
+    /* B operands of this lane: draft s = 8 nt + g at columns 16 i + 4 t + 2 p (+1) */
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+        const int s = 8 * nt + g;
+        const bool on = s < T;
+        const float *qp = io.q + ((size_t)(on ? s : 0) * BG + kg) * RS_CUDA_DK + 4 * t;
+        const size_t ke = (kg * C + ring_slot(st0, h + (on ? s : 0), C)) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+        for (int kk = 0; kk < 16; ++kk) {
+            const int col = 16 * (kk >> 1) + 2 * (kk & 1);
+            float2 x = make_float2(0.f, 0.f);
+            if (on) x = *reinterpret_cast<const float2 *>(qp + col);
+            bq[(nt * 16 + kk) * 32 + lane] = put(x);
+            if (GDN) {
+                float y[2] = {0.f, 0.f};
+                if (on) rs_ring_ld<RDT, 2>(st.ring_k, ke + col, y);
+                bk[(nt * 16 + kk) * 32 + lane] = put(make_float2(y[0], y[1]));
+            }
+        }
+        /* record coefficients: records 8 r + t and 8 r + t + 4 for draft s */
+        for (int r = 0; r < kr; ++r) {
+            const int j0 = 8 * r + t, j1 = j0 + 4;
+            const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
+            cq[(nt * RS_VTC_KR + r) * 32 + lane] =
+                put(make_float2(on && j0 <= lim ? w[T + s * C + j0] : 0.f, on && j1 <= lim ? w[T + s * C + j1] : 0.f));
+            if (GDN)
+                ce[(nt * RS_VTC_KR + r) * 32 + lane] = put(make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
+                                                                       on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f));
+        }
+    }
+    /* this thread's drafts in the accumulators: s = 8 nt + 2 t + e (c[e] row g, c[2 + e] row g + 8) */
+    float Dd[NT][2], bet[NT][2];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int s = 8 * nt + 2 * t + e;
+            Dd[nt][e] = s < T ? w[s] : 0.f;
+            bet[nt][e] = GDN && s < T ? io.beta[(size_t)s * BH + bh] : 0.f;
+        }
+    if (GDN) { /* the solve's T x T tables: tk[s][s'] (s' < s), tq[s][s'] (s' <= s) */
+        for (int x = lane; x < TP * TP; x += 32) {
+            const int s = x / TP, sp = x % TP;
+            const bool on = s < T && sp < T;
+            tk[x] = on && sp < s ? w[T + T * C + s * C + h + sp] : 0.f;
+            tq[x] = on && sp <= s ? w[T + s * C + h + sp] : 0.f;
+        }
+        __syncwarp();
+    }
+    const float *pf = w + T + 2 * T * C;
+    const float pc = flush ? pf[C] : 1.f;
+
+    for (int row0 = r_begin; row0 < r_end; row0 += 16) {
+        const bool more = row0 + 16 < r_end;
+        /* the next tile's loads go out before this tile's products (registers: two tiles) */
+        float4 na[8], nb[8];
+        if (PF && more) {
+            const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) na[i] = rs_ld4(p + 16 * i), nb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
+        }
+        /* ---- S_ckpt . [Q | K_d] ---- */
+        float aq[NT][4], ak[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) aq[nt][e] = ak[nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < 16; ++kk) {
+            const int i = kk >> 1;
+            const bool p = kk & 1;
+            const float a[4] = {p ? xa[i].z : xa[i].x, p ? xb[i].z : xb[i].x, p ? xa[i].w : xa[i].y,
+                                p ? xb[i].w : xb[i].y};
+            uint32_t ah[4], al[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) rs_tf32_split(a[e], ah[e], al[e]);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                rs_mma_3xtf32<false>(aq[nt], ah, al, bq[(nt * 16 + kk) * 32 + lane]);
+                if (GDN) rs_mma_3xtf32<false>(ak[nt], ah, al, bk[(nt * 16 + kk) * 32 + lane]);
+            }
+        }
+        if (!PF && !flush && more) { /* v6a: the tile is dead, the next one's loads overlap the rest */
+            const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                aq[nt][e] = __fmul_rn(aq[nt][e], Dd[nt][e & 1]);
+                ak[nt][e] = __fmul_rn(ak[nt][e], Dd[nt][e & 1]);
+            }
+        /* ---- + records . coefficients ---- */
+        for (int r = 0; r < kr; ++r) {
+            const int j0 = 8 * r + t, j1 = j0 + 4;
+            const float a[4] = {vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g, j0, h, nrec, st0),
+                                vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g + 8, j0, h, nrec, st0),
+                                vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g, j1, h, nrec, st0),
+                                vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g + 8, j1, h, nrec, st0)};
+            uint32_t ah[4], al[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) rs_tf32_split(a[e], ah[e], al[e]);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                rs_mma_3xtf32<VEX>(aq[nt], ah, al, cq[(nt * RS_VTC_KR + r) * 32 + lane]);
+                if (GDN) rs_mma_3xtf32<VEX>(ak[nt], ah, al, ce[(nt * RS_VTC_KR + r) * 32 + lane]);
+            }
+        }
+        if (GDN) { /* ---- UT solve: u_s = round(beta_s (v_s - a_s)), a and o of later drafts updated ---- */
+            float vv[NT][4];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int s = 8 * nt + 2 * t + (e & 1);
+                    vv[nt][e] = s < T ? io.v[((size_t)s * BH + bh) * dv + row0 + g + 8 * (e >> 1)] : 0.f;
+                }
+#pragma unroll
+            for (int sp = 0; sp < TP; ++sp) {
+                if (sp >= T) break;
+                const int nto = sp >> 3, to = (sp & 7) >> 1, eo = sp & 1;
+                float U0 = 0.f, U1 = 0.f;
+                if (t == to) {
+                    U0 = rs_ring_round<RDT>(__fmul_rn(bet[nto][eo], __fsub_rn(vv[nto][eo], ak[nto][eo])));
+                    U1 = rs_ring_round<RDT>(__fmul_rn(bet[nto][eo], __fsub_rn(vv[nto][2 + eo], ak[nto][2 + eo])));
+                    const size_t e0 = (bh * C + ring_slot(st0, h + sp, C)) * dv + row0 + g;
+                    rs_ring_st1<RDT>(st.ring_v, e0, U0);
+                    rs_ring_st1<RDT>(st.ring_v, e0 + 8, U1);
+                }
+                U0 = __shfl_sync(RS_FULL_MASK, U0, (lane & ~3) | to);
+                U1 = __shfl_sync(RS_FULL_MASK, U1, (lane & ~3) | to);
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int s = 8 * nt + 2 * t + e;
+                        const float ck = tk[s * TP + sp], cqq = tq[s * TP + sp];
+                        ak[nt][e] = __fmaf_rn(ck, U0, ak[nt][e]);
+                        ak[nt][2 + e] = __fmaf_rn(ck, U1, ak[nt][2 + e]);
+                        aq[nt][e] = __fmaf_rn(cqq, U0, aq[nt][e]);
+                        aq[nt][2 + e] = __fmaf_rn(cqq, U1, aq[nt][2 + e]);
+                    }
+            }
+        }
+        /* ---- outputs ---- */
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int s = 8 * nt + 2 * t + e;
+                if (s < T) {
+                    float *o = io.o + ((size_t)s * BH + bh) * dv + row0 + g;
+                    o[0] = aq[nt][e];
+                    o[8] = aq[nt][2 + e];
+                }
+            }
+        /* ---- fold of the committed records (flush rows): v3's operations in v3's order ---- */
+        if (flush) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) xa[i] = rs_scale4(pc, xa[i]), xb[i] = rs_scale4(pc, xb[i]);
+            for (int j = 0; j < h; ++j) {
+                const size_t slot = ring_slot(st0, j, C);
+                float u0, u1;
+                rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + slot) * dv + row0 + g, &u0);
+                rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + slot) * dv + row0 + g + 8, &u1);
+                const float P = pf[j], cp0 = __fmul_rn(P, u0), cp1 = __fmul_rn(P, u1);
+                float4 kj[8];
+#pragma unroll
+                for (int i = 0; i < 8; ++i) kj[i] = rs_ring_k4<RDT>(st.ring_k, (kg * C + slot) * RS_CUDA_DK + 16 * i, t);
+#pragma unroll
+                for (int i = 0; i < 8; ++i) xa[i] = rs_fma4(cp0, kj[i], xa[i]), xb[i] = rs_fma4(cp1, kj[i], xb[i]);
+            }
+            float *p = st.S_ckpt + (bh * dv + row0 + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                *reinterpret_cast<float4 *>(p + 16 * i) = xa[i];
+                *reinterpret_cast<float4 *>(p + 8 * RS_CUDA_DK + 16 * i) = xb[i];
+            }
+            if (!PF && more) {
+                const float *q = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+                for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(q + 16 * i), xb[i] = rs_ld4(q + 8 * RS_CUDA_DK + 16 * i);
+            }
+        }
+        if (PF && more) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) xa[i] = na[i], xb[i] = nb[i];
+        }
+    }
+}
+
+#endif /* RS_CUDA_VERIFY_TC_CUH */
