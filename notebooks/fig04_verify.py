@@ -26,17 +26,22 @@ FAMILY = {"nemotron-3-nano-4b": "mamba2", "nemotron-3-super": "mamba2", "qwen3.5
 fig, axes = plt.subplots(1, 4, figsize=(11, 2.9), sharey=True)
 for i, m in enumerate(S.MODELS):
     ax = axes[i]
-    Ts = tab.get("T", sweep="verify", model=m, kernel="verify-snapshot")
+    # B = 256 and the default kernel's rows only: the verify sweep also writes B = 1 rows and the
+    # kernels side by side (variants "-cores", "-tc-v6a", ...; issue 18 v6)
+    Ts = tab.get("T", sweep="verify", model=m, kernel="verify-snapshot", B=256)
     if len(Ts) == 0:
         continue
     o = np.argsort(Ts)
-    ax.plot(Ts[o], tab.get("norm", sweep="verify", model=m, kernel="verify-snapshot")[o], marker="v",
+    ax.plot(Ts[o], tab.get("norm", sweep="verify", model=m, kernel="verify-snapshot", B=256)[o], marker="v",
             color=S.COLORS["snapshot"], label="snapshots (1R + T W)")
     for lab, sel, key in (("ReplaySSM a = 1", lambda T: T * 0 + 1, "replay-a1"), ("ReplaySSM a = T", lambda T: T, "replay-aT")):
         xs, ys = [], []
         for T in Ts[o]:
             a = int(sel(T))
-            v = tab.get("norm", sweep="verify", model=m, kernel="verify-replay", T=T, a=a)
+            v = tab.get("norm", sweep="verify", model=m, kernel="verify-replay", T=T, a=a, B=256,
+                        variant=f"bf16ring-a{a}")
+            if len(v) > 1:
+                raise KeyError(f"{len(v)} verify-replay rows for {m}, T = {T}, a = {a}")
             if len(v):
                 xs.append(T), ys.append(v[0])
         ax.plot(xs, ys, marker=S.MARKERS[key], color=S.COLORS[key], label=lab)

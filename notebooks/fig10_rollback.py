@@ -36,10 +36,11 @@ GAP = 0.8
 fig, axes = plt.subplots(1, len(Ts), figsize=(10, 3.6), sharey=True)
 for ax, T in zip(axes, Ts):
     meas = [(f"vLLM snapshots\n1R+{T}W",
-             tab.one("norm", sweep="verify", model=MODEL, kernel="verify-snapshot", T=T), S.COLORS["snapshot"])]
+             tab.one("norm", sweep="verify", model=MODEL, kernel="verify-snapshot", T=T, B=256), S.COLORS["snapshot"])]
     for a, key in ((1, "replay-a1"), (T, "replay-aT")):
         meas.append((f"ReplaySSM\na = {a}",
-                     tab.one("norm", sweep="verify", model=MODEL, kernel="verify-replay", T=T, a=a), S.COLORS[key]))
+                     tab.one("norm", sweep="verify", model=MODEL, kernel="verify-replay", T=T, a=a, B=256,
+                             variant=f"bf16ring-a{a}"), S.COLORS[key]))
     xm = np.arange(len(meas), dtype=float)
     xo = len(meas) + GAP + np.arange(len(MODELLED), dtype=float)
     bars = ax.bar(xm, [v for _, v, _ in meas], color=[c for _, _, c in meas], edgecolor="white")
