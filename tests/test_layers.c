@@ -425,8 +425,9 @@ static void linear_f64_case_(size_t M, size_t N, size_t K)
  * within half an ulp (plus ~K 2^-53 of sum |x w|: bound 1e-12 relative of it) of the long double
  * result, for beta 0 and 1 and 1 / 2 threads (bit-identical); the default sgemm errs more (it is
  * compared, so the bound is not vacuous); a bad value is refused at create. The second shape
- * walks each thread's output slab in several column blocks (2^21 / K = 524 -> 512 columns: slabs
- * of 608 and 592 columns at 2 threads, 1200 at 1 thread, each with a partial last block). */
+ * walks each thread's output slab in several column blocks (RS_CPU_F64_BLOCK=2^16 doubles: 65536 /
+ * 4000 = 16 -> 16 columns, so slabs of 608 and 592 columns at 2 threads and 1200 at 1 thread are 38,
+ * 37 and 75 blocks, the last ones partial), as the default 2^25 does at a 4B model's LM head. */
 static void test_backend_linear_f64(void **st)
 {
     (void)st;
@@ -436,7 +437,12 @@ static void test_backend_linear_f64(void **st)
     assert_null(be);
     unsetenv("RS_CPU_GEMM");
     linear_f64_case_(7, 45, 1500);
+    assert_int_equal(setenv("RS_CPU_F64_BLOCK", "65535", 1), 0); /* not a power of two */
+    assert_int_equal(rs_backend_cpu_create(2, &be), RS_E_INVAL);
+    assert_null(be);
+    assert_int_equal(setenv("RS_CPU_F64_BLOCK", "65536", 1), 0);
     linear_f64_case_(5, 1200, 4000);
+    unsetenv("RS_CPU_F64_BLOCK");
 }
 
 static rs_status fail_at_5_(void *ctx, size_t i)
