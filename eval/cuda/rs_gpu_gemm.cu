@@ -38,9 +38,10 @@ rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out)
     case RS_COMPUTE_FP32: *out = RSG_GEMM_BF16X3; return RS_OK;
     case RS_COMPUTE_TF32X3: *out = RSG_GEMM_TF32X3; return RS_OK;
     case RS_COMPUTE_TF32: *out = RSG_GEMM_TF32; return RS_OK;
+    case RS_COMPUTE_TWIN: *out = RSG_GEMM_F64; return RS_OK; /* the CPU backend's GEMM (cpu_linear_f64_) */
     default: break;
     }
-    return rs_error_set(RS_E_UNSUPPORTED, "--compute %s is not implemented on the GPU (fp32, tf32x3 and tf32 are)",
+    return rs_error_set(RS_E_UNSUPPORTED, "--compute %s is not implemented on the GPU (fp32, tf32x3, tf32 and twin are)",
                         rs_compute_mode_name(c));
 }
 
@@ -582,7 +583,8 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
                          "bf16-exact, others sgemm)",
                  RSG_BF16X3_KB, g->n_exact, g->n_mats);
     else if (g->method == RSG_GEMM_F64)
-        snprintf(buf, n, "gemm f64 (RS_GPU_GEMM=f64: double operands, cuBLAS dgemm, one rounding to float; diagnostic)");
+        snprintf(buf, n, im->twin ? "gemm f64 (double operands, cuBLAS dgemm, one rounding to float: the CPU's)"
+                                  : "gemm f64 (RS_GPU_GEMM=f64: double operands, cuBLAS dgemm, one rounding to float; diagnostic)");
     else
         snprintf(buf, n, "gemm %s", rsg_gemm_method_name(g->method));
     if (g->pad_rows > 1) {
