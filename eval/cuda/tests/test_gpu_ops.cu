@@ -5,7 +5,8 @@
  * NaN); "bit-identical" = fraction of elements with distance 0. Every buffer is compared in
  * full: the padding of strided rows (ld > n) and everything an op must not touch must keep its
  * bits. Tolerances, with their reasons, sit next to each check. Exit 0 if all pass, 1 if one
- * fails, 77 without a GPU. Usage: test_gpu_ops [--quick] (smaller shapes, for compute-sanitizer).
+ * fails, 77 without a GPU. Usage: test_gpu_ops [--quick] [--twin] (--quick: smaller shapes, for
+ * compute-sanitizer; --twin: only the twin compute mode's cases, bit for bit against the CPU).
  * Attention: every kernel (RSG_ATTN_SIMT, RSG_ATTN_TF32X3, RSG_ATTN_TF32X3_V1, RSG_ATTN_TF32X3_V2) on
  * every case; RS_ATTN_BENCH=1 (without --quick) also times them at the evaluator's shapes
  * (printout only).
@@ -1116,7 +1117,11 @@ static void test_twin_ssm()
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) g_quick |= strcmp(argv[i], "--quick") == 0;
+    bool twin_only = false; /* --twin: the twin compute mode's cases alone (at full size unless --quick) */
+    for (int i = 1; i < argc; i++) {
+        g_quick |= strcmp(argv[i], "--quick") == 0;
+        twin_only |= strcmp(argv[i], "--twin") == 0;
+    }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("test_gpu_ops: no CUDA device, skipped\n");
@@ -1130,6 +1135,14 @@ int main(int argc, char **argv)
         return 0;
     }
     RSK(rs_backend_cpu_create(0, &g_be));
+    if (twin_only) {
+        test_twin_norms();
+        test_twin_attention();
+        test_twin_ssm();
+        rs_backend_destroy(g_be);
+        printf("test_gpu_ops --twin: %d ok, %d failed\n", g_ok, g_fail);
+        return g_fail ? 1 : 0;
+    }
     test_embed();
     test_rmsnorm();
     test_rmsnorm_gated();
