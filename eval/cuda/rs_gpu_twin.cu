@@ -111,7 +111,140 @@ __global__ void __launch_bounds__(SB) ssm_twin_k_(rsg_twin_ssm_args a)
     }
 }
 
+/* ---- the GEMM: OpenBLAS's dgemm order ----------------------------------------------------------- */
+/* The CPU backend's GEMM (cpu_linear_f64_) splits the N output columns into one slab per CPU thread
+ * (ceil(N / threads) rounded up to 16) and calls cblas_dgemm(RowMajor, NoTrans, Trans) per slab on
+ * double copies of X and W. OpenBLAS 0.3.21's SkylakeX / Cooperlake dgemm (the development
+ * machine's; the device host's gave the same bits) sums each output as follows, found by
+ * comparing it with emulations on 1080 shapes (3.9M outputs, every one equal; the small kernel's
+ * source: kernel/x86_64/dgemm_small_kernel_tn_skylakex.c):
+ *   the small-matrix kernel (the column-major TN case: M' = slab width nn, N' = M rows), taken when
+ *   M nn K <= 1e6 and M nn <= 1200 and K >= 32: 8 lane sums s_l = sum over k = l mod 8 in k order,
+ *   then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) when the output's slab column < (nn & ~3)
+ *   or its row < (M & ~3) (the 4-wide REDUCE_4 paths), else ((s0 + s4) + (s2 + s6)) + ((s1 + s5) +
+ *   (s3 + s7)) (GCC's _mm512_reduce_add_pd);
+ *   otherwise the blocked kernel: K in blocks (GEMM_Q = 384: a remainder of >= 768 takes 384, one in
+ *   (384, 768) is halved and rounded up to a multiple of GEMM_UNROLL_M = 16), each block's products
+ *   summed in k order from 0, the block sums added into the output in order.
+ * Every product of two floats is exact in double, so fma or not is the same. The twin does exactly
+ * this per output (rows of M: the CPU's GEMM of one stream, Mc = (R + 1) n rows), then the CPU's
+ * rounding (float)(beta y + acc). */
+constexpr int GT = 64, GKT = 16; /* output tile, K tile of the blocked kernel (block boundaries are multiples of 16) */
+
+__device__ __forceinline__ int kblock_(int rem) /* OpenBLAS level3.c's min_l for GEMM_Q 384, unroll 16 */
+{
+    if (rem >= 768) return 384;
+    if (rem > 384) return ((rem / 2 + 15) / 16) * 16;
+    return rem;
+}
+
+__device__ __forceinline__ float gemm_out_(double acc, float beta, const float *y)
+{
+    return beta == 0.0f ? (float)acc : (float)((double)beta * (double)*y + acc); /* cpu_linear_f64_ */
+}
+
+/* the blocked kernel's order; grid (ceil(nn / 64), ceil(M / 64)), 256 threads, 4 x 4 outputs each */
+__global__ void __launch_bounds__(256) gemm_twin_k_(int M, int nn, int K, const float *X, size_t ldx, const float *W,
+                                                    float beta, float *Y, size_t ldy)
+{
+    __shared__ double xs[GKT][GT + 1], ws[GKT][GT + 1];
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, i0 = blockIdx.y * GT, j0 = blockIdx.x * GT;
+    double acc[4][4], c[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) acc[a][b] = c[a][b] = 0.0;
+    int bend = kblock_(K);
+    for (int k0 = 0; k0 < K; k0 += GKT) {
+        if (k0 == bend) { /* a block boundary: its sum into the output, a fresh sum for the next */
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    c[a][b] = c[a][b] + acc[a][b];
+                    acc[a][b] = 0.0;
+                }
+            bend += kblock_(K - bend);
+        }
+        for (int e = threadIdx.x; e < GT * GKT; e += 256) {
+            const int r = e / GKT, kk = e % GKT, k = k0 + kk;
+            xs[kk][r] = i0 + r < M && k < K ? (double)X[(size_t)(i0 + r) * ldx + k] : 0.0;
+            ws[kk][r] = j0 + r < nn && k < K ? (double)W[(size_t)(j0 + r) * K + k] : 0.0;
+        }
+        __syncthreads();
+        const int km = K - k0 < GKT ? K - k0 : GKT;
+        for (int kk = 0; kk < km; kk++) {
+            double xv[4], wv[4];
+#pragma unroll
+            for (int a = 0; a < 4; a++) xv[a] = xs[kk][ty + 16 * a];
+#pragma unroll
+            for (int b = 0; b < 4; b++) wv[b] = ws[kk][tx + 16 * b];
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) acc[a][b] = acc[a][b] + xv[a] * wv[b];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            const int i = i0 + ty + 16 * a, j = j0 + tx + 16 * b;
+            if (i < M && j < nn) {
+                float *y = Y + (size_t)i * ldy + j;
+                *y = gemm_out_(c[a][b] + acc[a][b], beta, y);
+            }
+        }
+}
+
+/* the small kernel's order, one thread per output of the slab (M x nn); Mc: rows of one CPU GEMM */
+__global__ void __launch_bounds__(256) gemm_twin_small_k_(int M, int nn, int K, int Mc, const float *X, size_t ldx,
+                                                          const float *W, float beta, float *Y, size_t ldy)
+{
+    const size_t e = (size_t)blockIdx.x * 256 + threadIdx.x;
+    if (e >= (size_t)M * nn) return;
+    const int i = (int)(e / (size_t)nn), j = (int)(e % (size_t)nn), ic = i % Mc;
+    const float *x = X + (size_t)i * ldx, *w = W + (size_t)j * K;
+    double s[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int k = 0; k < K; k++) s[k & 7] = s[k & 7] + (double)x[k] * (double)w[k];
+    const double acc = (j < (nn & ~3) || ic < (Mc & ~3)) ? ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+                                                        : ((s[4] + s[0]) + (s[6] + s[2])) + ((s[5] + s[1]) + (s[7] + s[3]));
+    float *y = Y + (size_t)i * ldy + j;
+    *y = gemm_out_(acc, beta, y);
+}
+
 } // namespace
+
+rs_status rsg_linear_twin(size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W, float beta, float *Y,
+                          size_t ldy, size_t Mc, int cpu_threads, rs_cuda_stream s)
+{
+    RSG_REQUIRE(X && W && Y && K >= 1 && ldx >= K && ldy >= N && Mc >= 1 && cpu_threads >= 1 && M < 0x7fffffff &&
+                    N < 0x7fffffff && K < 0x7fffffff && (M == 0 || M % Mc == 0),
+                "rsg_linear_twin: bad arguments (M %zu, N %zu, K %zu, ldx %zu, ldy %zu, Mc %zu, threads %d)", M, N, K,
+                ldx, ldy, Mc, cpu_threads);
+    if (M == 0 || N == 0) return RS_OK;
+    size_t slab = (N + (size_t)cpu_threads - 1) / (size_t)cpu_threads; /* cpu_linear_f64_'s slabs */
+    slab = (slab + 15) / 16 * 16;
+    for (size_t n0 = 0; n0 < N; n0 += slab) {
+        const size_t nn = n0 + slab <= N ? slab : N - n0;
+        const double mnk = (double)Mc * (double)nn * (double)K;
+        const bool small = mnk <= 1e6 && Mc * nn <= 1200 && K >= 32; /* OpenBLAS's small-kernel permit (TN) */
+        if (small) {
+            const size_t n = M * nn;
+            RSG_REQUIRE((n + 255) / 256 <= 0x7fffffffu, "rsg_linear_twin: too many outputs");
+            gemm_twin_small_k_<<<(unsigned)((n + 255) / 256), 256, 0, rsg_stream(s)>>>(
+                (int)M, (int)nn, (int)K, (int)Mc, X, ldx, W + n0 * K, beta, Y + n0, ldy);
+        } else {
+            RSG_REQUIRE((M + GT - 1) / GT <= 65535, "rsg_linear_twin: %zu rows exceed the grid", M);
+            const dim3 grid((unsigned)((nn + GT - 1) / GT), (unsigned)((M + GT - 1) / GT));
+            gemm_twin_k_<<<grid, 256, 0, rsg_stream(s)>>>((int)M, (int)nn, (int)K, X, ldx, W + n0 * K, beta, Y + n0, ldy);
+        }
+        const rs_status st = rsg_launched("rsg_linear_twin");
+        if (st != RS_OK) return st;
+    }
+    return RS_OK;
+}
 
 rs_status rsg_attention_twin(const rsg_attn_args *a, rs_cuda_stream s)
 {

@@ -948,8 +948,8 @@ static void test_twin_norms()
         gdn_row_twin_ref(c.data() + row * ldq, Hk, dk, Hv, a.data() + row * Hv, b.data() + row * Hv, A_log.data(),
                          dtb.data(), ca.data() + row * Hv, cb.data() + row * Hv);
     cmp_mat("twin gdn prep: q, k L2 norm + scale == CPU bit for bit (v untouched)", g, c, Mp, ldq, ldq, 0, 1.0);
-    cmp_mat("twin gdn prep: alpha, beta == CPU bit for bit", ga, ca, 1, ca.size(), ca.size(), 0, 1.0);
-    cmp_mat("twin gdn prep: beta", gb, cb, 1, cb.size(), cb.size(), 0, 1.0);
+    cmp_mat("twin gdn prep: alpha == CPU bit for bit", ga, ca, 1, ca.size(), ca.size(), 0, 1.0);
+    cmp_mat("twin gdn prep: beta == CPU bit for bit", gb, cb, 1, cb.size(), cb.size(), 0, 1.0);
     dfree(dQ), dfree(da), dfree(db), dfree(dA), dfree(dd), dfree(dal), dfree(dbe);
 }
 
@@ -1107,6 +1107,41 @@ static void twin_ssm_case(int gdn, int H, int rep, int dk, int dv, int steps, in
     CK(cudaFree(druns));
 }
 
+/* the GEMM in the CPU's dgemm order (rsg_linear_twin) against the CPU backend's default GEMM (OpenBLAS
+ * dgemm on double copies, one rounding), with the CPU backend's thread count (its column slabs): every
+ * output bit for bit (0 ulp), and the padding untouched. Shapes: the bundled models' (chunk 64: 5 runs x
+ * 64 = 320 rows; N = 2 takes OpenBLAS's small-matrix kernel, K = 768 / 1024 its K blocks), odd sizes
+ * for both kernels' tails and both reduction trees, beta = 1 (the residual adds), two streams stacked. */
+extern "C" char *openblas_get_config(void);
+static void test_twin_gemm()
+{
+    printf("     (CPU GEMM: %s, %d threads)\n", openblas_get_config(), g_be->n_threads);
+    struct G { int M, N, K, Mc; float beta; const char *name; };
+    const G gc[] = {{320, 2, 256, 320, 0.0f, "twin GEMM 320 x 2 x 256 (GDN in_a / in_b: the small kernel)"},
+                    {128, 2, 256, 128, 0.0f, "twin GEMM 128 x 2 x 256 (--policy fp32)"},
+                    {320, 768, 256, 320, 0.0f, "twin GEMM 320 x 768 x 256"},
+                    {320, 256, 768, 320, 1.0f, "twin GEMM 320 x 256 x 768, beta 1 (K blocks 384 + 384)"},
+                    {320, 256, 1024, 320, 1.0f, "twin GEMM 320 x 256 x 1024, beta 1 (K blocks 384 + 320 + 320)"},
+                    {320, 256, 512, 320, 0.0f, "twin GEMM 320 x 256 x 512 (K blocks 256 + 256)"},
+                    {65, 37, 300, 65, 0.0f, "twin GEMM 65 x 37 x 300 (odd: both reduction trees)"},
+                    {13, 30, 1000, 13, 1.0f, "twin GEMM 13 x 30 x 1000, beta 1"},
+                    {64, 256, 256, 64, 0.0f, "twin GEMM 64 x 256 x 256 (narrow slabs with many threads)"},
+                    {2 * 70, 5, 64, 70, 0.0f, "twin GEMM 2 streams of 70 rows x 5 x 64"},
+                    {40, 100, 20, 40, 0.0f, "twin GEMM 40 x 100 x 20 (K < 32)"}};
+    for (const G &k : gc) {
+        const size_t ldx = (size_t)k.K + 3, ldy = (size_t)k.N + 5;
+        vf X = randn((size_t)k.M * ldx, 1.0f), W = randn((size_t)k.N * k.K, 0.1f), Y0 = randn((size_t)k.M * ldy, 1.0f);
+        float *dX = dput(X), *dW = dput(W), *dY = dput(Y0);
+        RSK(rsg_linear_twin(k.M, k.N, k.K, dX, ldx, dW, k.beta, dY, ldy, k.Mc, g_be->n_threads, 0));
+        vf g = dget(dY, Y0.size()), c = Y0;
+        for (int s0 = 0; s0 < k.M; s0 += k.Mc) /* one CPU GEMM per stream, as the CPU scorer runs them */
+            RSK(g_be->ops->linear(g_be, k.Mc, k.N, k.K, X.data() + (size_t)s0 * ldx, ldx, W.data(), k.beta,
+                                  c.data() + (size_t)s0 * ldy, ldy));
+        cmp_mat(k.name, g, c, k.M, k.N, ldy, 0, 1.0);
+        dfree(dX), dfree(dW), dfree(dY);
+    }
+}
+
 static void test_twin_ssm()
 {
     const int steps = g_quick ? 40 : 600;
@@ -1136,6 +1171,7 @@ int main(int argc, char **argv)
     }
     RSK(rs_backend_cpu_create(0, &g_be));
     if (twin_only) {
+        test_twin_gemm();
         test_twin_norms();
         test_twin_attention();
         test_twin_ssm();
@@ -1156,6 +1192,7 @@ int main(int argc, char **argv)
     test_gate_mlp();
     test_score();
     test_invalid();
+    test_twin_gemm();
     test_twin_norms();
     test_twin_attention();
     test_twin_ssm();
