@@ -109,10 +109,10 @@ static void stage_times_(gpu_impl *im)
 static rs_status twin_score_(rs_scorer *sc, gpu_impl *im, size_t s0, size_t ns, size_t n)
 {
     const size_t V = (size_t)sc->m->cfg.vocab, R = (size_t)im->RS - 1, C = im->C, RS = (size_t)im->RS;
-    const double t0 = now_();
     CTRY(cudaMemcpyAsync(im->h_logits, im->logits, ns * RS * n * V * sizeof(float), cudaMemcpyDeviceToHost, im->s),
          "the twin logits");
     CTRY(cudaStreamSynchronize(im->s), "the chunk's kernels");
+    const double t0 = now_(); /* the host's scoring alone (the forward's GPU time is in its own stages) */
     double *lp = im->h_lp, *lq = im->h_lp + V;
     for (size_t j = 0; j < ns; j++) {
         const size_t s = s0 + j;
