@@ -5,7 +5,7 @@
  * otherwise K blocks of 384 / halved remainders rounded to 16, each summed in k order) on 1080 shapes.
  * Prints the number of outputs that differ (0 on the development machine's OpenBLAS 0.3.21, Cooperlake).
  * A manual tool, not built by CMake (its answer depends on the machine's OpenBLAS):
- *   cc -O2 -ffp-contract=off eval/cuda/tests/openblas_order_probe.c -lopenblas && ./a.out */
+ *   cc -O2 -ffp-contract=off tests/drift/openblas_order_probe.c -lopenblas && ./a.out */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
