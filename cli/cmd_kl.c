@@ -33,7 +33,7 @@ static const char k_kl_synopsis[] =
     "[--model DIR] [--data DIR] [--split test] [--books N | --book-ids ID,...]\n"
     "[--text FILE... | --token-ids FILE...] [--tokens N] [--policy P ...]\n"
     "[--window L] [--seed S] [--threads N] [--device cpu|cuda[:N]]\n"
-    "[--compute fp32|tf32x3|tf32|bf16] [--chunk C] [--out F.h5] [--resume | --force]\n"
+    "[--compute fp32|tf32x3|tf32|bf16|twin] [--chunk C] [--out F.h5] [--resume | --force]\n"
     "[--batch B] [--quiet] [--progress-every SEC] [--all-stats] [--short skip|truncate]";
 static const char k_kl_about[] =
     "Teacher-forced KL(p_fp32 || p_policy) per position of PG-19 books, logged to HDF5.\n"

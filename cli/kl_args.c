@@ -234,7 +234,7 @@ static size_t kl_table_(rs_kl_opts *o, int sweep, rs_cli_opt *t, char *policy_he
         RS_CLI_OPT_THREADS(&o->threads),
         {"--device", NULL, RS_CLI_CUSTOM, "D", "where the model runs: cpu, cuda or cuda:N (one GPU)", "[cpu]", NULL, 0,
          0, NULL, device_opt_, NULL, 0},
-        {"--compute", NULL, RS_CLI_CUSTOM, "M", "GEMM precision: fp32, or on cuda tf32x3 (split-TF32), tf32, bf16; fp32 accumulation",
+        {"--compute", NULL, RS_CLI_CUSTOM, "M", "GEMM precision: fp32, or on cuda tf32x3 (split-TF32), tf32, bf16;\nfp32 accumulation; twin (cuda): the CPU evaluator's arithmetic\n(bit for bit nearly everywhere; for checking, slower)",
          "[fp32]", NULL, 0, 0, NULL, compute_opt_, NULL, 0},
         {"--chunk", NULL, RS_CLI_SIZE, "C", "positions per forward chunk and per HDF5 flush",
          "[" XSTR_(RS_KL_DEFAULT_CHUNK) "]", &o->chunk, 1, RS_KLEVAL_MAX_CHUNK, NULL, NULL, NULL, 0},

@@ -7,7 +7,7 @@
 
 #include "rs_check.h"
 
-static const char *const mode_names_[] = {"fp32", "tf32", "bf16", "tf32x3"}; /* rs_compute_mode order */
+static const char *const mode_names_[] = {"fp32", "tf32", "bf16", "tf32x3", "twin"}; /* rs_compute_mode order */
 
 const char *rs_compute_mode_name(rs_compute_mode m)
 {
@@ -22,7 +22,7 @@ rs_status rs_compute_mode_parse(const char *s, rs_compute_mode *out)
             *out = (rs_compute_mode)i;
             return RS_OK;
         }
-    return rs_error_set(RS_E_INVAL, "unknown compute mode '%s' (choose fp32, tf32x3, tf32 or bf16)", s);
+    return rs_error_set(RS_E_INVAL, "unknown compute mode '%s' (choose fp32, tf32x3, tf32, bf16 or twin)", s);
 }
 
 rs_status rs_scorer_config_copy(rs_scorer *sc, const rs_scorer_config *cfg, void **mem)

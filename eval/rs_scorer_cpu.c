@@ -216,6 +216,9 @@ rs_status rs_scorer_cpu_create(const rs_model *m, const rs_scorer_config *cfg, r
 {
     RS_CHECK(m && cfg && out, RS_E_INVAL, "rs_scorer_cpu_create: NULL argument");
     *out = NULL;
+    RS_CHECK(cfg->compute != RS_COMPUTE_TWIN, RS_E_UNSUPPORTED,
+             "compute mode twin is the GPU evaluator doing this CPU evaluator's arithmetic: use it with "
+             "--device cuda (the CPU computes so by default)");
     RS_CHECK(cfg->compute == RS_COMPUTE_FP32, RS_E_UNSUPPORTED,
              "the CPU scorer computes in fp32 only (compute mode %s is for --device cuda)",
              rs_compute_mode_name(cfg->compute));

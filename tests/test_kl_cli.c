@@ -16,6 +16,7 @@
  *    test_model_parity's test_nonfinite_run) is announced before the statistics by `kl` and `info`
  *    alike: "non-finite at position P (layer l, head h); summary over P finite positions", with
  *    the log's run index everywhere (the runner's message names no run), one notion of position.
+ *  - --compute twin: refused on the CPU, needs CUDA and a GPU (test_compute_twin);
  * kill -9 and --resume: test_kl_cli_resume.c; the library underneath: test_kleval*.c.
  * The CLI is RS_CLI_PATH (override with the environment variable RS_KL_CLI). */
 #include <math.h>
@@ -565,6 +566,32 @@ static void test_bad_inputs(void **state)
     assert_true(rs_test_out_has(g_dir, "the bundled default books data/pg19-sample are not installed"));
 }
 
+/* --compute twin (the GPU evaluator doing the CPU evaluator's arithmetic, docs/evaluator.md "The twin
+ * compute mode"): a GPU-only mode. On the CPU it is refused with a message saying what it is for;
+ * with --device cuda it needs a CUDA build and a GPU, and without them (CI) it fails with a message
+ * naming CUDA (exit 2: a build without CUDA; exit 1: no device), never writing a log; an unknown mode's
+ * message lists twin among the choices. (The mode itself: test_gpu_ops "twin ...", the device run.) */
+static void test_compute_twin(void **state)
+{
+    (void)state;
+    char out[600];
+    snprintf(out, sizeof out, "%s/twin.h5", g_dir);
+    fails_(1, "compute mode twin is the GPU evaluator doing this CPU evaluator's arithmetic: use it with --device cuda",
+           g_gdn, "--policy fp32 --compute twin", out);
+    fails_(2, "choose fp32, tf32x3, tf32, bf16 or twin", g_gdn, "--policy fp32 --compute twins", out);
+    const int rc = rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --tokens 64 --chunk 32 --quiet --threads 1 --policy fp32 "
+                              "--device cuda --compute twin --out '%s'", g_cli, g_gdn, g_data, out);
+    struct stat sb;
+    if (stat(out, &sb) == 0) { /* a CUDA build on a machine with a GPU: the mode ran; its log says so */
+        assert_int_equal(rc, 0);
+        assert_int_equal(rs_test_sh(g_dir, "h5dump -a /compute '%s'", out), 0);
+        assert_true(rs_test_out_has(g_dir, "\"twin\""));
+        return;
+    }
+    assert_true(rc == 1 || rc == 2);
+    assert_true(rs_test_out_has(g_dir, "CUDA"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_compute_twin),
         cmocka_unit_test(test_bpe_model),
         cmocka_unit_test(test_nonfinite_summary),
     };

@@ -28,6 +28,7 @@ const char *rsg_gemm_method_name(rsg_gemm_method m)
     case RSG_GEMM_TF32X3: return "tf32x3";
     case RSG_GEMM_BF16X3: return "bf16x3";
     case RSG_GEMM_F64: return "f64";
+    case RSG_GEMM_TWIN: return "twin";
     }
     return "?";
 }
@@ -38,9 +39,10 @@ rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out)
     case RS_COMPUTE_FP32: *out = RSG_GEMM_BF16X3; return RS_OK;
     case RS_COMPUTE_TF32X3: *out = RSG_GEMM_TF32X3; return RS_OK;
     case RS_COMPUTE_TF32: *out = RSG_GEMM_TF32; return RS_OK;
+    case RS_COMPUTE_TWIN: *out = RSG_GEMM_TWIN; return RS_OK; /* the CPU backend's GEMM (cpu_linear_f64_) */
     default: break;
     }
-    return rs_error_set(RS_E_UNSUPPORTED, "--compute %s is not implemented on the GPU (fp32, tf32x3 and tf32 are)",
+    return rs_error_set(RS_E_UNSUPPORTED, "--compute %s is not implemented on the GPU (fp32, tf32x3, tf32 and twin are)",
                         rs_compute_mode_name(c));
 }
 
@@ -413,6 +415,19 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
         const size_t cap = (size_t)im->RR * im->C;
         g->pad_rows = v < cap ? (size_t)v : cap;
     }
+    if (g->method == RSG_GEMM_TWIN) { /* no weight copies, no scratch: the kernels read the fp32 weights */
+        g->pad_rows = 0;
+        const char *t = getenv("RS_TWIN_CPU_THREADS");
+        g->twin_threads = 2; /* the acceptance measurement's CPU logs: --threads 2 */
+        if (t && *t) {
+            char *end = NULL;
+            const long v = strtol(t, &end, 10);
+            RS_CHECK(end && *end == '\0' && v >= 1 && v <= 4096, RS_E_INVAL,
+                     "RS_TWIN_CPU_THREADS=%s: the CPU evaluator's thread count (1 .. 4096) expected", t);
+            g->twin_threads = (int)v;
+        }
+        return RS_OK;
+    }
     const char *force = getenv("RS_GPU_GEMM"); /* comparisons: `--compute fp32` on cuBLAS SGEMM */
     if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "sgemm")) g->method = RSG_GEMM_SGEMM;
     if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "f64")) g->method = RSG_GEMM_F64; /* diagnostic */
@@ -583,6 +598,9 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
                  RSG_BF16X3_KB, g->n_exact, g->n_mats);
     else if (g->method == RSG_GEMM_F64)
         snprintf(buf, n, "gemm f64 (RS_GPU_GEMM=f64: double operands, cuBLAS dgemm, one rounding to float; diagnostic)");
+    else if (g->method == RSG_GEMM_TWIN)
+        snprintf(buf, n, "gemm twin (double sums in OpenBLAS 0.3.21 SkylakeX dgemm's order, the slabs of %d CPU threads, "
+                         "one rounding)", g->twin_threads);
     else
         snprintf(buf, n, "gemm %s", rsg_gemm_method_name(g->method));
     if (g->pad_rows > 1) {
@@ -607,6 +625,8 @@ static rs_status run_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, si
     case RSG_GEMM_F64:
         return rsg_linear_f64(im->blas, M, N, K, X, ldx, (const double *)e->bf, beta, Y, ldy, (double *)g->ws,
                               (double *)g->part, im->s);
+    case RSG_GEMM_TWIN: /* the batch's streams are M / b_ns rows each: one CPU GEMM per stream */
+        return rsg_linear_twin(M, N, K, X, ldx, W, beta, Y, ldy, M / (im->b_ns ? im->b_ns : 1), g->twin_threads, im->s);
     default: return rsg_linear(im->blas, g->method, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
     }
 }

@@ -62,15 +62,16 @@ typedef enum rsg_gemm_method {
     RSG_GEMM_TF32 = 1,
     RSG_GEMM_TF32X3 = 2,
     RSG_GEMM_BF16X3 = 3,
-    RSG_GEMM_F64 = 4 /* diagnostic (RS_GPU_GEMM=f64 with --compute fp32): rsg_linear_f64 */
+    RSG_GEMM_F64 = 4, /* diagnostic (RS_GPU_GEMM=f64 with --compute fp32): rsg_linear_f64 */
+    RSG_GEMM_TWIN = 5 /* --compute twin: rsg_linear_twin (rs_gpu_ops.h), the CPU's dgemm sums in its order */
 } rsg_gemm_method;
 
 #define RSG_BF16X3_KB 512 /* bf16x3's K block: the tensor cores' accumulation chain */
 
-/* "sgemm", "tf32", "tf32x3", "bf16x3", "f64" ("?" otherwise) */
+/* "sgemm", "tf32", "tf32x3", "bf16x3", "f64", "twin" ("?" otherwise) */
 const char *rsg_gemm_method_name(rsg_gemm_method m);
 
-/* the method of a compute mode: fp32 -> bf16x3, tf32x3 -> tf32x3, tf32 -> tf32; RS_E_UNSUPPORTED
+/* the method of a compute mode: fp32 -> bf16x3, tf32x3 -> tf32x3, tf32 -> tf32, twin -> twin; RS_E_UNSUPPORTED
  * for bf16 (not implemented on the GPU) */
 rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out);
 
@@ -158,6 +159,7 @@ typedef struct rs_gpu_gemm_state {
      * position at a time is the chunked arithmetic bit for bit once the GEMM shapes agree. */
     size_t pad_rows;
     float *pad_y;            /* device, grown on first use */
+    int twin_threads;        /* twin: the CPU thread count whose GEMM slabs it reproduces (RS_TWIN_CPU_THREADS, 2) */
     size_t pad_y_floats;
 } rs_gpu_gemm_state;
 

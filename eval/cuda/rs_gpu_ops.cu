@@ -57,33 +57,70 @@ static __device__ __forceinline__ float inv_rms_(double ss, int n, float eps)
     return 1.0f / sqrtf(var + eps);
 }
 
+/* the block's double sum of squares of x[0 .. n-1]: SEQ (the twin compute mode) one thread adds them in
+ * index order, inv_rms_ of rs_layers.c exactly (the same double, so the same float); otherwise strided
+ * partial sums and a tree (another order: the same float except in rare ties). Ends with a barrier
+ * after every thread's reads of x. */
+template <bool SEQ>
+static __device__ __forceinline__ double sum_sq_(const float *x, int n, double *sh)
+{
+    if (SEQ) {
+        if (threadIdx.x == 0) {
+            double ss = 0.0;
+            for (int i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
+            sh[32] = ss;
+        }
+        __syncthreads();
+        return sh[32];
+    }
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
+    return rsg_block_sum_d(ss, sh);
+}
+
+template <bool SEQ>
 static __global__ void rmsnorm_k_(int n, const float *X, size_t ldx, const float *w, float eps, int one_plus,
                            float *Y, size_t ldy)
 {
     __shared__ double sh[33];
     const float *x = X + (size_t)blockIdx.x * ldx;
     float *y = Y + (size_t)blockIdx.x * ldy;
-    double ss = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
-    const float r = inv_rms_(rsg_block_sum_d(ss, sh), n, eps);
+    const float r = inv_rms_(sum_sq_<SEQ>(x, n, sh), n, eps);
     /* each thread rewrites only the elements it read: Y == X is safe */
     for (int i = threadIdx.x; i < n; i += blockDim.x)
         y[i] = one_plus ? (x[i] * r) * (1.0f + w[i]) : w[i] * (x[i] * r);
 }
 
-rs_status rsg_rmsnorm(int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                      rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
+static rs_status rmsnorm_(bool seq, int M, int n, const float *X, size_t ldx, const float *w, float eps,
+                          rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
 {
     RSG_REQUIRE(X && w && Y && M >= 0 && n > 0 && ldx >= (size_t)n && ldy >= (size_t)n &&
                 (Y != X || ldx == ldy),
                 "rsg_rmsnorm: bad arguments (M %d, n %d, ldx %zu, ldy %zu)", M, n, ldx, ldy);
     if (M == 0) return RS_OK;
-    rmsnorm_k_<<<(unsigned)M, row_threads_(n), 0, rsg_stream(s)>>>(n, X, ldx, w, eps,
-                                                                   kind == RS_NORM_ONE_PLUS, Y, ldy);
+    if (seq)
+        rmsnorm_k_<true><<<(unsigned)M, row_threads_(n), 0, rsg_stream(s)>>>(n, X, ldx, w, eps,
+                                                                         kind == RS_NORM_ONE_PLUS, Y, ldy);
+    else
+        rmsnorm_k_<false><<<(unsigned)M, row_threads_(n), 0, rsg_stream(s)>>>(n, X, ldx, w, eps,
+                                                                          kind == RS_NORM_ONE_PLUS, Y, ldy);
     return rsg_launched("rsg_rmsnorm");
 }
 
+rs_status rsg_rmsnorm(int M, int n, const float *X, size_t ldx, const float *w, float eps,
+                      rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
+{
+    return rmsnorm_(false, M, n, X, ldx, w, eps, kind, Y, ldy, s);
+}
+
+rs_status rsg_rmsnorm_seq(int M, int n, const float *X, size_t ldx, const float *w, float eps,
+                          rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
+{
+    return rmsnorm_(true, M, n, X, ldx, w, eps, kind, Y, ldy, s);
+}
+
 /* one block per (row, group): blockIdx.x = row * (n / gs) + group */
+template <bool SEQ>
 static __global__ void rmsnorm_gated_k_(int n, int gs, const float *X, size_t ldx, const float *Z, size_t ldz,
                                  const float *w, int w_per_elem, float eps, int before, float *Y, size_t ldy)
 {
@@ -99,18 +136,24 @@ static __global__ void rmsnorm_gated_k_(int n, int gs, const float *X, size_t ld
             y[i] = t;
             ss += (double)t * (double)t;
         }
-        const float r = inv_rms_(rsg_block_sum_d(ss, sh), gs, eps);
+        double tot;
+        if (SEQ) { /* the sum of the t in index order (the block's writes of y are visible after the barrier) */
+            __syncthreads();
+            tot = sum_sq_<true>(y, gs, sh);
+        } else {
+            tot = rsg_block_sum_d(ss, sh);
+        }
+        const float r = inv_rms_(tot, gs, eps);
         for (int i = threadIdx.x; i < gs; i += blockDim.x) y[i] = wg[i] * (y[i] * r);
     } else { /* y = (w * (x * r)) * silu(z) */
-        for (int i = threadIdx.x; i < gs; i += blockDim.x) ss += (double)x[i] * (double)x[i];
-        const float r = inv_rms_(rsg_block_sum_d(ss, sh), gs, eps);
+        const float r = inv_rms_(sum_sq_<SEQ>(x, gs, sh), gs, eps);
         for (int i = threadIdx.x; i < gs; i += blockDim.x) y[i] = (wg[i] * (x[i] * r)) * rsg_silu(z[i]);
     }
 }
 
-rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                            size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
-                            float *Y, size_t ldy, rs_cuda_stream s)
+static rs_status rmsnorm_gated_(bool seq, int M, int n, int gs, const float *X, size_t ldx, const float *Z,
+                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                                float *Y, size_t ldy, rs_cuda_stream s)
 {
     RSG_REQUIRE(X && Z && w && Y && M >= 0 && n > 0 && gs > 0 && n % gs == 0 &&
                 (w_len == gs || w_len == n) && ldx >= (size_t)n && ldz >= (size_t)n &&
@@ -119,9 +162,27 @@ rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, co
                 M, n, gs, w_len, ldx, ldz, ldy);
     RSG_REQUIRE((size_t)M * (size_t)(n / gs) <= 0x7fffffffu, "rsg_rmsnorm_gated: too many groups");
     if (M == 0) return RS_OK;
-    rmsnorm_gated_k_<<<(unsigned)(M * (n / gs)), row_threads_(gs), 0, rsg_stream(s)>>>(
-        n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RS_GATE_BEFORE_NORM, Y, ldy);
+    if (seq)
+        rmsnorm_gated_k_<true><<<(unsigned)(M * (n / gs)), row_threads_(gs), 0, rsg_stream(s)>>>(
+            n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RS_GATE_BEFORE_NORM, Y, ldy);
+    else
+        rmsnorm_gated_k_<false><<<(unsigned)(M * (n / gs)), row_threads_(gs), 0, rsg_stream(s)>>>(
+            n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RS_GATE_BEFORE_NORM, Y, ldy);
     return rsg_launched("rsg_rmsnorm_gated");
+}
+
+rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
+                            size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                            float *Y, size_t ldy, rs_cuda_stream s)
+{
+    return rmsnorm_gated_(false, M, n, gs, X, ldx, Z, ldz, w, w_len, eps, order, Y, ldy, s);
+}
+
+rs_status rsg_rmsnorm_gated_seq(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
+                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                                float *Y, size_t ldy, rs_cuda_stream s)
+{
+    return rmsnorm_gated_(true, M, n, gs, X, ldx, Z, ldz, w, w_len, eps, order, Y, ldy, s);
 }
 
 /* ---- causal depthwise conv1d ---------------------------------------------------------------- */
@@ -186,6 +247,7 @@ rs_status rsg_conv1d(int R, int T, int C, int K, const float *X, size_t ldx, flo
 /* one block (4 warps) per row: warp j-loop over the 2 Hk heads of q | k (head j at j * dk),
  * rs_l2norm's arithmetic (double sum, r = 1 / sqrtf((float)ss + 1e-6f), x *= r), then q *= scale;
  * then the value heads' alpha and beta (gdn_prep_row_). */
+template <bool SEQ> /* SEQ (twin): lane 0 adds the squares in index order, as rs_l2norm */
 static __global__ void gdn_prep_k_(int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a, const float *b,
                             const float *A_log, const float *dt_bias, float scale, float *alpha, float *beta)
 {
@@ -194,8 +256,14 @@ static __global__ void gdn_prep_k_(int Hk, int dk, int Hv, float *QKV, size_t ld
     for (int j = warp; j < 2 * Hk; j += nw) {
         float *x = q + (size_t)j * dk;
         double ss = 0.0;
-        for (int i = lane; i < dk; i += 32) ss += (double)x[i] * (double)x[i];
-        ss = rsg_warp_sum_d(ss);
+        if (SEQ) {
+            if (lane == 0)
+                for (int i = 0; i < dk; i++) ss += (double)x[i] * (double)x[i];
+            ss = __shfl_sync(0xFFFFFFFFu, ss, 0);
+        } else {
+            for (int i = lane; i < dk; i += 32) ss += (double)x[i] * (double)x[i];
+            ss = rsg_warp_sum_d(ss);
+        }
         const float r = 1.0f / sqrtf((float)ss + 1e-6f);
         for (int i = lane; i < dk; i += 32) {
             float v = x[i] * r;
@@ -212,18 +280,36 @@ static __global__ void gdn_prep_k_(int Hk, int dk, int Hv, float *QKV, size_t ld
     }
 }
 
-rs_status rsg_gdn_prep(int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
-                       const float *b, const float *A_log, const float *dt_bias, float *alpha,
-                       float *beta, rs_cuda_stream s)
+static rs_status gdn_prep_(bool seq, int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
+                           const float *b, const float *A_log, const float *dt_bias, float *alpha,
+                           float *beta, rs_cuda_stream s)
 {
     RSG_REQUIRE(QKV && a && b && A_log && dt_bias && alpha && beta && M >= 0 && Hk > 0 && dk > 0 &&
                 Hv > 0 && ldq >= 2 * (size_t)Hk * dk,
                 "rsg_gdn_prep: bad arguments (M %d, Hk %d, dk %d, Hv %d, ldq %zu)", M, Hk, dk, Hv, ldq);
     if (M == 0) return RS_OK;
     const float scale = (float)(1.0 / sqrt((double)dk)); /* as gdn_prep_row_ */
-    gdn_prep_k_<<<(unsigned)M, 128, 0, rsg_stream(s)>>>(Hk, dk, Hv, QKV, ldq, a, b, A_log, dt_bias, scale,
-                                                        alpha, beta);
+    if (seq)
+        gdn_prep_k_<true><<<(unsigned)M, 128, 0, rsg_stream(s)>>>(Hk, dk, Hv, QKV, ldq, a, b, A_log, dt_bias, scale,
+                                                                  alpha, beta);
+    else
+        gdn_prep_k_<false><<<(unsigned)M, 128, 0, rsg_stream(s)>>>(Hk, dk, Hv, QKV, ldq, a, b, A_log, dt_bias, scale,
+                                                                   alpha, beta);
     return rsg_launched("rsg_gdn_prep");
+}
+
+rs_status rsg_gdn_prep(int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
+                       const float *b, const float *A_log, const float *dt_bias, float *alpha,
+                       float *beta, rs_cuda_stream s)
+{
+    return gdn_prep_(false, M, Hk, dk, Hv, QKV, ldq, a, b, A_log, dt_bias, alpha, beta, s);
+}
+
+rs_status rsg_gdn_prep_seq(int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
+                           const float *b, const float *A_log, const float *dt_bias, float *alpha,
+                           float *beta, rs_cuda_stream s)
+{
+    return gdn_prep_(true, M, Hk, dk, Hv, QKV, ldq, a, b, A_log, dt_bias, alpha, beta, s);
 }
 
 /* ---- Mamba-2 prep and D skip ---------------------------------------------------------------- */

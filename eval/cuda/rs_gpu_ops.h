@@ -50,6 +50,19 @@ rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, co
                             size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
                             float *Y, size_t ldy, rs_cuda_stream s);
 
+/* The twin compute mode's norms (docs/evaluator.md "The twin compute mode"): as rsg_rmsnorm,
+ * rsg_rmsnorm_gated and rsg_gdn_prep, but each double sum of squares is added by one thread in index
+ * order, the order of rs_layers.c (inv_rms_, rs_l2norm): the same double, so the same bits as the
+ * CPU's ops (test_gpu_ops "twin norms" demands it). */
+rs_status rsg_rmsnorm_seq(int M, int n, const float *X, size_t ldx, const float *w, float eps,
+                          rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
+rs_status rsg_rmsnorm_gated_seq(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
+                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                                float *Y, size_t ldy, rs_cuda_stream s);
+rs_status rsg_gdn_prep_seq(int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
+                           const float *b, const float *A_log, const float *dt_bias, float *alpha,
+                           float *beta, rs_cuda_stream s);
+
 /* Causal depthwise conv1d (rs_conv1d_causal) for R runs of T steps x C channels: run r reads
  * rows X + r*T*ldx, writes Y + r*T*ldy, and carries state + r*C*(K-1) ([C][K-1] oldest first,
  * updated). bias may be NULL; silu: apply SiLU. Y must not alias X. K <= 8, R <= 65535.
@@ -132,6 +145,55 @@ enum { RSG_ATTN_DEFAULT = 0, RSG_ATTN_SIMT = 1, RSG_ATTN_TF32X3 = 2, RSG_ATTN_TF
 /* the kernel RSG_ATTN_DEFAULT resolves to, and a kernel's name ("simt", "tf32x3", "tf32x3-v1", "tf32x3-v2") */
 int rsg_attention_default_impl(void);
 const char *rsg_attention_impl_name(int impl);
+
+/* The twin compute mode's attention (rs_gpu_twin.cu): the CPU backend's default attention
+ * (cpu_attention_f64_ of eval/model/rs_backend_cpu.c) on the GPU, the same double operations in the
+ * same order: s_j = (sum_d q_d k_jd in d order) * scale, m = max_j s_j, e_j = exp(s_j - m) by
+ * rs_mathf.h's double exp (0 below -700), sum_j e_j and o_d = sum_j e_j v_jd in key order, one rounding
+ * (float)(o_d / sum). One block of 256 threads per (run, position, head); hd <= 256. The same
+ * arguments as rsg_attention (impl ignored). Every output is the CPU's bit for bit (test_gpu_ops
+ * "twin attention"). For checking, not speed: no tensor cores, double on the CUDA cores. */
+rs_status rsg_attention_twin(const rsg_attn_args *a, rs_cuda_stream s);
+
+/* The twin compute mode's GEMM (rs_gpu_twin.cu): Y [M][N] (ld ldy) = fl(beta Y + X W^T) as the CPU
+ * backend's default GEMM (cpu_linear_f64_: OpenBLAS dgemm on double copies, one rounding) computes it
+ * on the development machine, sum by sum: the CPU's column slabs for `cpu_threads` threads and, per
+ * slab, OpenBLAS 0.3.21 SkylakeX dgemm's summation order (the small-matrix kernel's 8 lane sums and
+ * reduction trees, or the blocked kernel's K blocks of 384; rs_gpu_twin.cu has the rules). X [M][ldx]
+ * holds M / Mc CPU GEMMs of Mc rows each (streams stacked; the small kernel's choice depends on Mc);
+ * W [N][K] row-major. Bit for bit the CPU's (test_gpu_ops "twin GEMM", against the CPU backend with
+ * the machine's OpenBLAS). */
+rs_status rsg_linear_twin(size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W, float beta, float *Y,
+                          size_t ldy, size_t Mc, int cpu_threads, rs_cuda_stream s);
+
+/* The twin compute mode's SSM recurrence (rs_gpu_twin.cu): the CPU engine's conventional fp32 step
+ * (engine/rs_ssm.c rs_ssm_gdn_step / rs_ssm_mamba2_step with rs_dot.h's sequential dots) for the
+ * runs named in `runs`, one thread per state row walking the T positions in order:
+ *   GDN:     w = sum_c S[c] k[c] (c order); u = beta (v_r - alpha w); S[c] = alpha S[c] + u k[c];
+ *   Mamba-2: S[c] = alpha S[c] + v_r k[c];
+ *   both:    o_r = sum_c S[c] q[c] (c order)
+ * every product and sum rounded to float as the engine does (--fmad=false): the engine's bits
+ * (test_gpu_ops "twin recurrence"). Layout (rows of the stacked buffers: row group g, position t
+ * -> row g * T + t): the batch has n_streams streams of RS row groups each; twin run i of stream j
+ * is row group j * RS + runs[i]; head h reads alpha / beta at [row * ld_a + h], k and q of head
+ * h / rep at [row * ld_k + (h / rep) * dk] / [row * ld_q + ...], v_r at [row * ld_v + h * dv + r]
+ * and writes o_r at [row * ld_o + h * dv + r]; its state [dv][dk] (row-major, as rs_head) is at
+ * S + ((j * nt + i) * H + h) * dv * dk, updated in place. beta is ignored for Mamba-2. */
+typedef struct rsg_twin_ssm_args {
+    int gdn;               /* 1: the GDN step, 0: Mamba-2 */
+    int T, H, rep, dk, dv; /* positions, heads, heads per k/q head, state [dv][dk] */
+    int RS, n_streams;     /* row groups per stream, streams of the batch */
+    const int *runs;       /* device [nt]: the twin runs' indices in 0 .. RS-1 */
+    int nt;
+    const float *alpha, *beta;
+    size_t ld_a;
+    const float *k, *q, *v;
+    size_t ld_k, ld_q, ld_v;
+    float *o;
+    size_t ld_o;
+    float *S;
+} rsg_twin_ssm_args;
+rs_status rsg_twin_ssm(const rsg_twin_ssm_args *a, rs_cuda_stream s);
 
 /* Qwen3.5 output gate: O[row*ldo + h*hd + i] *= sigmoid(Q[row*ldq + h*q_hstride + hd + i]). */
 rs_status rsg_attn_gate(int M, int H, int hd, float *O, size_t ldo, const float *Q, size_t ldq,

@@ -92,6 +92,19 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
             RS_TRY(rs_cuda_scan_create(s, kind == 0 ? &im->scan_gdn : &im->scan_mamba));
         state += b;
     }
+    /* twin (docs/evaluator.md "The twin compute mode"): the runs whose recurrence is the engine's, one
+       fp32 state per (layer, stream, run, head) beside the scan's; the host logits count as none */
+    im->nt = 0;
+    if (im->twin)
+        for (size_t r = 0; r < RS; r++)
+            if (p->pol[r].mode == RS_POLICY_CONV && p->pol[r].hp.kind == RS_FMT_FP32) im->nt++;
+    for (int kind = 0; kind < 2 && im->twin; kind++)
+        if (p->has_scan[kind]) {
+            const rs_cuda_scan_config *s = &p->scfg[kind];
+            im->twin_layer[kind] = S * (size_t)im->nt * (size_t)s->heads * (size_t)s->d_v * (size_t)s->d_k;
+            im->n_twin_layers[kind] = s->n_layers;
+            state += (size_t)s->n_layers * im->twin_layer[kind] * sizeof(float);
+        }
     /* tf32x3 (rs_gpu_gemm.h): the TF32 low parts of fp32-only weights count as weights, X's split
        scratch as activations; 0 for the other GEMM methods */
     size_t split_w = 0, split_x = 0;
@@ -170,6 +183,25 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     }
     if (p->has_scan[0]) RS_TRY(rs_cuda_scan_create(&p->scfg[0], &im->scan_gdn));
     if (p->has_scan[1]) RS_TRY(rs_cuda_scan_create(&p->scfg[1], &im->scan_mamba));
+    if (im->twin) {
+        int *runs = (int *)malloc((size_t)im->RS * sizeof(int)), n = 0;
+        if (!runs) return rs_error_set(RS_E_NOMEM, "out of memory");
+        for (int r = 0; r < im->RS; r++)
+            if (p->pol[r].mode == RS_POLICY_CONV && p->pol[r].hp.kind == RS_FMT_FP32) runs[n++] = r;
+        rs_status st = dalloc_(im, (void **)&im->d_twin_runs, (size_t)n * sizeof(int), "the twin runs");
+        if (st == RS_OK && n &&
+            cudaMemcpy(im->d_twin_runs, runs, (size_t)n * sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess)
+            st = rs_error_set(RS_E_CUDA, "uploading the twin runs");
+        free(runs);
+        RS_TRY(st);
+        for (int k = 0; k < 2; k++)
+            if (p->has_scan[k])
+                DALLOC(im->twin_state[k], (size_t)p->scfg[k].n_layers * im->twin_layer[k] * sizeof(float),
+                       "the twin recurrence states");
+        CTRY(cudaMallocHost((void **)&im->h_logits, M * V * sizeof(float)), "cudaMallocHost (the twin logits)");
+        im->h_lp = (double *)malloc(2 * V * sizeof(double));
+        if (!im->h_lp) return rs_error_set(RS_E_NOMEM, "out of memory");
+    }
     DALLOC(im->x, M * d * sizeof(float), "the residual stream");
     DALLOC(im->xn, M * d * sizeof(float), "the normed stream");
     DALLOC(im->proj, M * im->P1 * sizeof(float), "the projection scratch");

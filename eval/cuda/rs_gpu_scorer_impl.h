@@ -79,9 +79,23 @@ typedef struct gpu_impl {
 
     rs_gpu_gemm_state gemm; /* the GEMM method, split weights and scratch (rs_gpu_gemm.cu) */
 
+    /* --compute twin (docs/evaluator.md "The twin compute mode"): the CPU evaluator's arithmetic.
+     * twin_runs: the runs (0 .. RS-1 of every stream: the reference and each conventional fp32 run)
+     * whose recurrence is the engine's (rsg_twin_ssm, after the scan, overwriting its outputs);
+     * twin_state[kind]: their states [n_layers(kind)][S][nt][H][d_v][d_k]; h_logits: a batch's
+     * logits on the host, scored there by rs_kl.c as the CPU scorer does */
+    int twin;
+    int nt;
+    int *d_twin_runs;         /* device [nt] */
+    float *twin_state[2];     /* GDN, Mamba-2 */
+    size_t twin_layer[2];     /* floats of one layer's twin states (all streams) */
+    int n_twin_layers[2];     /* layers of each kind */
+    float *h_logits;          /* pinned [RR * C][V] (twin only) */
+    double *h_lp;             /* [2][V] host log-probabilities (twin only) */
+
     int64_t *nf;          /* [RR][n_layers(kind)][H] host copy of the scans' marks */
     char msg[512];
-    char describe[512];
+    char describe[768];
     size_t device_bytes;  /* allocated */
     void *cfg_mem;
     rs_scorer_stats st;

@@ -3,6 +3,7 @@
  * batch of streams at one position (rs_gpu_forward.cu), scoring on the device per stream
  * (rsg_score), the [S][R][n] results down. */
 #include "replayssm/evalcuda/rs_scorer_cuda.h"
+#include "replayssm/eval/rs_kl.h"
 #include "rs_gpu_ops.h"
 #include "rs_gpu_scorer_impl.h"
 
@@ -49,10 +50,25 @@ static rs_status clear_conv_(rs_scorer *sc, gpu_impl *im, size_t g0, size_t ng)
     return RS_OK;
 }
 
+/* twin: the engine-order recurrence states of streams s0 .. s0 + ns - 1 to zero */
+static rs_status clear_twin_(gpu_impl *im, size_t s0, size_t ns)
+{
+    if (!im->twin) return RS_OK;
+    for (int k = 0; k < 2; k++) {
+        if (!im->twin_state[k]) continue;
+        const size_t per = im->twin_layer[k] / im->S, nl = (size_t)im->n_twin_layers[k];
+        for (size_t lo = 0; lo < nl; lo++)
+            CTRY(cudaMemsetAsync(im->twin_state[k] + lo * im->twin_layer[k] + s0 * per, 0, ns * per * sizeof(float), im->s),
+                 "reset");
+    }
+    return RS_OK;
+}
+
 static rs_status reset_(rs_scorer *sc)
 {
     gpu_impl *im = (gpu_impl *)sc->impl;
     RS_TRY(clear_conv_(sc, im, 0, (size_t)im->RR));
+    RS_TRY(clear_twin_(im, 0, im->S));
     if (im->scan_gdn) RS_TRY(rs_cuda_scan_reset(im->scan_gdn, im->s));
     if (im->scan_mamba) RS_TRY(rs_cuda_scan_reset(im->scan_mamba, im->s));
     /* the KV caches need no clearing: a query never reads past its own position */
@@ -68,6 +84,7 @@ static rs_status reset_stream_(rs_scorer *sc, size_t s)
     RS_CHECK(s < im->S, RS_E_INVAL, "scorer: stream %zu of %zu", s, im->S);
     const size_t g0 = s * (size_t)im->RS;
     RS_TRY(clear_conv_(sc, im, g0, (size_t)im->RS));
+    RS_TRY(clear_twin_(im, s, 1));
     if (im->scan_gdn) RS_TRY(rs_cuda_scan_reset_runs(im->scan_gdn, (int)g0, im->RS, im->s));
     if (im->scan_mamba) RS_TRY(rs_cuda_scan_reset_runs(im->scan_mamba, (int)g0, im->RS, im->s));
     im->spos[s] = 0;
@@ -85,8 +102,66 @@ static void stage_times_(gpu_impl *im)
     im->n_marks = 0;
 }
 
+/* twin: score the batch's logits on the host by rs_kl.c, as the CPU scorer does (rs_scorer_cpu.c:
+ * the reference's log-softmax, then rs_kl_compare_lp per run), into the pinned result blocks in the
+ * layout rsg_score writes on the device (run r's values at (r - 1) * n + t); the device's double
+ * exp / log are not glibc's, so scoring on the GPU would not give the CPU's bits */
+static rs_status twin_score_(rs_scorer *sc, gpu_impl *im, size_t s0, size_t ns, size_t n)
+{
+    const size_t V = (size_t)sc->m->cfg.vocab, R = (size_t)im->RS - 1, C = im->C, RS = (size_t)im->RS;
+    CTRY(cudaMemcpyAsync(im->h_logits, im->logits, ns * RS * n * V * sizeof(float), cudaMemcpyDeviceToHost, im->s),
+         "the twin logits");
+    CTRY(cudaStreamSynchronize(im->s), "the chunk's kernels");
+    const double t0 = now_(); /* the host's scoring alone (the forward's GPU time is in its own stages) */
+    double *lp = im->h_lp, *lq = im->h_lp + V;
+    for (size_t j = 0; j < ns; j++) {
+        const size_t s = s0 + j;
+        const float *L = im->h_logits + j * RS * n * V; /* run g, position t: row g * n + t */
+        double *kl = im->h_res + s * (3 * R + 1) * C, *nll = kl + R * C, *dp = nll + R * C, *nll_ref = dp + R * C;
+        uint8_t *agree = im->h_flags + s * (R + 1) * C, *ref_bad = agree + R * C;
+        int32_t *top = im->h_top + s * C;
+        const int32_t *tgt = im->h_tok + (im->S + s) * C;
+        for (size_t t = 0; t < n; t++) {
+            const int32_t y = tgt[t];
+            if (rs_kl_log_softmax(L + t * V, V, lp) != RS_OK) { /* the caller reports it */
+                ref_bad[t] = 1;
+                nll_ref[t] = NAN;
+                top[t] = -1;
+                for (size_t r = 0; r < R; r++) {
+                    kl[r * n + t] = nll[r * n + t] = dp[r * n + t] = NAN;
+                    agree[r * n + t] = 0;
+                }
+                continue;
+            }
+            ref_bad[t] = 0;
+            rs_kl_point pt;
+            if (R == 0) {
+                RS_TRY(rs_kl_compare_lp(lp, lp, V, y, &pt));
+                nll_ref[t] = pt.nll_ref;
+                top[t] = pt.top1_ref;
+            }
+            for (size_t r = 0; r < R; r++) {
+                const rs_status s2 = rs_kl_log_softmax(L + ((r + 1) * n + t) * V, V, lq);
+                if (s2 != RS_OK && s2 != RS_E_NONFINITE) return s2; /* non-finite: NaN entries, as the CPU */
+                RS_TRY(rs_kl_compare_lp(lp, lq, V, y, &pt));
+                if (r == 0) {
+                    nll_ref[t] = pt.nll_ref;
+                    top[t] = pt.top1_ref;
+                }
+                kl[r * n + t] = pt.kl;
+                nll[r * n + t] = pt.nll_run;
+                dp[r * n + t] = pt.dp;
+                agree[r * n + t] = (uint8_t)pt.agree;
+            }
+        }
+    }
+    rs_error_clear();
+    im->stage_s[GS_SCORE] += now_() - t0;
+    return RS_OK;
+}
+
 /* forward the batch of streams s0 .. s0 + ns - 1 (all at position pos, n new tokens each) and
- * score each stream against its own reference into its result block */
+ * score each stream against its own reference into its result block (twin: on the host) */
 static rs_status batch_(rs_scorer *sc, gpu_impl *im, size_t s0, size_t ns, size_t n, size_t pos)
 {
     const int V = sc->m->cfg.vocab;
@@ -97,6 +172,10 @@ static rs_status batch_(rs_scorer *sc, gpu_impl *im, size_t s0, size_t ns, size_
     im->b_r0 = s0 * (size_t)im->RS;
     im->G = (int)(ns * (size_t)im->RS);
     RS_TRY(rs_gpu_forward_chunk(sc, im, n));
+    if (im->twin) {
+        rs_gpu_mark(im, GS_COPY);
+        return twin_score_(sc, im, s0, ns, n);
+    }
     for (size_t j = 0; j < ns; j++) {
         const size_t s = s0 + j;
         double *kl = im->d_res + s * (3 * R + 1) * C, *nll = kl + R * C, *dp = nll + R * C, *nll_ref = dp + R * C;
@@ -157,10 +236,12 @@ static rs_status step_streams_(rs_scorer *sc, rs_scorer_stream *in, const rs_sco
         RS_TRY(batch_(sc, im, s, e - s, in[s].n, im->spos[s]));
         s = e;
     }
-    CTRY(cudaMemcpyAsync(im->h_res, im->d_res, S * (3 * R + 1) * C * sizeof(double), cudaMemcpyDeviceToHost, im->s),
-         "results");
-    CTRY(cudaMemcpyAsync(im->h_flags, im->d_flags, S * (R + 1) * C, cudaMemcpyDeviceToHost, im->s), "results");
-    CTRY(cudaMemcpyAsync(im->h_top, im->d_top, S * C * sizeof(int32_t), cudaMemcpyDeviceToHost, im->s), "results");
+    if (!im->twin) { /* twin: the host scored each batch into h_res, h_flags, h_top already */
+        CTRY(cudaMemcpyAsync(im->h_res, im->d_res, S * (3 * R + 1) * C * sizeof(double), cudaMemcpyDeviceToHost, im->s),
+             "results");
+        CTRY(cudaMemcpyAsync(im->h_flags, im->d_flags, S * (R + 1) * C, cudaMemcpyDeviceToHost, im->s), "results");
+        CTRY(cudaMemcpyAsync(im->h_top, im->d_top, S * C * sizeof(int32_t), cudaMemcpyDeviceToHost, im->s), "results");
+    }
     rs_gpu_mark(im, GS_COPY);
     CTRY(cudaStreamSynchronize(im->s), "the chunk's kernels");
     stage_times_(im);
@@ -308,6 +389,11 @@ static void destroy_(rs_scorer *sc)
         cudaFree(im->d_flags);
         cudaFree(im->d_top);
         cudaFree(im->score_work);
+        cudaFree(im->d_twin_runs);
+        cudaFree(im->twin_state[0]);
+        cudaFree(im->twin_state[1]);
+        cudaFreeHost(im->h_logits);
+        free(im->h_lp);
         rs_gpu_gemm_free(im);
         cudaFreeHost(im->h_tok);
         cudaFreeHost(im->h_res);
@@ -340,6 +426,7 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     /* the GEMM method of the compute mode (rs_gpu_gemm.h): fp32 -> cuBLAS SGEMM, tf32x3 -> the
        split-TF32 GEMM, tf32 -> one TF32 GEMM; bf16 is refused here */
     RS_TRY(rsg_gemm_method_of(cfg->compute, &im->gemm.method));
+    im->twin = cfg->compute == RS_COMPUTE_TWIN;
     cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH); /* the TF32 methods ask for it per call */
     im->RS = (int)cfg->n_runs + 1;
     im->S = rs_scorer_n_streams(sc);
@@ -360,11 +447,17 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     rs_gpu_gemm_describe(im, gemm, sizeof gemm);
     char streams[48] = ""; /* books batched: the streams (one stream: the description of before) */
     if (im->S > 1) snprintf(streams, sizeof streams, ", %zu streams", im->S);
+    char attn[160];
+    if (im->twin)
+        snprintf(attn, sizeof attn, "twin (double, the CPU's), recurrence of %d of %d runs in the engine's order, "
+                 "norm sums sequential, scoring on the host", im->nt, im->RS);
+    else
+        snprintf(attn, sizeof attn, "%s", rsg_attention_impl_name(RSG_ATTN_DEFAULT));
     snprintf(im->describe, sizeof im->describe,
              "cuda: %s (device %d, %d SMs, %.0f GiB), driver %s, runtime %s, cuBLAS %s, compute %s, %s, attention %s, "
              "plan %.2f GiB%s",
              im->info.name, im->info.ordinal, im->info.sm_count, im->info.total_gib, im->info.driver, im->info.runtime,
-             im->info.cublas, rs_compute_mode_name(cfg->compute), gemm, rsg_attention_impl_name(RSG_ATTN_DEFAULT),
+             im->info.cublas, rs_compute_mode_name(cfg->compute), gemm, attn,
              (double)im->device_bytes / 1073741824.0, streams);
     return reset_(sc);
 }

@@ -5,7 +5,8 @@
  * NaN); "bit-identical" = fraction of elements with distance 0. Every buffer is compared in
  * full: the padding of strided rows (ld > n) and everything an op must not touch must keep its
  * bits. Tolerances, with their reasons, sit next to each check. Exit 0 if all pass, 1 if one
- * fails, 77 without a GPU. Usage: test_gpu_ops [--quick] (smaller shapes, for compute-sanitizer).
+ * fails, 77 without a GPU. Usage: test_gpu_ops [--quick] [--twin] (--quick: smaller shapes, for
+ * compute-sanitizer; --twin: only the twin compute mode's cases, bit for bit against the CPU).
  * Attention: every kernel (RSG_ATTN_SIMT, RSG_ATTN_TF32X3, RSG_ATTN_TF32X3_V1, RSG_ATTN_TF32X3_V2) on
  * every case; RS_ATTN_BENCH=1 (without --quick) also times them at the evaluator's shapes
  * (printout only).
@@ -28,6 +29,8 @@
 #include "replayssm/eval/rs_backend.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_layers.h"
+#include "replayssm/engine/rs_head.h"
+#include "replayssm/engine/rs_policy.h"
 
 
 typedef std::vector<float> vf;
@@ -869,9 +872,291 @@ static void test_mathf_twins()
     CK(cudaFree(dout));
 }
 
+/* ---- the twin compute mode (--compute twin): the CPU's arithmetic, bit for bit ----------------- */
+
+/* the norms with sequential double sums (rsg_*_seq) against the CPU backend's ops and rs_l2norm:
+ * the same double in the same order, then the same fp32 operations, so every element must be the
+ * CPU's bit for bit (0 ulp, 100 %); the strided kernels' tree sums are counted for comparison (they
+ * may differ in rare ties, which is why the twin mode does not use them) */
+static void gdn_row_twin_ref(float *q, int Hk, int dk, int Hv, const float *a, const float *b, const float *A_log,
+                             const float *dt_bias, float *alpha, float *beta)
+{
+    float *k = q + (size_t)Hk * dk;
+    const float scale = (float)(1.0 / sqrt((double)dk));
+    for (int h = 0; h < Hk; h++) { /* rs_forward.c gdn_prep_row_ */
+        rs_l2norm(q + h * dk, dk, 1e-6f);
+        for (int i = 0; i < dk; i++) q[h * dk + i] *= scale;
+        rs_l2norm(k + h * dk, dk, 1e-6f);
+    }
+    for (int h = 0; h < Hv; h++) {
+        const float A = -rs_expf(A_log[h]);
+        const float gl = A * rs_softplus(a[h] + dt_bias[h]);
+        alpha[h] = rs_expf(gl);
+        beta[h] = rs_sigmoid(b[h]);
+    }
+}
+
+static void test_twin_norms()
+{
+    const int M = g_quick ? 64 : 2000, n = 2560;
+    vf X = randn((size_t)M * n, 1.3f), w = randu(n, -1.0f, 1.0f);
+    for (int i = 0; i < M; i += 3)
+        for (int j = 0; j < n; j++) X[(size_t)i * n + j] *= i % 2 ? 1e3f : 1e-3f;
+    for (int kind = 0; kind < 2; kind++) {
+        const rs_norm_weight nk = kind ? RS_NORM_ONE_PLUS : RS_NORM_PLAIN;
+        float *dX = dput(X), *dw = dput(w), *dY = dput(vf((size_t)M * n, 0.0f));
+        RSK(rsg_rmsnorm_seq(M, n, dX, n, dw, 1e-6f, nk, dY, n, 0));
+        vf g = dget(dY, (size_t)M * n);
+        RSK(rsg_rmsnorm(M, n, dX, n, dw, 1e-6f, nk, dY, n, 0));
+        vf gt = dget(dY, (size_t)M * n);
+        vf c((size_t)M * n);
+        RSK(g_be->ops->rmsnorm(g_be, M, n, X.data(), n, w.data(), 1e-6f, nk, c.data(), n));
+        size_t tree = 0;
+        for (size_t i = 0; i < c.size(); i++) tree += !same_bits(gt[i], c[i]);
+        printf("     (the tree-sum rsg_rmsnorm differs from the CPU in %zu of %zu elements)\n", tree, c.size());
+        cmp_mat(kind ? "twin rmsnorm (1+w), d=2560: == CPU bit for bit" : "twin rmsnorm (plain), d=2560: == CPU bit for bit",
+                g, c, M, n, n, 0, 1.0);
+        dfree(dX), dfree(dw), dfree(dY);
+    }
+    /* gated, both orders (GDN heads dv 128 in place; Mamba groups 2048 of 4096, ldz strided) */
+    struct G { int M, n, gs; size_t ldz; rs_gate_order o; bool inplace; const char *name; };
+    const G gc[] = {{g_quick ? 64 : 1024, 128, 128, 128, RS_GATE_AFTER_NORM, true, "twin gated norm (after, in place): == CPU bit for bit"},
+                    {g_quick ? 16 : 300, 4096, 2048, 4200, RS_GATE_BEFORE_NORM, true, "twin gated norm (before, in place): == CPU bit for bit"},
+                    {g_quick ? 16 : 300, 512, 128, 515, RS_GATE_BEFORE_NORM, false, "twin gated norm (before): == CPU bit for bit"}};
+    for (const G &k : gc) {
+        vf Xg = randn((size_t)k.M * k.n, 1.0f), Z = randn((size_t)k.M * k.ldz, 2.0f), wg = randu(k.n, -1.5f, 1.5f);
+        vf Y0 = k.inplace ? Xg : vf((size_t)k.M * k.n, -5.0f), c = Y0;
+        float *dX = dput(Xg), *dZ = dput(Z), *dw = dput(wg), *dY = k.inplace ? dX : dput(Y0);
+        RSK(rsg_rmsnorm_gated_seq(k.M, k.n, k.gs, dX, k.n, dZ, k.ldz, dw, k.n, 1e-5f, k.o, dY, k.n, 0));
+        vf g = dget(dY, Y0.size());
+        RSK(g_be->ops->rmsnorm_gated(g_be, k.M, k.n, k.gs, k.inplace ? c.data() : Xg.data(), k.n, Z.data(), k.ldz,
+                                     wg.data(), k.n, 1e-5f, k.o, c.data(), k.n));
+        cmp_mat(k.name, g, c, k.M, k.n, k.n, 0, 1.0);
+        if (!k.inplace) dfree(dY);
+        dfree(dX), dfree(dZ), dfree(dw);
+    }
+    /* GDN prep: q, k L2 norms (+ scale), alpha, beta: gdn_prep_row_'s bits */
+    const int Hk = 16, dk = 128, Hv = 32, dv = 128, Mp = g_quick ? 8 : 400;
+    const size_t ldq = 2 * Hk * dk + Hv * dv + 8;
+    vf Q = randn((size_t)Mp * ldq, 0.7f), a = randn((size_t)Mp * Hv, 2.0f), b = randn((size_t)Mp * Hv, 3.0f);
+    vf A_log = randu(Hv, -2.0f, 1.5f), dtb = randu(Hv, -1.0f, 1.0f), al0((size_t)Mp * Hv, 0.0f);
+    float *dQ = dput(Q), *da = dput(a), *db = dput(b), *dA = dput(A_log), *dd = dput(dtb), *dal = dput(al0), *dbe = dput(al0);
+    RSK(rsg_gdn_prep_seq(Mp, Hk, dk, Hv, dQ, ldq, da, db, dA, dd, dal, dbe, 0));
+    vf g = dget(dQ, Q.size()), ga = dget(dal, al0.size()), gb = dget(dbe, al0.size());
+    vf c = Q, ca(al0.size()), cb(al0.size());
+    for (int row = 0; row < Mp; row++)
+        gdn_row_twin_ref(c.data() + row * ldq, Hk, dk, Hv, a.data() + row * Hv, b.data() + row * Hv, A_log.data(),
+                         dtb.data(), ca.data() + row * Hv, cb.data() + row * Hv);
+    cmp_mat("twin gdn prep: q, k L2 norm + scale == CPU bit for bit (v untouched)", g, c, Mp, ldq, ldq, 0, 1.0);
+    cmp_mat("twin gdn prep: alpha == CPU bit for bit", ga, ca, 1, ca.size(), ca.size(), 0, 1.0);
+    cmp_mat("twin gdn prep: beta == CPU bit for bit", gb, cb, 1, cb.size(), cb.size(), 0, 1.0);
+    dfree(dQ), dfree(da), dfree(db), dfree(dA), dfree(dd), dfree(dal), dfree(dbe);
+}
+
+/* the double attention against the CPU backend's default (cpu_attention_f64_): the same double
+ * operations in the same order, one rounding, so 0 ulp at every element (outputs of other heads'
+ * padding untouched); key counts past one 256-key tile and up to 8K exercise the tiled second pass */
+static void test_twin_attention()
+{
+    const AttnCase cs[] = {
+        {3, 37, 4, 2, 64, 1000, 1100, false, false, 1.0f, "twin attention: gdn-tiny heads hd 64, R 3, keys 1000-1037"},
+        {2, 16, 8, 2, 128, g_quick ? 300 : 8176, (size_t)(g_quick ? 320 : 8200), true, false, 3.0f,
+         "twin attention: hd 128 gated, peaky scores, up to 8192 keys"},
+        {1, 5, 16, 4, 256, 250, 260, true, true, 1.0f, "twin attention: Qwen3.5-4B heads hd 256, misaligned caches"},
+        {2, 40, 4, 4, 48, 0, 40, false, false, 2.0f, "twin attention: prefill from position 0, hd 48"}};
+    for (const AttnCase &k : cs) {
+        const int hd = k.hd, qs = k.gated ? 2 * hd : hd;
+        const size_t ldq = (size_t)k.H * qs + 3, ldo = (size_t)k.H * hd + 8, M = (size_t)k.R * k.T;
+        const size_t nc = (size_t)k.R * k.Hkv * k.cap * hd;
+        const int64_t nvalid = k.pos0 + k.T;
+        vf Q = randu(M * ldq, -k.qscale, k.qscale), Kc(nc), Vc(nc), O0(M * ldo, -7.0f);
+        for (size_t i = 0; i < nc; i++) {
+            const bool valid = (int64_t)((i / hd) % k.cap) < nvalid;
+            Kc[i] = valid ? (float)(2.0 * unif() - 1.0) : NAN;
+            Vc[i] = valid ? (float)normal() : NAN;
+        }
+        const float scale = (float)(1.0 / sqrt((double)hd));
+        float *dQ = dput(Q), *dO = dput(O0), *dK, *dV;
+        CK(cudaMalloc((void **)&dK, (nc + 1) * sizeof(float)));
+        CK(cudaMalloc((void **)&dV, (nc + 1) * sizeof(float)));
+        float *dKc = dK + (k.misalign ? 1 : 0), *dVc = dV + (k.misalign ? 1 : 0);
+        CK(cudaMemcpy(dKc, Kc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dVc, Vc.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
+        rsg_attn_args a = {k.R, k.T, k.H, k.Hkv, hd, k.pos0, k.cap, dQ, ldq, qs, dKc, dVc, scale, dO, ldo, 0};
+        RSK(rsg_attention_twin(&a, 0));
+        vf g = dget(dO, O0.size()), c = O0;
+        vf scratch((size_t)g_be->n_threads * RS_ATTN_BLOCK_ROWS * k.cap);
+        for (int r = 0; r < k.R; r++) {
+            rs_attn_args ca;
+            ca.T = k.T, ca.n_past = k.pos0, ca.H = k.H, ca.Hkv = k.Hkv, ca.hd = hd;
+            ca.Q = Q.data() + (size_t)r * k.T * ldq, ca.ldq = ldq, ca.q_hstride = qs;
+            ca.Kc = Kc.data() + (size_t)r * k.Hkv * k.cap * hd, ca.Vc = Vc.data() + (size_t)r * k.Hkv * k.cap * hd;
+            ca.cap = k.cap, ca.scale = scale, ca.O = c.data() + (size_t)r * k.T * ldo, ca.ldo = ldo;
+            ca.scratch = scratch.data(), ca.scratch_rows = RS_ATTN_BLOCK_ROWS;
+            RSK(g_be->ops->attention(g_be, &ca)); /* the default: RS_CPU_ATTN unset = f64 */
+        }
+        cmp_mat(k.name, g, c, M, (size_t)k.H * hd, ldo, 0, 1.0);
+        dfree(dQ), dfree(dO), dfree(dK), dfree(dV);
+    }
+}
+
+/* the engine-order recurrence (rsg_twin_ssm) against the CPU engine itself: one rs_head per (stream,
+ * twin run, head) with the reference policy fp32 (rs_head_decode token by token: conv_decode_ ->
+ * rs_ssm_gdn_step / rs_ssm_mamba2_step), the GPU fed the same inputs chunk by chunk with the state
+ * carried. Demanded: every output at every step and the final states bit for bit (0 ulp), and the
+ * rows of the runs that are not twin runs untouched. Inputs in the evaluator's layout (stacked rows
+ * g * T + t, strided, k/q shared by rep heads). */
+static void twin_ssm_case(int gdn, int H, int rep, int dk, int dv, int steps, int T, const char *name)
+{
+    const int RS = 3, NS = 2, nt = 2, runs[2] = {0, 2}, G = NS * RS;
+    const int Hk = H / rep;
+    const size_t ld_a = (size_t)H + 1, ld_k = (size_t)Hk * dk + 5, ld_v = (size_t)H * dv + 3, ld_o = (size_t)H * dv + 7;
+    const size_t nstate = (size_t)NS * nt * H * dv * dk;
+    std::vector<rs_head> heads((size_t)NS * nt * H);
+    for (int j = 0; j < NS; j++)
+        for (int i = 0; i < nt; i++)
+            for (int h = 0; h < H; h++) {
+                rs_head_config hc;
+                memset(&hc, 0, sizeof hc);
+                hc.kind = gdn ? RS_SSM_GDN : RS_SSM_MAMBA2;
+                hc.d_v = (size_t)dv, hc.d_k = (size_t)dk;
+                hc.policy = rs_policy_fp32();
+                hc.window = 16, hc.max_drafts = 1, hc.seed = 1;
+                hc.layer = 0, hc.head = (uint32_t)h;
+                rs_head *hd = &heads[((size_t)j * nt + i) * H + h];
+                RSK(rs_head_init(hd, &hc));
+                RSK(rs_head_reset(hd, NULL));
+            }
+    float *dS = dput(vf(nstate, 0.0f));
+    int *druns = dput(std::vector<int>(runs, runs + nt));
+    bool ok = true;
+    size_t nout = 0, bad_out = 0, touched = 0;
+    for (int t0 = 0; t0 < steps; t0 += T) {
+        const int n = std::min(T, steps - t0);
+        const size_t rows = (size_t)G * n;
+        vf al(rows * ld_a), be(rows * ld_a), K = randn(rows * ld_k, 1.0f), Qv = randn(rows * ld_k, 1.0f),
+            Vv = randn(rows * ld_v, gdn ? 1.0f : 0.3f), O0(rows * ld_o, -3.0f);
+        for (size_t e = 0; e < al.size(); e++) { /* decays in (0, 1] as the models' (mostly near 1), gates in (0, 1) */
+            al[e] = (float)exp(-0.2 * unif() * unif());
+            be[e] = (float)unif();
+        }
+        if (gdn) /* GDN keys L2-normalised (as the prep makes them): the state stays bounded */
+            for (size_t r = 0; r < rows; r++)
+                for (int hk = 0; hk < Hk; hk++) {
+                    float *kk = K.data() + r * ld_k + (size_t)hk * dk;
+                    rs_l2norm(kk, (size_t)dk, 1e-6f);
+                }
+        float *dal = dput(al), *dbe = dput(be), *dK = dput(K), *dQ = dput(Qv), *dV = dput(Vv), *dO = dput(O0);
+        rsg_twin_ssm_args a;
+        memset(&a, 0, sizeof a);
+        a.gdn = gdn, a.T = n, a.H = H, a.rep = rep, a.dk = dk, a.dv = dv, a.RS = RS, a.n_streams = NS;
+        a.runs = druns, a.nt = nt, a.alpha = dal, a.beta = dbe, a.ld_a = ld_a;
+        a.k = dK, a.ld_k = ld_k, a.q = dQ, a.ld_q = ld_k, a.v = dV, a.ld_v = ld_v, a.o = dO, a.ld_o = ld_o, a.S = dS;
+        RSK(rsg_twin_ssm(&a, 0));
+        vf g = dget(dO, O0.size());
+        std::vector<char> is_twin(G, 0);
+        for (int j = 0; j < NS; j++)
+            for (int i = 0; i < nt; i++) is_twin[j * RS + runs[i]] = 1;
+        for (int j = 0; j < NS; j++)
+            for (int i = 0; i < nt; i++) {
+                const size_t gg = (size_t)j * RS + runs[i];
+                for (int h = 0; h < H; h++) {
+                    rs_head *hd = &heads[((size_t)j * nt + i) * H + h];
+                    for (int t = 0; t < n; t++) {
+                        const size_t rw = gg * n + t;
+                        rs_ssm_token tok;
+                        tok.alpha = al[rw * ld_a + h];
+                        tok.beta = be[rw * ld_a + h];
+                        tok.k = K.data() + rw * ld_k + (size_t)(h / rep) * dk;
+                        tok.q = Qv.data() + rw * ld_k + (size_t)(h / rep) * dk;
+                        tok.v = Vv.data() + rw * ld_v + (size_t)h * dv;
+                        vf o(dv);
+                        RSK(rs_head_decode(hd, &tok, o.data()));
+                        for (int r = 0; r < dv; r++) {
+                            nout++;
+                            bad_out += !same_bits(o[r], g[rw * ld_o + (size_t)h * dv + r]);
+                        }
+                    }
+                }
+            }
+        for (size_t rw = 0; rw < rows; rw++) /* non-twin rows and padding keep their bits */
+            for (size_t e = 0; e < ld_o; e++)
+                if ((!is_twin[rw / n] || e >= (size_t)H * dv) && !same_bits(g[rw * ld_o + e], O0[rw * ld_o + e])) touched++;
+        dfree(dal), dfree(dbe), dfree(dK), dfree(dQ), dfree(dV), dfree(dO);
+    }
+    vf gs = dget(dS, nstate);
+    size_t bad_state = 0;
+    double smax = 0.0;
+    for (int j = 0; j < NS; j++)
+        for (int i = 0; i < nt; i++)
+            for (int h = 0; h < H; h++) {
+                vf S((size_t)dv * dk);
+                RSK(rs_head_state(&heads[((size_t)j * nt + i) * H + h], S.data()));
+                const float *gp = gs.data() + (((size_t)j * nt + i) * H + h) * dv * dk;
+                for (size_t e = 0; e < S.size(); e++) {
+                    bad_state += !same_bits(S[e], gp[e]);
+                    smax = std::max(smax, (double)fabsf(S[e]));
+                }
+            }
+    ok = bad_out == 0 && bad_state == 0 && touched == 0 && nout > 0 && smax > 0.0;
+    report(name, ok, "%d steps in chunks of %d, %zu outputs: %zu differ from the engine; final states: %zu of %zu differ "
+                     "(max |S| %.3g); %zu non-twin / padding elements changed",
+           steps, T, nout, bad_out, bad_state, (size_t)NS * nt * H * dv * dk, smax, touched);
+    for (auto &hd : heads) rs_head_free(&hd);
+    dfree(dS);
+    CK(cudaFree(druns));
+}
+
+/* the GEMM in the CPU's dgemm order (rsg_linear_twin) against the CPU backend's default GEMM (OpenBLAS
+ * dgemm on double copies, one rounding), with the CPU backend's thread count (its column slabs): every
+ * output bit for bit (0 ulp), and the padding untouched. Shapes: the bundled models' (chunk 64: 5 runs x
+ * 64 = 320 rows; N = 2 takes OpenBLAS's small-matrix kernel, K = 768 / 1024 its K blocks), odd sizes
+ * for both kernels' tails and both reduction trees, beta = 1 (the residual adds), two streams stacked. */
+extern "C" char *openblas_get_config(void);
+static void test_twin_gemm()
+{
+    printf("     (CPU GEMM: %s, %d threads)\n", openblas_get_config(), g_be->n_threads);
+    struct G { int M, N, K, Mc; float beta; const char *name; };
+    const G gc[] = {{320, 2, 256, 320, 0.0f, "twin GEMM 320 x 2 x 256 (GDN in_a / in_b: the small kernel)"},
+                    {128, 2, 256, 128, 0.0f, "twin GEMM 128 x 2 x 256 (--policy fp32)"},
+                    {320, 768, 256, 320, 0.0f, "twin GEMM 320 x 768 x 256"},
+                    {320, 256, 768, 320, 1.0f, "twin GEMM 320 x 256 x 768, beta 1 (K blocks 384 + 384)"},
+                    {320, 256, 1024, 320, 1.0f, "twin GEMM 320 x 256 x 1024, beta 1 (K blocks 384 + 320 + 320)"},
+                    {320, 256, 512, 320, 0.0f, "twin GEMM 320 x 256 x 512 (K blocks 256 + 256)"},
+                    {65, 37, 300, 65, 0.0f, "twin GEMM 65 x 37 x 300 (odd: both reduction trees)"},
+                    {13, 30, 1000, 13, 1.0f, "twin GEMM 13 x 30 x 1000, beta 1"},
+                    {64, 256, 256, 64, 0.0f, "twin GEMM 64 x 256 x 256 (narrow slabs with many threads)"},
+                    {2 * 70, 5, 64, 70, 0.0f, "twin GEMM 2 streams of 70 rows x 5 x 64"},
+                    {40, 100, 20, 40, 0.0f, "twin GEMM 40 x 100 x 20 (K < 32)"}};
+    for (const G &k : gc) {
+        const size_t ldx = (size_t)k.K + 3, ldy = (size_t)k.N + 5;
+        vf X = randn((size_t)k.M * ldx, 1.0f), W = randn((size_t)k.N * k.K, 0.1f), Y0 = randn((size_t)k.M * ldy, 1.0f);
+        float *dX = dput(X), *dW = dput(W), *dY = dput(Y0);
+        RSK(rsg_linear_twin(k.M, k.N, k.K, dX, ldx, dW, k.beta, dY, ldy, k.Mc, g_be->n_threads, 0));
+        vf g = dget(dY, Y0.size()), c = Y0;
+        for (int s0 = 0; s0 < k.M; s0 += k.Mc) /* one CPU GEMM per stream, as the CPU scorer runs them */
+            RSK(g_be->ops->linear(g_be, k.Mc, k.N, k.K, X.data() + (size_t)s0 * ldx, ldx, W.data(), k.beta,
+                                  c.data() + (size_t)s0 * ldy, ldy));
+        cmp_mat(k.name, g, c, k.M, k.N, ldy, 0, 1.0);
+        dfree(dX), dfree(dW), dfree(dY);
+    }
+}
+
+static void test_twin_ssm()
+{
+    const int steps = g_quick ? 40 : 600;
+    twin_ssm_case(1, 2, 2, 128, 128, steps, 64, "twin recurrence GDN (gdn-tiny heads: Hv 2, Hk 1, 128 x 128) == engine");
+    twin_ssm_case(0, 4, 2, 128, 64, steps, 64, "twin recurrence Mamba-2 (mamba2-tiny heads: H 4, G 2, P 64, N 128) == engine");
+    twin_ssm_case(1, 4, 1, 64, 32, g_quick ? 9 : 301, 7, "twin recurrence GDN (Hv 4 = Hk, 32 x 64, chunks of 7) == engine");
+}
+
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) g_quick |= strcmp(argv[i], "--quick") == 0;
+    bool twin_only = false; /* --twin: the twin compute mode's cases alone (at full size unless --quick) */
+    for (int i = 1; i < argc; i++) {
+        g_quick |= strcmp(argv[i], "--quick") == 0;
+        twin_only |= strcmp(argv[i], "--twin") == 0;
+    }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("test_gpu_ops: no CUDA device, skipped\n");
@@ -885,6 +1170,15 @@ int main(int argc, char **argv)
         return 0;
     }
     RSK(rs_backend_cpu_create(0, &g_be));
+    if (twin_only) {
+        test_twin_gemm();
+        test_twin_norms();
+        test_twin_attention();
+        test_twin_ssm();
+        rs_backend_destroy(g_be);
+        printf("test_gpu_ops --twin: %d ok, %d failed\n", g_ok, g_fail);
+        return g_fail ? 1 : 0;
+    }
     test_embed();
     test_rmsnorm();
     test_rmsnorm_gated();
@@ -898,6 +1192,10 @@ int main(int argc, char **argv)
     test_gate_mlp();
     test_score();
     test_invalid();
+    test_twin_gemm();
+    test_twin_norms();
+    test_twin_attention();
+    test_twin_ssm();
     rs_backend_destroy(g_be);
     printf("test_gpu_ops: %d ok, %d failed\n", g_ok, g_fail);
     return g_fail ? 1 : 0;

@@ -48,13 +48,18 @@ typedef enum rs_compute_mode {
     RS_COMPUTE_FP32 = 0,   /* fp32 inputs, fp32 accumulation (OpenBLAS / cuBLAS SGEMM) */
     RS_COMPUTE_TF32 = 1,   /* GEMM inputs rounded to TF32 (GPU tensor cores), fp32 accumulation */
     RS_COMPUTE_BF16 = 2,   /* GEMM inputs in bf16 (weights and activations), fp32 accumulation */
-    RS_COMPUTE_TF32X3 = 3  /* GPU: the split-TF32 GEMM on the tensor cores (X = X_hi + X_lo, bf16 / f16
+    RS_COMPUTE_TF32X3 = 3, /* GPU: the split-TF32 GEMM on the tensor cores (X = X_hi + X_lo, bf16 / f16
                               weights exact): inputs to ~22 bits, but the tensor cores' fp32 sums
                               err 3-13x more than an SGEMM's at the 4B shapes (eval/cuda/rs_gpu_gemm.h;
                               docs/evaluator.md); 3.3x faster GEMMs */
+    RS_COMPUTE_TWIN = 4    /* GPU: the CPU evaluator's twin, for checking (docs/evaluator.md "The twin
+                              compute mode"): every GEMM and the attention summed in double and
+                              rounded once, the fp32-state recurrences in the CPU engine's operation
+                              order, the norms' sums in the CPU's order, scoring on the host by
+                              rs_kl.c; several times slower than fp32 */
 } rs_compute_mode;
 
-/*! rs_compute_mode_name() : "fp32", "tf32", "bf16", "tf32x3" ("?" otherwise). */
+/*! rs_compute_mode_name() : "fp32", "tf32", "bf16", "tf32x3", "twin" ("?" otherwise). */
 const char *rs_compute_mode_name(rs_compute_mode m);
 
 /*! rs_compute_mode_parse() : the inverse. @return RS_OK or RS_E_INVAL naming the choices. */
