@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 #include "rs_gpu_ops.h"
+#include "rs_gemm_blocks.h"
 #include "rs_gpu_scorer_impl.h"
 
 #include <limits.h>
@@ -426,6 +427,9 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
                      "RS_TWIN_CPU_THREADS=%s: the CPU evaluator's thread count (1 .. 4096) expected", t);
             g->twin_threads = (int)v;
         }
+        const char *fb = getenv("RS_CPU_F64_BLOCK"); /* the CPU backend's column blocks (rs_gemm_blocks.h) */
+        RS_CHECK(rs_gemm_f64_block_parse(fb, &g->twin_block), RS_E_INVAL,
+                 "RS_CPU_F64_BLOCK=%s: not a power of two in [1024, 2^30]", fb);
         return RS_OK;
     }
     const char *force = getenv("RS_GPU_GEMM"); /* comparisons: `--compute fp32` on cuBLAS SGEMM */
@@ -626,7 +630,8 @@ static rs_status run_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, si
         return rsg_linear_f64(im->blas, M, N, K, X, ldx, (const double *)e->bf, beta, Y, ldy, (double *)g->ws,
                               (double *)g->part, im->s);
     case RSG_GEMM_TWIN: /* the batch's streams are M / b_ns rows each: one CPU GEMM per stream */
-        return rsg_linear_twin(M, N, K, X, ldx, W, beta, Y, ldy, M / (im->b_ns ? im->b_ns : 1), g->twin_threads, im->s);
+        return rsg_linear_twin(M, N, K, X, ldx, W, beta, Y, ldy, M / (im->b_ns ? im->b_ns : 1), g->twin_threads,
+                               g->twin_block, im->s);
     default: return rsg_linear(im->blas, g->method, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
     }
 }

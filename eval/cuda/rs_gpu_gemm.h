@@ -160,6 +160,7 @@ typedef struct rs_gpu_gemm_state {
     size_t pad_rows;
     float *pad_y;            /* device, grown on first use */
     int twin_threads;        /* twin: the CPU thread count whose GEMM slabs it reproduces (RS_TWIN_CPU_THREADS, 2) */
+    size_t twin_block;       /* twin: the CPU GEMM's column-block bound in doubles (rs_gemm_blocks.h, RS_CPU_F64_BLOCK) */
     size_t pad_y_floats;
 } rs_gpu_gemm_state;
 

@@ -157,14 +157,14 @@ rs_status rsg_attention_twin(const rsg_attn_args *a, rs_cuda_stream s);
 
 /* The twin compute mode's GEMM (rs_gpu_twin.cu): Y [M][N] (ld ldy) = fl(beta Y + X W^T) as the CPU
  * backend's default GEMM (cpu_linear_f64_: OpenBLAS dgemm on double copies, one rounding) computes it
- * on the development machine, sum by sum: the CPU's column slabs for `cpu_threads` threads and, per
- * slab, OpenBLAS 0.3.21 SkylakeX dgemm's summation order (the small-matrix kernel's 8 lane sums and
+ * on the development machine, sum by sum: the CPU's column slabs for `cpu_threads` threads and their
+ * column blocks of at most `blk` doubles (common/rs_gemm_blocks.h) and, per block, OpenBLAS 0.3.21 SkylakeX dgemm's summation order (the small-matrix kernel's 8 lane sums and
  * reduction trees, or the blocked kernel's K blocks of 384; rs_gpu_twin.cu has the rules). X [M][ldx]
  * holds M / Mc CPU GEMMs of Mc rows each (streams stacked; the small kernel's choice depends on Mc);
  * W [N][K] row-major. Bit for bit the CPU's (test_gpu_ops "twin GEMM", against the CPU backend with
  * the machine's OpenBLAS). */
 rs_status rsg_linear_twin(size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W, float beta, float *Y,
-                          size_t ldy, size_t Mc, int cpu_threads, rs_cuda_stream s);
+                          size_t ldy, size_t Mc, int cpu_threads, size_t blk, rs_cuda_stream s);
 
 /* The twin compute mode's SSM recurrence (rs_gpu_twin.cu): the CPU engine's conventional fp32 step
  * (engine/rs_ssm.c rs_ssm_gdn_step / rs_ssm_mamba2_step with rs_dot.h's sequential dots) for the

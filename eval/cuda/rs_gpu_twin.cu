@@ -6,6 +6,7 @@
  * the same bits. Simple on purpose (one thread per state row; one block per attention row, double on
  * the CUDA cores): this mode checks the fast modes against the CPU, it is not one of them. */
 #include "rs_gpu_common.cuh"
+#include "rs_gemm_blocks.h"
 
 namespace {
 
@@ -217,17 +218,20 @@ __global__ void __launch_bounds__(256) gemm_twin_small_k_(int M, int nn, int K, 
 } // namespace
 
 rs_status rsg_linear_twin(size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W, float beta, float *Y,
-                          size_t ldy, size_t Mc, int cpu_threads, rs_cuda_stream s)
+                          size_t ldy, size_t Mc, int cpu_threads, size_t blk, rs_cuda_stream s)
 {
-    RSG_REQUIRE(X && W && Y && K >= 1 && ldx >= K && ldy >= N && Mc >= 1 && cpu_threads >= 1 && M < 0x7fffffff &&
+    RSG_REQUIRE(X && W && Y && K >= 1 && ldx >= K && ldy >= N && Mc >= 1 && cpu_threads >= 1 && blk >= 1024 && M < 0x7fffffff &&
                     N < 0x7fffffff && K < 0x7fffffff && (M == 0 || M % Mc == 0),
                 "rsg_linear_twin: bad arguments (M %zu, N %zu, K %zu, ldx %zu, ldy %zu, Mc %zu, threads %d)", M, N, K,
                 ldx, ldy, Mc, cpu_threads);
     if (M == 0 || N == 0) return RS_OK;
-    size_t slab = (N + (size_t)cpu_threads - 1) / (size_t)cpu_threads; /* cpu_linear_f64_'s slabs */
-    slab = (slab + 15) / 16 * 16;
-    for (size_t n0 = 0; n0 < N; n0 += slab) {
-        const size_t nn = n0 + slab <= N ? slab : N - n0;
+    /* cpu_linear_f64_'s partition (rs_gemm_blocks.h): a slab per CPU thread, each in column blocks of
+     * at most blk doubles; every block is one dgemm call, whose shape picks OpenBLAS's kernel */
+    const size_t slab = rs_gemm_slab_cols(N, (size_t)cpu_threads);
+    for (size_t s0 = 0; s0 < N; s0 += slab)
+    for (size_t n0 = s0, sn = s0 + slab <= N ? slab : N - s0, nb = rs_gemm_f64_block_cols(Mc, K, sn, blk); n0 < s0 + sn;
+         n0 += nb) {
+        const size_t nn = n0 + nb <= s0 + sn ? nb : s0 + sn - n0;
         const double mnk = (double)Mc * (double)nn * (double)K;
         const bool small = mnk <= 1e6 && Mc * nn <= 1200 && K >= 32; /* OpenBLAS's small-kernel permit (TN) */
         if (small) {

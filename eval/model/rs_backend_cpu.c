@@ -19,6 +19,7 @@
 #include "rs_dot.h" /* rs_v4f */
 #include "rs_check.h"
 #include "replayssm/common/rs_mathf.h"
+#include "rs_gemm_blocks.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -34,8 +35,8 @@ typedef struct cpu_impl {
                       (cpu_linear_f64_); 0 with RS_CPU_GEMM=sgemm or loop */
     int attn_f64;  /* the default (RS_CPU_ATTN unset or f64): scores, softmax and P V in double, rounded once
                       (cpu_attention_f64_); 0 with RS_CPU_ATTN=fp32 */
-    size_t f64_block; /* doubles per column-block buffer of cpu_linear_f64_ (RS_CPU_F64_BLOCK_DOUBLES;
-                         RS_CPU_F64_BLOCK for tests: a power of two in [2^10, 2^30]) */
+    size_t f64_block; /* doubles per column-block buffer of cpu_linear_f64_ (rs_gemm_blocks.h;
+                         RS_CPU_F64_BLOCK for tests) */
 } cpu_impl;
 
 static void cpu_destroy_(rs_backend *be)
@@ -51,13 +52,12 @@ static void cpu_destroy_(rs_backend *be)
  * value of the exact sum, where sgemm's fp32 sums err by ~sqrt(K) 2^-24. Two evaluations that
  * both compute it (the GPU's RS_GPU_GEMM=f64: cuBLAS dgemm) round to the same float except where
  * the exact sum lies within ~K 2^-53 of a float rounding boundary. Output slabs as below, each
- * walked in blocks of at most RS_CPU_F64_BLOCK_DOUBLES / max(K, M) columns with their own double
- * copies of those W rows and of the Y block (per call): the transient memory stays <= 2 x 256 MB per
- * thread instead of (N K + M N) doubles (~10 GB at a 4B model's LM head: N = 248320, K = 2560,
- * M = 2560). The bound is high enough that the bundled models' GEMMs (N <= 2048, K <= 1024, M <=
- * 9 x 1024 rows) are never split: OpenBLAS picks its kernel, and with it the order of each output's
- * sum, by the call's shape, and `--compute twin` on the GPU reproduces the unsplit slabs' order. */
-#define RS_CPU_F64_BLOCK_DOUBLES ((size_t)1 << 25)
+ * walked in column blocks (common/rs_gemm_blocks.h: double copies of at most 2^25 doubles each)
+ * with their own double copies of those W rows and of the Y block (per call): the transient memory
+ * stays <= 2 x 256 MB per thread instead of (N K + M N) doubles (~10 GB at a 4B model's LM head:
+ * N = 248320, K = 2560, M = 2560). The bound is high enough that the bundled models' GEMMs (N <=
+ * 2048, K <= 1024, M <= 9 x 1024 rows) are never split; `--compute twin` on the GPU walks the same
+ * partition (OpenBLAS picks its kernel, and each output's summation order, by the call's shape). */
 static rs_status cpu_linear_f64_(rs_backend *be, size_t M, size_t N, size_t K, const float *X, size_t ldx,
                                  const float *W, float beta, float *Y, size_t ldy)
 {
@@ -66,18 +66,13 @@ static rs_status cpu_linear_f64_(rs_backend *be, size_t M, size_t N, size_t K, c
     for (size_t i = 0; i < M; i++)
         for (size_t k = 0; k < K; k++) xd[i * K + k] = (double)X[i * ldx + k];
     const size_t nt = (size_t)be->n_threads;
-    size_t slab = (N + nt - 1) / nt;
-    slab = (slab + 15) / 16 * 16;
+    const size_t slab = rs_gemm_slab_cols(N, nt);
     const long nslab = (long)((N + slab - 1) / slab);
     int oom = 0;
 #pragma omp parallel for schedule(static) num_threads(be->n_threads) if (nslab > 1 && M * N * K >= 65536)
     for (long b = 0; b < nslab; b++) {
         const size_t s0 = (size_t)b * slab, sn = s0 + slab <= N ? slab : N - s0;
-        const size_t blk = ((const cpu_impl *)be->impl)->f64_block;
-        size_t nb = blk / K, mb = blk / M;
-        nb = nb < mb ? nb : mb;
-        nb = nb < 16 ? 16 : nb / 16 * 16;
-        nb = nb < sn ? nb : sn;
+        const size_t nb = rs_gemm_f64_block_cols(M, K, sn, ((const cpu_impl *)be->impl)->f64_block);
         double *wd = (double *)malloc(nb * K * sizeof(double)), *yd = (double *)malloc(M * nb * sizeof(double));
         if (!wd || !yd) {
 #pragma omp atomic write
@@ -132,8 +127,7 @@ static rs_status cpu_linear_(rs_backend *be, size_t M, size_t N, size_t K, const
      * are split into one slab per OpenMP thread, each a single-threaded sgemm (OpenBLAS runs
      * with 1 thread: one thread pool, no oversubscription with the OpenMP regions). */
     const size_t nt = (size_t)be->n_threads;
-    size_t slab = (N + nt - 1) / nt;
-    slab = (slab + 15) / 16 * 16; /* whole 16-column panels */
+    const size_t slab = rs_gemm_slab_cols(N, nt); /* whole 16-column panels */
     const long nslab = (long)((N + slab - 1) / slab);
 #pragma omp parallel for schedule(static) num_threads(be->n_threads) if (nslab > 1 && M * N * K >= 65536)
     for (long b = 0; b < nslab; b++) {
@@ -488,16 +482,9 @@ rs_status rs_backend_cpu_create(int n_threads, rs_backend **out)
         st = env_switch_("RS_CPU_ATTN", "f64", "fp32", &fp32);
         im->attn_f64 = !fp32;
     }
-    im->f64_block = RS_CPU_F64_BLOCK_DOUBLES;
     const char *fb = getenv("RS_CPU_F64_BLOCK"); /* tests: small blocks on small shapes */
-    if (st == RS_OK && fb && *fb) {
-        char *end = NULL;
-        const unsigned long long v = strtoull(fb, &end, 10);
-        if (*end || v < 1024 || v > (1ull << 30) || (v & (v - 1)))
-            st = rs_error_set(RS_E_INVAL, "RS_CPU_F64_BLOCK=%s: not a power of two in [1024, 2^30]", fb);
-        else
-            im->f64_block = (size_t)v;
-    }
+    if (st == RS_OK && !rs_gemm_f64_block_parse(fb, &im->f64_block))
+        st = rs_error_set(RS_E_INVAL, "RS_CPU_F64_BLOCK=%s: not a power of two in [1024, 2^30]", fb);
     if (st != RS_OK) {
         free(be);
         free(im);

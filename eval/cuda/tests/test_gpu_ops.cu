@@ -26,6 +26,7 @@
 #include "../rs_gpu_ops.h"
 #include "gpu_test_check.h"
 #include "replayssm/common/rs_mathf.h"
+#include "rs_gemm_blocks.h"
 #include "replayssm/eval/rs_backend.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_layers.h"
@@ -1132,12 +1133,35 @@ static void test_twin_gemm()
         const size_t ldx = (size_t)k.K + 3, ldy = (size_t)k.N + 5;
         vf X = randn((size_t)k.M * ldx, 1.0f), W = randn((size_t)k.N * k.K, 0.1f), Y0 = randn((size_t)k.M * ldy, 1.0f);
         float *dX = dput(X), *dW = dput(W), *dY = dput(Y0);
-        RSK(rsg_linear_twin(k.M, k.N, k.K, dX, ldx, dW, k.beta, dY, ldy, k.Mc, g_be->n_threads, 0));
+        RSK(rsg_linear_twin(k.M, k.N, k.K, dX, ldx, dW, k.beta, dY, ldy, k.Mc, g_be->n_threads, RS_GEMM_F64_BLOCK_DEFAULT, 0));
         vf g = dget(dY, Y0.size()), c = Y0;
         for (int s0 = 0; s0 < k.M; s0 += k.Mc) /* one CPU GEMM per stream, as the CPU scorer runs them */
             RSK(g_be->ops->linear(g_be, k.Mc, k.N, k.K, X.data() + (size_t)s0 * ldx, ldx, W.data(), k.beta,
                                   c.data() + (size_t)s0 * ldy, ldy));
         cmp_mat(k.name, g, c, k.M, k.N, ldy, 0, 1.0);
+        dfree(dX), dfree(dW), dfree(dY);
+    }
+    /* the CPU's column blocks (common/rs_gemm_blocks.h), here at the smallest bound so that a small
+     * shape splits: a CPU backend created with RS_CPU_F64_BLOCK = 1024 walks each slab of 40 x 600 x
+     * 100 (304 / 296 columns at 2 threads: OpenBLAS's blocked kernel, 40 x 304 > 1200) in blocks of
+     * 16 columns (1024 / 100 = 10 -> 16), each a call that takes the small-matrix kernel (40 x 16 x
+     * 100 <= 1e6, 40 x 16 <= 1200, K >= 32), whose lane sums round otherwise: the twin with the same
+     * bound must give the same bits, i.e. walk the same blocks */
+    {
+        const int M = 40, N = 600, K = 100;
+        const size_t blk = 1024;
+        setenv("RS_CPU_F64_BLOCK", "1024", 1);
+        rs_backend *be = NULL;
+        const rs_status st = rs_backend_cpu_create(g_be->n_threads, &be);
+        unsetenv("RS_CPU_F64_BLOCK");
+        RSK(st);
+        vf X = randn((size_t)M * K, 1.0f), W = randn((size_t)N * K, 0.1f), Y0 = randn((size_t)M * N, 1.0f);
+        float *dX = dput(X), *dW = dput(W), *dY = dput(Y0);
+        RSK(rsg_linear_twin(M, N, K, dX, K, dW, 0.0f, dY, N, M, be->n_threads, blk, 0));
+        vf g = dget(dY, Y0.size()), c = Y0;
+        RSK(be->ops->linear(be, M, N, K, X.data(), K, W.data(), 0.0f, c.data(), N));
+        cmp_mat("twin GEMM 40 x 600 x 100, CPU column blocks of 16 (RS_CPU_F64_BLOCK 1024: the small kernel per block)", g, c, M, N, N, 0, 1.0);
+        rs_backend_destroy(be);
         dfree(dX), dfree(dW), dfree(dY);
     }
 }
