@@ -26,6 +26,30 @@ char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name)
     return buf;
 }
 
+int rs_test_cli_workdir(const char *tag, char *dir, size_t dn, char *data, size_t dd, char *cli, size_t cn)
+{
+    snprintf(dir, dn, "/tmp/%s_XXXXXX", tag);
+    if (!mkdtemp(dir)) return -1;
+    snprintf(data, dd, "%s/pg19", dir);
+#ifdef RS_CLI_PATH
+    const char *e = getenv("RS_KL_CLI");
+    snprintf(cli, cn, "%s", e && e[0] ? e : RS_CLI_PATH);
+#else
+    snprintf(cli, cn, "replayssm");
+#endif
+    char fx[1024], cmd[4096];
+    rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fx, data);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int rs_test_rmdir(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 void *rs_test_read_file(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");

@@ -26,24 +26,15 @@ static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024];
 static int setup_(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/rs_klkill_XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
-    snprintf(g_data, sizeof g_data, "%s/pg19", g_dir);
-    const char *e = getenv("RS_KL_CLI");
-    snprintf(g_cli, sizeof g_cli, "%s", e && e[0] ? e : RS_CLI_PATH);
-    char fx[1024], cmd[4096];
-    rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
+    if (rs_test_cli_workdir("rs_klkill", g_dir, sizeof g_dir, g_data, sizeof g_data, g_cli, sizeof g_cli)) return -1;
     rs_test_fixture_path(g_gdn, sizeof g_gdn, "models/gdn-tiny-random");
-    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fx, g_data);
-    return system(cmd) == 0 ? 0 : -1;
+    return 0;
 }
 
 static int teardown_(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return rs_test_rmdir(g_dir);
 }
 
 /* acceptance 3: kill -9 at a random moment, --resume, identical to an uninterrupted run */
