@@ -56,9 +56,13 @@ static rs_status rmsnorm_gated_(const gpu_impl *im, int M, int n, int gs, const 
 /* twin: the recurrence of the twin runs (the reference, conventional fp32 runs) as the engine computes it,
    overwriting the scan's outputs of those runs (the scan has just run for every run of the batch: its
    non-finite marks and the other runs' outputs stay) */
-static rs_status twin_ssm_(gpu_impl *im, int kind, int lo, rsg_twin_ssm_args *ta)
+static rs_status twin_ssm_(gpu_impl *im, int kind, int lo, const rs_cuda_scan_io *io, rsg_twin_ssm_args *ta)
 {
     if (!im->twin || im->nt == 0) return RS_OK;
+    ta->q = io->q, ta->ld_q = io->ld_q; /* the scan's inputs and outputs, read and written in its layout */
+    ta->k = io->k, ta->ld_k = io->ld_k;
+    ta->v = io->v, ta->ld_v = io->ld_v;
+    ta->o = io->o, ta->ld_o = io->ld_o;
     ta->RS = im->RS;
     ta->n_streams = (int)im->b_ns;
     ta->runs = im->d_twin_runs;
@@ -115,11 +119,7 @@ static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     ta.alpha = palpha;
     ta.beta = pbeta;
     ta.ld_a = Hv;
-    ta.q = io.q, ta.ld_q = io.ld_q;
-    ta.k = io.k, ta.ld_k = io.ld_k;
-    ta.v = io.v, ta.ld_v = io.ld_v;
-    ta.o = io.o, ta.ld_o = io.ld_o;
-    GTRY(twin_ssm_(im, 0, im->layers[l].ssm, &ta));
+    GTRY(twin_ssm_(im, 0, im->layers[l].ssm, &io, &ta));
     rs_gpu_mark(im, GS_REC);
     /* per value head: y = w * rms(o) * silu(z) */
     GTRY(rmsnorm_gated_(im, (int)(M * Hv), (int)dv, (int)dv, im->ssm_o, dv, im->proj2, dv, RS_GPU_W(im, w->gdn.norm),
@@ -172,11 +172,7 @@ static rs_status mamba_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n
     ta.dv = (int)P;
     ta.alpha = palpha;
     ta.ld_a = H;
-    ta.q = io.q, ta.ld_q = io.ld_q;
-    ta.k = io.k, ta.ld_k = io.ld_k;
-    ta.v = io.v, ta.ld_v = io.ld_v;
-    ta.o = io.o, ta.ld_o = io.ld_o;
-    GTRY(twin_ssm_(im, 1, im->layers[l].ssm, &ta));
+    GTRY(twin_ssm_(im, 1, im->layers[l].ssm, &io, &ta));
     rs_gpu_mark(im, GS_REC);
     GTRY(rsg_mamba_dskip((int)M, (int)H, (int)P, im->ssm_o, di, im->conv, cd, RS_GPU_W(im, w->mamba.D), im->s));
     /* Zamba2RMSNormGated: t = y * silu(z), normalised per group of d_inner / G */
