@@ -82,9 +82,67 @@ __device__ __forceinline__ float4 axpy4(float alpha, float4 s, float a, float4 k
                        __fadd_rn(__fmul_rn(alpha, s.w), __fmul_rn(a, k.w)));
 }
 
+/* The same per d_k (rs_lv<DK>, rs_cuda_ssm.cuh): d_k = 128 is the float4 code above; 64 a float2 at
+ * element e (row start + 2l); 256 two float4 at e and e + 128 (row start + 4l). */
+__device__ __forceinline__ float dotv(float4 a, float4 b) { return dot4(a, b); }
+__device__ __forceinline__ float dotv(float2 a, float2 b) { return a.x * b.x + a.y * b.y; }
+__device__ __forceinline__ float dotv(rs_f8 a, rs_f8 b) { return dot4(a.a, b.a) + dot4(a.b, b.b); }
+__device__ __forceinline__ float4 axpyv(float alpha, float4 s, float a, float4 k) { return axpy4(alpha, s, a, k); }
+__device__ __forceinline__ float2 axpyv(float alpha, float2 s, float a, float2 k)
+{
+    return make_float2(__fadd_rn(__fmul_rn(alpha, s.x), __fmul_rn(a, k.x)), __fadd_rn(__fmul_rn(alpha, s.y), __fmul_rn(a, k.y)));
+}
+__device__ __forceinline__ rs_f8 axpyv(float alpha, rs_f8 s, float a, rs_f8 k)
+{
+    return rs_f8{axpy4(alpha, s.a, a, k.a), axpy4(alpha, s.b, a, k.b)};
+}
+template <int DT, int DK> __device__ __forceinline__ rs_lv<DK> load_statev(const void *S, size_t e)
+{
+    if constexpr (DK == 128) {
+        return load_state4<DT>(S, e);
+    } else if constexpr (DK == 256) {
+        return rs_f8{load_state4<DT>(S, e), load_state4<DT>(S, e + 128)};
+    } else {
+        if (DT == RS_CUDA_F32) return *reinterpret_cast<const float2 *>(static_cast<const float *>(S) + e);
+        const uint32_t w = *reinterpret_cast<const uint32_t *>(static_cast<const uint16_t *>(S) + e);
+        return DT == RS_CUDA_F16 ? make_float2(rs_codec_fp16_value(w & 0xFFFFu), rs_codec_fp16_value(w >> 16))
+                                 : make_float2(rs_codec_bf16_value(w & 0xFFFFu), rs_codec_bf16_value(w >> 16));
+    }
+}
+/* store with RTN or SR (sr: the kernel's flag): the Philox words of element e = row * DK + col are word
+ * e % 4 of block e / 4 under (seed, stream) (the CPU keying, rs_rand_u32) */
+template <int DT, int DK>
+__device__ __forceinline__ void store_statev(void *S, size_t e, rs_lv<DK> v, int sr, uint64_t seed, uint64_t stream,
+                                             int row, int lane, int k)
+{
+    if constexpr (DK == 128) {
+        rs_philox_words w = {0, 0, 0, 0};
+        if (DT != RS_CUDA_F32 && sr) w = rs_codec_rand_block(seed, stream, (uint64_t)row * (DK / 4) + lane);
+        store_state4<DT>(S, e, v, sr, w, k);
+    } else if constexpr (DK == 256) {
+        rs_philox_words wa = {0, 0, 0, 0}, wb = {0, 0, 0, 0};
+        if (DT != RS_CUDA_F32 && sr) {
+            wa = rs_codec_rand_block(seed, stream, (uint64_t)row * (DK / 4) + lane);
+            wb = rs_codec_rand_block(seed, stream, (uint64_t)row * (DK / 4) + 32 + lane);
+        }
+        store_state4<DT>(S, e, v.a, sr, wa, k);
+        store_state4<DT>(S, e + 128, v.b, sr, wb, k);
+    } else {
+        if (DT == RS_CUDA_F32) {
+            *reinterpret_cast<float2 *>(static_cast<float *>(S) + e) = v;
+            return;
+        }
+        rs_philox_words w = {0, 0, 0, 0};
+        if (sr) w = rs_codec_rand_block(seed, stream, (uint64_t)row * (DK / 4) + (lane >> 1));
+        const bool odd = (lane & 1) != 0;
+        const uint32_t c0 = rs_half_code<DT>(v.x, sr, odd ? w.z : w.x, k), c1 = rs_half_code<DT>(v.y, sr, odd ? w.w : w.y, k);
+        *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(S) + e) = c0 | (c1 << 16);
+    }
+}
+
 /* ---- conventional decode ---------------------------------------------------------------------- */
 
-template <int FAM, int DT>
+template <int FAM, int DT, int DK>
 __global__ void __launch_bounds__(32 * RS_CONV_WARPS) rs_k_conv_decode(rs_ssm_dims d, rs_ssm_step_io io,
                                                                        rs_cuda_conv_state st, int sr)
 {
@@ -96,13 +154,13 @@ __global__ void __launch_bounds__(32 * RS_CONV_WARPS) rs_k_conv_decode(rs_ssm_di
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row0 = chunk * RS_CONV_ROWS + warp * RS_CONV_ROWS_PER_WARP;
 
-    const size_t sbase = (bh * d.d_v + row0) * RS_CUDA_DK + 4 * lane;
-    float4 s[RS_CONV_ROWS_PER_WARP];
+    const size_t sbase = (bh * d.d_v + row0) * DK + rs_loff<DK>(lane);
+    rs_lv<DK> s[RS_CONV_ROWS_PER_WARP];
 #pragma unroll
-    for (int r = 0; r < RS_CONV_ROWS_PER_WARP; ++r) s[r] = load_state4<DT>(st.S, sbase + (size_t)r * RS_CUDA_DK);
+    for (int r = 0; r < RS_CONV_ROWS_PER_WARP; ++r) s[r] = load_statev<DT, DK>(st.S, sbase + (size_t)r * DK);
 
-    const size_t kq_off = ((size_t)b * d.key_heads + g) * RS_CUDA_DK + 4 * lane;
-    const float4 k4 = ld4(io.k + kq_off), q4 = ld4(io.q + kq_off);
+    const size_t kq_off = ((size_t)b * d.key_heads + g) * DK + rs_loff<DK>(lane);
+    const rs_lv<DK> k4 = rs_ldv<DK>(io.k + kq_off), q4 = rs_ldv<DK>(io.q + kq_off);
     const float alpha = io.alpha[bh];
     const float beta = FAM == RS_SSM_GDN ? io.beta[bh] : 0.0f;
     const float4 v4 = ld4(io.v + bh * d.d_v + row0); /* the warp's 4 rows (broadcast load) */
@@ -118,15 +176,12 @@ __global__ void __launch_bounds__(32 * RS_CONV_WARPS) rs_k_conv_decode(rs_ssm_di
     for (int r = 0; r < RS_CONV_ROWS_PER_WARP; ++r) {
         float a = vv[r];
         if (FAM == RS_SSM_GDN) {
-            const float sk = rs_dev_warp_sum(dot4(s[r], k4));
+            const float sk = rs_dev_warp_sum(dotv(s[r], k4));
             a = __fmul_rn(beta, __fsub_rn(vv[r], __fmul_rn(alpha, sk)));
         }
-        const float4 ns = axpy4(alpha, s[r], a, k4);
-        o[r] = rs_dev_warp_sum(dot4(ns, q4));
-        const int row = row0 + r;
-        rs_philox_words w = {0, 0, 0, 0};
-        if (DT != RS_CUDA_F32 && sr) w = rs_codec_rand_block(seed, stream, (uint64_t)row * (RS_CUDA_DK / 4) + lane);
-        store_state4<DT>(st.S, sbase + (size_t)r * RS_CUDA_DK, ns, sr, w, st.sr_bits);
+        const rs_lv<DK> ns = axpyv(alpha, s[r], a, k4);
+        o[r] = rs_dev_warp_sum(dotv(ns, q4));
+        store_statev<DT, DK>(st.S, sbase + (size_t)r * DK, ns, sr, seed, stream, row0 + r, lane, st.sr_bits);
     }
     if (lane == 0) *reinterpret_cast<float4 *>(io.o + bh * d.d_v + row0) = make_float4(o[0], o[1], o[2], o[3]);
 }
@@ -135,8 +190,8 @@ static rs_status check_dims(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_s
 {
     RS_CHECK(d && io, RS_E_INVAL, "%s: NULL dims or io", who);
     RS_CHECK(fam == RS_SSM_MAMBA2 || fam == RS_SSM_GDN, RS_E_INVAL, "%s: unknown family %d", who, (int)fam);
-    RS_CHECK(d->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED, "%s: d_k = %d (this version supports d_k = %d only)", who,
-             d->d_k, RS_CUDA_DK);
+    RS_CHECK(d->d_k == 64 || d->d_k == 128 || d->d_k == 256, RS_E_UNSUPPORTED,
+             "%s: d_k = %d (the standard decode kernels take d_k = 64, 128 or 256)", who, d->d_k);
     RS_CHECK(d->batch > 0 && d->heads > 0 && d->key_heads > 0 && d->heads % d->key_heads == 0, RS_E_SHAPE,
              "%s: B = %d, H = %d, G = %d (need positive, H %% G == 0)", who, d->batch, d->heads, d->key_heads);
     RS_CHECK(d->d_v > 0 && d->d_v % RS_CONV_ROWS == 0, RS_E_SHAPE, "%s: d_v = %d is not a positive multiple of %d",
@@ -146,17 +201,25 @@ static rs_status check_dims(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_s
     return RS_OK;
 }
 
-template <int FAM>
+template <int FAM, int DK>
 static void conv_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_conv_state *st, int sr,
                         cudaStream_t s)
 {
     const unsigned grid = (unsigned)((size_t)d->batch * d->heads * (d->d_v / RS_CONV_ROWS));
     const unsigned threads = 32 * RS_CONV_WARPS;
     switch (st->dtype) {
-    case RS_CUDA_F32: rs_k_conv_decode<FAM, RS_CUDA_F32><<<grid, threads, 0, s>>>(*d, *io, *st, 0); break;
-    case RS_CUDA_F16: rs_k_conv_decode<FAM, RS_CUDA_F16><<<grid, threads, 0, s>>>(*d, *io, *st, sr); break;
-    case RS_CUDA_BF16: rs_k_conv_decode<FAM, RS_CUDA_BF16><<<grid, threads, 0, s>>>(*d, *io, *st, sr); break;
+    case RS_CUDA_F32: rs_k_conv_decode<FAM, RS_CUDA_F32, DK><<<grid, threads, 0, s>>>(*d, *io, *st, 0); break;
+    case RS_CUDA_F16: rs_k_conv_decode<FAM, RS_CUDA_F16, DK><<<grid, threads, 0, s>>>(*d, *io, *st, sr); break;
+    case RS_CUDA_BF16: rs_k_conv_decode<FAM, RS_CUDA_BF16, DK><<<grid, threads, 0, s>>>(*d, *io, *st, sr); break;
     }
+}
+template <int FAM>
+static void conv_launch_dk(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_conv_state *st, int sr,
+                           cudaStream_t s)
+{
+    if (d->d_k == 64) conv_launch<FAM, 64>(d, io, st, sr, s);
+    else if (d->d_k == 256) conv_launch<FAM, 256>(d, io, st, sr, s);
+    else conv_launch<FAM, 128>(d, io, st, sr, s);
 }
 
 extern "C" rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
@@ -170,8 +233,8 @@ extern "C" rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *d
     const int sr = st->dtype != RS_CUDA_F32 && st->rounding == RS_ROUND_SR;
     RS_CHECK(!sr || (st->sr_bits >= 1 && st->sr_bits <= 32 && st->seeds && st->steps), RS_E_INVAL,
              "%s: SR needs sr_bits in 1..32 (got %d), seeds and steps", who, st->sr_bits);
-    if (fam == RS_SSM_MAMBA2) conv_launch<RS_SSM_MAMBA2>(dims, io, st, sr, s);
-    else conv_launch<RS_SSM_GDN>(dims, io, st, sr, s);
+    if (fam == RS_SSM_MAMBA2) conv_launch_dk<RS_SSM_MAMBA2>(dims, io, st, sr, s);
+    else conv_launch_dk<RS_SSM_GDN>(dims, io, st, sr, s);
     return rs_cuda_launch_status(who);
 }
 
@@ -203,7 +266,7 @@ extern "C" size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *d, int L, int T)
 /* Prologue, one block per (row b, key head g). Every global load is issued up front (the ring
  * decays of the group's heads, all L slots, and the ring keys, up to 4 records per warp in
  * flight), so a block costs about one memory latency. */
-template <int FAM, int RDT>
+template <int FAM, int RDT, int DK>
 __global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_dims d, rs_ssm_step_io io,
                                                                        rs_cuda_replay_state st)
 {
@@ -217,24 +280,21 @@ __global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_di
     const size_t bh0 = (size_t)b * d.heads + (size_t)g * grp; /* first value head of the group */
     for (int i = threadIdx.x; i < grp * L; i += blockDim.x) al_s[i] = st.ring_alpha[bh0 * L + i];
     const int hn = st.fill[b];
-    const float4 q4 = rs_ld4(io.q + (size_t)kg * RS_CUDA_DK + 4 * lane);
-    float4 kc = rs_ld4(io.k + (size_t)kg * RS_CUDA_DK + 4 * lane);
-    kc = make_float4(rs_ring_round<RDT>(kc.x), rs_ring_round<RDT>(kc.y), rs_ring_round<RDT>(kc.z), rs_ring_round<RDT>(kc.w));
-    if (warp == 0) {
-        const float kx[4] = {kc.x, kc.y, kc.z, kc.w};
-        rs_ring_st<RDT, 4>(st.ring_k, ((size_t)kg * L + hn) * RS_CUDA_DK + 4 * lane, kx);
-    }
+    const rs_lv<DK> q4 = rs_ldv<DK>(io.q + (size_t)kg * DK + rs_loff<DK>(lane));
+    rs_lv<DK> kc = rs_ldv<DK>(io.k + (size_t)kg * DK + rs_loff<DK>(lane));
+    kc = rs_ring_roundv<RDT>(kc);
+    if (warp == 0) rs_ring_stv<RDT>(st.ring_k, ((size_t)kg * L + hn) * DK + rs_loff<DK>(lane), kc);
     for (int j0 = warp; j0 <= hn; j0 += 4 * RS_PREP_WARPS) {
-        float4 kj[4];
+        rs_lv<DK> kj[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) { /* loads first */
             const int j = j0 + u * RS_PREP_WARPS;
-            kj[u] = j < hn ? rs_ring_k4<RDT>(st.ring_k, ((size_t)kg * L + j) * RS_CUDA_DK, lane) : kc;
+            kj[u] = j < hn ? rs_ring_kv<RDT, DK>(st.ring_k, ((size_t)kg * L + j) * DK, lane) : kc;
         }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             const int j = j0 + u * RS_PREP_WARPS;
-            float x[2] = {rs_dot4(kj[u], q4), rs_dot4(kj[u], kc)};
+            float x[2] = {rs_dotv(kj[u], q4), rs_dotv(kj[u], kc)};
             rs_warp_sum_t<2>(x, lane); /* lanes 0-15: k_j.q, lanes 16-31: k_j.k */
             if (j <= hn) {
                 if (lane == 0) kq_s[j] = x[0];
@@ -320,9 +380,9 @@ __device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_c
  * launch writes) and records j < hn are ring_k's. 16 records per round: the lane's 4-column partial dots,
  * one transposed reduction (Mamba-2 16 values, GDN 32: the q dots and the k dots), then one or two
  * shuffles bring record j's sums to lane j. Lanes past hn get zeros. */
-template <int FAM, int RDT, bool TWO>
-__device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, size_t kg, int hn, int lane, float4 q4,
-                                                float4 kcur, float &q0, float &q1, float &kk0, float &kk1)
+template <int FAM, int RDT, bool TWO, int DK = 128>
+__device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, size_t kg, int hn, int lane, rs_lv<DK> q4,
+                                                rs_lv<DK> kcur, float &q0, float &q1, float &kk0, float &kk1)
 {
     constexpr int NV = FAM == RS_SSM_GDN ? 32 : 16;
     const int L = st.L, rounds = hn / 16 + 1; /* records 0..hn */
@@ -333,11 +393,11 @@ __device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, 
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
             const int j = 16 * r + i;
-            float4 kj = kcur;
-            if (j < hn) kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+            rs_lv<DK> kj = kcur;
+            if (j < hn) kj = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + j) * DK, lane);
             const bool on = j <= hn;
-            x[i] = on ? rs_dot4(kj, q4) : 0.f;
-            if constexpr (FAM == RS_SSM_GDN) x[16 + i] = on ? rs_dot4(kj, kcur) : 0.f;
+            x[i] = on ? rs_dotv(kj, q4) : 0.f;
+            if constexpr (FAM == RS_SSM_GDN) x[16 + i] = on ? rs_dotv(kj, kcur) : 0.f;
         }
         rs_warp_sum_t<NV>(x, lane); /* lane l: the sum of value l (GDN) or l / 2 (Mamba-2) */
         const int src = FAM == RS_SSM_GDN ? (lane & 15) : 2 * (lane & 15);
@@ -383,31 +443,29 @@ __device__ __forceinline__ void replay_head_coefs(const rs_cuda_replay_state &st
  * without a cap raised the registers above those of the separate-prologue kernels and cost occupancy
  * (Mamba-2 fp32 read: 96 -> 112 registers, 20 -> 16 warps per SM; GDN nvfp4 read: 127 -> 159, 16 -> 12):
  * Mamba-2 5 blocks (<= 102 registers: the 20 warps of before), GDN 4 (<= 128: its 16). 1 = no cap. */
-template <int FAM, bool TWO, bool FUSED> __host__ __device__ constexpr int rs_fused_minb(int rpw)
+template <int FAM, bool TWO, bool FUSED, int DK = 128> __host__ __device__ constexpr int rs_fused_minb(int rpw)
 {
-    return FUSED && !TWO && rpw <= 4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
+    return DK != 256 && FUSED && !TWO && rpw <= 4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
 }
 
 /* This step's k rounded to the ring type, the lane's 4 columns */
-template <int RDT> __device__ __forceinline__ float4 replay_kcur(const rs_ssm_step_io &io, size_t kg, int lane)
+template <int RDT, int DK = 128>
+__device__ __forceinline__ rs_lv<DK> replay_kcur(const rs_ssm_step_io &io, size_t kg, int lane)
 {
-    const float4 k = rs_ld4(io.k + kg * RS_CUDA_DK + 4 * lane);
-    return make_float4(rs_ring_round<RDT>(k.x), rs_ring_round<RDT>(k.y), rs_ring_round<RDT>(k.z), rs_ring_round<RDT>(k.w));
+    const rs_lv<DK> k = rs_ldv<DK>(io.k + kg * DK + rs_loff<DK>(lane));
+    return rs_ring_roundv<RDT>(k);
 }
 
 /* The prologue's stores, by one warp of each (row, key head) (kwriter: this step's key into ring_k slot
  * hn) and of each value head (lane 0: alpha, and GDN's beta for two-precision records, into slot hn). No
  * warp of the launch reads these slots (the key and decay of record hn come from the inputs); the later
  * launches of the step (two-precision recompute, checkpoint rounding) and the next steps do. */
-template <int FAM, int RDT>
+template <int FAM, int RDT, int DK = 128>
 __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
-                                                    size_t kg, int hn, int lane, bool kwriter, float4 kcur)
+                                                    size_t kg, int hn, int lane, bool kwriter, rs_lv<DK> kcur)
 {
     const int L = st.L;
-    if (kwriter) {
-        const float kx[4] = {kcur.x, kcur.y, kcur.z, kcur.w};
-        rs_ring_st<RDT, 4>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + 4 * lane, kx);
-    }
+    if (kwriter) rs_ring_stv<RDT>(st.ring_k, (kg * L + hn) * DK + rs_loff<DK>(lane), kcur);
     if (lane == 0) {
         st.ring_alpha[bh * L + hn] = io.alpha[bh];
         if (FAM == RS_SSM_GDN && st.ring_beta) st.ring_beta[bh * L + hn] = io.beta[bh];
@@ -418,69 +476,69 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
  * current token's u from S_{t-1} k), o = S q, S_ckpt <- S (fp32, 4 rows a chunk, the next chunk
  * prefetched). Shared by rs_k_replay_main and the wide low-precision kernel (rs_cuda_lpread.cuh).
  * A rounded checkpoint (rs_cuda_ckpt_round) is a separate pass, rs_k_ckpt_round, after the launch. */
-template <int FAM, int RDT, bool TWO, bool FUSED = false>
+template <int FAM, int RDT, bool TWO, bool FUSED = false, int DK = 128>
 __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, const rs_cuda_replay_state &st, size_t bh,
                                                   size_t kg, int dv, int r_begin, int r_end, int lane, int hn, int last,
-                                                  float P0, float P1, float pck, float4 kc4, float4 q4, float alpha,
-                                                  float beta, float4 kcur = float4{})
+                                                  float P0, float P1, float pck, rs_lv<DK> kc4, rs_lv<DK> q4, float alpha,
+                                                  float beta, rs_lv<DK> kcur = rs_lv<DK>{})
 {
     /* FUSED: record hn's key (Mamba-2 replays it) is kcur, not ring_k's slot hn (written in this launch) */
     const int L = st.L;
     constexpr int RF = 4;
-    float4 cs[RF], ns[RF];
+    rs_lv<DK> cs[RF], ns[RF];
     float cv0[RF], cv1[RF], nv0[RF], nv1[RF], cvv[RF], nvv[RF];
 #pragma unroll
-    for (int r = 0; r < RF; ++r) cs[r] = rs_ld4(st.S_ckpt + (bh * dv + r_begin + r) * RS_CUDA_DK + 4 * lane);
+    for (int r = 0; r < RF; ++r) cs[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + r_begin + r) * DK + rs_loff<DK>(lane));
     replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
     if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + r_begin, cvv);
     for (int row = r_begin; row < r_end; row += RF) {
         const bool more = row + RF < r_end;
         if (more) {
 #pragma unroll
-            for (int r = 0; r < RF; ++r) ns[r] = rs_ld4(st.S_ckpt + (bh * dv + row + RF + r) * RS_CUDA_DK + 4 * lane);
+            for (int r = 0; r < RF; ++r) ns[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + row + RF + r) * DK + rs_loff<DK>(lane));
             replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, row + RF, lane, hn, last, nv0, nv1);
             if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + row + RF, nvv);
         }
         const size_t grow0 = bh * dv + row;
         float cp0[RF], cp1[RF];
 #pragma unroll
-        for (int r = 0; r < RF; ++r) cp0[r] = P0 * cv0[r], cp1[r] = P1 * cv1[r], cs[r] = rs_scale4(pck, cs[r]);
+        for (int r = 0; r < RF; ++r) cp0[r] = P0 * cv0[r], cp1[r] = P1 * cv1[r], cs[r] = rs_scalev(pck, cs[r]);
         int j = 0;
         for (; j + 4 <= last + 1; j += 4) { /* 4 key loads in flight */
-            float4 kj[4];
+            rs_lv<DK> kj[4];
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
                 if (FUSED && j + u == hn) kj[u] = kcur;
-                else kj[u] = rs_ring_k4<RDT>(st.ring_k, (kg * L + j + u) * RS_CUDA_DK, lane);
+                else kj[u] = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + j + u) * DK, lane);
             }
 #pragma unroll
             for (int u = 0; u < 4; ++u)
 #pragma unroll
                 for (int r = 0; r < RF; ++r)
-                    cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j + u < 32 ? cp0[r] : cp1[r], (j + u) & 31), kj[u], cs[r]);
+                    cs[r] = rs_fmav(__shfl_sync(RS_FULL_MASK, j + u < 32 ? cp0[r] : cp1[r], (j + u) & 31), kj[u], cs[r]);
         }
         for (; j <= last; ++j) {
-            const float4 kj = FUSED && j == hn ? kcur : rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+            const rs_lv<DK> kj = FUSED && j == hn ? kcur : rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + j) * DK, lane);
 #pragma unroll
-            for (int r = 0; r < RF; ++r) cs[r] = rs_fma4(__shfl_sync(RS_FULL_MASK, j < 32 ? cp0[r] : cp1[r], j & 31), kj, cs[r]);
+            for (int r = 0; r < RF; ++r) cs[r] = rs_fmav(__shfl_sync(RS_FULL_MASK, j < 32 ? cp0[r] : cp1[r], j & 31), kj, cs[r]);
         }
         if (FAM == RS_SSM_GDN) {
             float x[RF];
 #pragma unroll
-            for (int r = 0; r < RF; ++r) x[r] = rs_dot4(cs[r], kc4);
+            for (int r = 0; r < RF; ++r) x[r] = rs_dotv(cs[r], kc4);
             rs_warp_sum_t<RF>(x, lane);
 #pragma unroll
             for (int r = 0; r < RF; ++r) {
                 const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
                 const float u = rs_ring_round<RDT>(beta * (cvv[r] - alpha * sk));
-                cs[r] = rs_fma4(u, kc4, rs_scale4(alpha, cs[r]));
+                cs[r] = rs_fmav(u, kc4, rs_scalev(alpha, cs[r]));
             }
         }
         float x[RF];
 #pragma unroll
         for (int r = 0; r < RF; ++r) {
-            x[r] = rs_dot4(cs[r], q4);
-            *reinterpret_cast<float4 *>(st.S_ckpt + (grow0 + r) * RS_CUDA_DK + 4 * lane) = cs[r];
+            x[r] = rs_dotv(cs[r], q4);
+            rs_stv(st.S_ckpt + (grow0 + r) * DK + rs_loff<DK>(lane), cs[r]);
         }
         rs_warp_sum_t<RF>(x, lane);
         if (lane % (32 / RF) == 0) io.o[grow0 + lane / (32 / RF)] = x[0];
@@ -500,7 +558,7 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
  * way; o = S q; S_ckpt <- S. The cached u of the ring (from the low-precision reads) are not read.
  * u_j is rounded to the ring type, as every record is. Sequential in j: hn + 1 reductions per 4
  * rows, paid at flushes only. */
-template <int RDT, bool TWO>
+template <int RDT, bool TWO, int DK>
 __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d, rs_ssm_step_io io,
                                                                    rs_cuda_replay_state st)
 {
@@ -510,8 +568,8 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
     const size_t b = bh / d.heads, kg = b * d.key_heads + (bh % d.heads) / (d.heads / d.key_heads);
     const int L = st.L, hn = st.fill[b], dv = d.d_v;
     if (hn + 1 != L) return; /* not flushing: the main kernel did the row */
-    const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
-    const float4 kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane); /* stored by the prologue */
+    const rs_lv<DK> q4 = rs_ldv<DK>(io.q + kg * DK + rs_loff<DK>(lane));
+    const rs_lv<DK> kc4 = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + hn) * DK, lane); /* stored by the prologue */
     const float alpha = io.alpha[bh], beta = io.beta[bh];
     const int r_begin = 0, r_end = dv;
     constexpr int RF = 4;
@@ -520,38 +578,38 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
     const float a1 = TWO && lane + 32 < hn ? st.ring_alpha[bh * L + lane + 32] : 1.f;
     const float b1 = TWO && lane + 32 < hn ? st.ring_beta[bh * L + lane + 32] : 0.f;
     for (int row = r_begin; row < r_end; row += RF) {
-        float4 s[RF];
+        rs_lv<DK> s[RF];
 #pragma unroll
-        for (int r = 0; r < RF; ++r) s[r] = rs_ld4(st.S_ckpt + (bh * dv + row + r) * RS_CUDA_DK + 4 * lane);
+        for (int r = 0; r < RF; ++r) s[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + row + r) * DK + rs_loff<DK>(lane));
         for (int j = 0; j <= hn; ++j) {
             const bool cur = j == hn; /* this step: its k, alpha, beta, v from the inputs */
-            float4 kj;
+            rs_lv<DK> kj;
             float vr[RF], aj, bj;
             if (cur) {
                 kj = kc4, aj = alpha, bj = beta;
                 rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + row, vr);
             } else {
-                kj = rs_ring_k4<RDT>(st.ring_k, (kg * L + j) * RS_CUDA_DK, lane);
+                kj = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + j) * DK, lane);
                 aj = __shfl_sync(RS_FULL_MASK, j < 32 ? a0 : a1, j & 31);
                 bj = __shfl_sync(RS_FULL_MASK, j < 32 ? b0 : b1, j & 31);
                 rs_ring_ld<RDT, RF>(st.ring_vraw, (bh * L + j) * dv + row, vr);
             }
             float x[RF];
 #pragma unroll
-            for (int r = 0; r < RF; ++r) x[r] = rs_dot4(s[r], kj);
+            for (int r = 0; r < RF; ++r) x[r] = rs_dotv(s[r], kj);
             rs_warp_sum_t<RF>(x, lane);
 #pragma unroll
             for (int r = 0; r < RF; ++r) {
                 const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
                 const float u = rs_ring_round<RDT>(bj * (vr[r] - aj * sk));
-                s[r] = rs_fma4(u, kj, rs_scale4(aj, s[r]));
+                s[r] = rs_fmav(u, kj, rs_scalev(aj, s[r]));
             }
         }
         float x[RF];
 #pragma unroll
         for (int r = 0; r < RF; ++r) {
-            x[r] = rs_dot4(s[r], q4);
-            *reinterpret_cast<float4 *>(st.S_ckpt + (bh * dv + row + r) * RS_CUDA_DK + 4 * lane) = s[r];
+            x[r] = rs_dotv(s[r], q4);
+            rs_stv(st.S_ckpt + (bh * dv + row + r) * DK + rs_loff<DK>(lane), s[r]);
         }
         rs_warp_sum_t<RF>(x, lane);
         if (lane % (32 / RF) == 0) io.o[bh * dv + row + lane / (32 / RF)] = x[0];
@@ -564,8 +622,8 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
 /* FUSED (issue 18, fp32 reads): no prologue launch; the warp forms its coefficients itself
  * (replay_key_dots, replay_head_coefs) after issuing its first chunk's loads, and the warps of part 0
  * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before. */
-template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED>
-__global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK>
+__global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED, DK>(RPW)) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
     const int lane = threadIdx.x & 31;
@@ -580,7 +638,7 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
     const bool flush = hn + 1 == L;
     const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
     const float *w = FUSED ? nullptr : st.work + bh * replay_ws(L);
-    const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
+    const rs_lv<DK> q4 = rs_ldv<DK>(io.q + kg * DK + rs_loff<DK>(lane));
     float P0 = 0.f, P1 = 0.f, c0 = 0.f, c1 = 0.f, k0 = 0.f, k1 = 0.f;
     if constexpr (!FUSED) {
         if (lane <= last) {
@@ -593,22 +651,22 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
         }
     }
     float pck = FUSED ? 0.f : w[3 * L];
-    float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f), kcur = kc4;
+    rs_lv<DK> kc4 = rs_zerov<DK>(), kcur = kc4;
     float alpha = 0.f, beta = 0.f, kqc = 0.f;
     if constexpr (FUSED) {
-        kcur = replay_kcur<RDT>(io, kg, lane);
+        kcur = replay_kcur<RDT, DK>(io, kg, lane);
         if (FAM == RS_SSM_GDN) kc4 = kcur;
-        if (part == 0) replay_store_record<FAM, RDT>(io, st, bh, kg, hn, lane, hd % gm.grp == 0, kcur);
+        if (part == 0) replay_store_record<FAM, RDT, DK>(io, st, bh, kg, hn, lane, hd % gm.grp == 0, kcur);
     }
     if (FAM == RS_SSM_GDN) {
-        if constexpr (!FUSED) kc4 = rs_ring_k4<RDT>(st.ring_k, (kg * L + hn) * RS_CUDA_DK, lane);
+        if constexpr (!FUSED) kc4 = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + hn) * DK, lane);
         alpha = io.alpha[bh], beta = io.beta[bh];
         if constexpr (!FUSED) kqc = w[3 * L + 1];
     }
     /* FUSED: the prologue's coefficients, formed by this warp (flush rows: the decay products only) */
     auto fused_coefs = [&](bool dots) {
         float q0 = 0.f, q1 = 0.f, kk0 = 0.f, kk1 = 0.f;
-        if (dots) replay_key_dots<FAM, RDT, TWO>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
+        if (dots) replay_key_dots<FAM, RDT, TWO, DK>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
         replay_head_coefs<FAM, TWO>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0, k1, pck);
         if (FAM == RS_SSM_GDN) kqc = __shfl_sync(RS_FULL_MASK, hn < 32 ? q0 : q1, hn & 31);
     };
@@ -617,10 +675,10 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
         /* ---- non-flush: o from one read of the checkpoint (any format) ---- */
         const float sdec = CKF == RS_FMT_NVFP4 ? src.sdec[bh] : 0.f;
         constexpr int SPAN = 16 / RPW > 0 ? 16 / RPW : 1; /* GDN: lanes per row value after the reduction */
-        rs_raw<CKF> cur[RPW], nxt[RPW];
+        rs_raw<CKF, DK> cur[RPW], nxt[RPW];
         float cv0[RPW], cv1[RPW], nv0[RPW], nv1[RPW], cvi = 0.f, nvi = 0.f;
 #pragma unroll
-        for (int r = 0; r < RPW; ++r) cur[r] = rs_raw_load<CKF>(src, bh * dv + r_begin + r, lane);
+        for (int r = 0; r < RPW; ++r) cur[r] = rs_raw_load<CKF, DK>(src, bh * dv + r_begin + r, lane);
         replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
         if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
         if constexpr (FUSED) fused_coefs(true); /* while the first chunk is in flight */
@@ -628,7 +686,7 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
             const bool more = row + RPW < r_end;
             if (more) { /* prefetch the next chunk */
 #pragma unroll
-                for (int r = 0; r < RPW; ++r) nxt[r] = rs_raw_load<CKF>(src, bh * dv + row + RPW + r, lane);
+                for (int r = 0; r < RPW; ++r) nxt[r] = rs_raw_load<CKF, DK>(src, bh * dv + row + RPW + r, lane);
                 replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, row + RPW, lane, hn, last, nv0, nv1);
                 if (FAM == RS_SSM_GDN) nvi = io.v[bh * dv + row + RPW + (lane / SPAN) % RPW];
             }
@@ -638,8 +696,8 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
 #pragma unroll
                 for (int r = 0; r < RPW; ++r) {
                     float m;
-                    const float4 sv = rs_raw_dec<CKF>(cur[r], sdec, m);
-                    x[r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(__fmul_rn(pck, m), rs_dot4(sv, q4))));
+                    const rs_lv<DK> sv = rs_raw_dec<CKF, DK>(cur[r], sdec, m);
+                    x[r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(__fmul_rn(pck, m), rs_dotv(sv, q4))));
                 }
                 rs_warp_sum_t<RPW>(x, lane);
                 if (lane % (32 / RPW) == 0) io.o[grow0 + lane / (32 / RPW)] = x[0];
@@ -652,10 +710,10 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
 #pragma unroll
                 for (int r = 0; r < RPW; ++r) {
                     float m;
-                    const float4 sv = rs_raw_dec<CKF>(cur[r], sdec, m);
+                    const rs_lv<DK> sv = rs_raw_dec<CKF, DK>(cur[r], sdec, m);
                     const float pm = __fmul_rn(pck, m);
-                    x[r] = __fmaf_rn(k1, cv1[r], __fmaf_rn(k0, cv0[r], __fmul_rn(pm, rs_dot4(sv, kc4))));
-                    x[RPW + r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(pm, rs_dot4(sv, q4))));
+                    x[r] = __fmaf_rn(k1, cv1[r], __fmaf_rn(k0, cv0[r], __fmul_rn(pm, rs_dotv(sv, kc4))));
+                    x[RPW + r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(pm, rs_dotv(sv, q4))));
                 }
                 rs_warp_sum_t<2 * RPW>(x, lane); /* lanes 0-15: S_{t-1} k of the rows, 16-31: S_{t-1} q */
                 const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], 16);
@@ -679,8 +737,8 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
 
     if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
     if constexpr (FUSED) fused_coefs(false);
-    replay_flush_rows<FAM, RDT, TWO, FUSED>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4, q4,
-                                            alpha, beta, kcur);
+    replay_flush_rows<FAM, RDT, TWO, FUSED, DK>(io, st, bh, kg, dv, r_begin, r_end, lane, hn, last, P0, P1, pck, kc4,
+                                                q4, alpha, beta, kcur);
 }
 
 /* Checkpoint rounding at a flush (rs_cuda_ckpt_round), a pass after the decode or verify launch
@@ -690,6 +748,7 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(RPW)) rs_k
  * launch reads and writes the flushed heads once more (1/L of the state per step on average at
  * T = 1); fusing it into the flush's store would save that traffic but costs the main kernels
  * registers on their non-flush path, which this functional path leaves untouched. */
+template <int DK>
 __global__ void __launch_bounds__(128) rs_k_ckpt_round(rs_ssm_dims d, float *S, const int32_t *fill, int lim, int T,
                                                        rs_cuda_ckpt_round c)
 {
@@ -699,10 +758,10 @@ __global__ void __launch_bounds__(128) rs_k_ckpt_round(rs_ssm_dims d, float *S, 
     const size_t b = bh / d.heads;
     if (!(fill[b] + T > lim)) return; /* this row did not flush */
     const rs_flush_round fr = rs_flush_round_of(c, b, (unsigned)(bh % d.heads));
-    float *p = S + bh * (size_t)d.d_v * RS_CUDA_DK + 4 * lane;
+    float *p = S + bh * (size_t)d.d_v * DK + rs_loff<DK>(lane);
     for (int row = 0; row < d.d_v; ++row) {
-        float4 *q = reinterpret_cast<float4 *>(p + (size_t)row * RS_CUDA_DK);
-        *q = rs_flush_round4(fr, *q, row, lane);
+        float *q = p + (size_t)row * DK;
+        rs_stv(q, rs_flush_roundv<DK>(fr, rs_ldv<DK>(q), row, lane));
     }
 }
 
@@ -711,7 +770,10 @@ extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, c
 {
     if (c->dtype == RS_CUDA_F32) return RS_OK;
     const size_t warps = (size_t)d->batch * d->heads;
-    rs_k_ckpt_round<<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, S, fill, lim, T, *c);
+    const unsigned blocks = (unsigned)((warps + 3) / 4);
+    if (d->d_k == 64) rs_k_ckpt_round<64><<<blocks, 128, 0, s>>>(*d, S, fill, lim, T, *c);
+    else if (d->d_k == 256) rs_k_ckpt_round<256><<<blocks, 128, 0, s>>>(*d, S, fill, lim, T, *c);
+    else rs_k_ckpt_round<128><<<blocks, 128, 0, s>>>(*d, S, fill, lim, T, *c);
     return rs_cuda_launch_status("checkpoint rounding at flush");
 }
 
@@ -724,19 +786,19 @@ __global__ void rs_k_replay_advance(int32_t *fill, int64_t *flushes, int batch, 
     if (flushes && fl) flushes[b] += 1;
 }
 
-template <int FAM, int RDT>
+template <int FAM, int RDT, int DK = 128>
 static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                                cudaStream_t s)
 {
     const int grp = d->heads / d->key_heads;
     const size_t psmem = sizeof(float) * (2 * RS_CUDA_LMAX + (size_t)grp * st->L);
-    rs_k_replay_prep<FAM, RDT><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_PREP_WARPS, psmem, s>>>(*d, *io,
+    rs_k_replay_prep<FAM, RDT, DK><<<(unsigned)((size_t)d->batch * d->key_heads), 32 * RS_PREP_WARPS, psmem, s>>>(*d, *io,
                                                                                                             *st);
 }
 
 /* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
  * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
-template <int FAM, int RDT, int CKF, int RPW>
+template <int FAM, int RDT, int CKF, int RPW, int DK = 128>
 static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                           const rs_ckpt_src &src, cudaStream_t s)
 {
@@ -744,14 +806,14 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
     if constexpr (CKF == RS_FMT_FP32) {
         if (fused) {
-            if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
-            else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+            if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+            else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             return;
         }
     }
-    replay_prep_launch<FAM, RDT>(d, io, st, s);
-    if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
-    else rs_k_replay_main<FAM, RDT, CKF, RPW, false, false><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+    replay_prep_launch<FAM, RDT, DK>(d, io, st, s);
+    if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, false, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+    else rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
 }
 
 /* v4: a warp walks the 16-row chunks of one head, or of a power-of-two slice of it (rs_replay_geom:
@@ -815,6 +877,41 @@ static void replay_launch_ckf(int ckf, int rpw, bool wide, bool fused, const rs_
     }
 }
 
+/* d_k = 64 / 256 (issue 18): fp32 reads only (rs_cuda_replay_decode refuses ckpt_read there), 4 rows a
+ * chunk (rows_per_warp is not used: 8 rows of 8 columns a lane, prefetched, would be 128 registers of state
+ * alone at d_k = 256); d_k = 128: every path above */
+template <int FAM, int RDT, int DK>
+static void replay_launch_dk(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+                             const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
+{
+    if constexpr (DK == 128) replay_launch_ckf<FAM, RDT>(ckf, rpw, wide, fused, d, io, st, src, s);
+    else replay_launch<FAM, RDT, RS_FMT_FP32, 4, DK>(fused, d, io, st, src, s);
+}
+template <int FAM, int RDT>
+static void replay_launch_any(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+                              const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
+{
+    if (d->d_k == 64) replay_launch_dk<FAM, RDT, 64>(ckf, rpw, wide, fused, d, io, st, src, s);
+    else if (d->d_k == 256) replay_launch_dk<FAM, RDT, 256>(ckf, rpw, wide, fused, d, io, st, src, s);
+    else replay_launch_dk<FAM, RDT, 128>(ckf, rpw, wide, fused, d, io, st, src, s);
+}
+
+/* GDN two-precision records: the flush rows' recompute, a launch of its own after the main one */
+template <int DK>
+static void flush_recompute_launch(const rs_ssm_dims *dims, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
+                                   cudaStream_t s)
+{
+    const unsigned blocks = (unsigned)(((size_t)dims->batch * dims->heads + 3) / 4);
+    const bool two = st->L > 32;
+    if (st->ring_dtype == RS_CUDA_F32) {
+        if (two) rs_k_replay_flush_recompute<RS_CUDA_F32, true, DK><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+        else rs_k_replay_flush_recompute<RS_CUDA_F32, false, DK><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+    } else {
+        if (two) rs_k_replay_flush_recompute<RS_CUDA_BF16, true, DK><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+        else rs_k_replay_flush_recompute<RS_CUDA_BF16, false, DK><<<blocks, 128, 0, s>>>(*dims, *io, *st);
+    }
+}
+
 /* the RPW replay_launch_ckf will use (for the d_v check) */
 static int replay_rpw(rs_ssm_family fam, int ckf, int knob)
 {
@@ -850,7 +947,7 @@ extern "C" int rs_cuda_replay_launches(const rs_ssm_dims *dims, const rs_ssm_ste
     if (lpv == 3 || st->launch == RS_CUDA_LAUNCH_PROLOGUE) return 2;
     if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
     if (lpv != 0) return 2; /* AUTO, v4 reads */
-    const int rpw = st->rows_per_warp == 8 ? 8 : 4;
+    const int rpw = st->rows_per_warp == 8 && dims->d_k == 128 ? 8 : 4;
     const rs_geom g = rs_replay_geom(dims, rpw);
     const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
     return one_wave || g.rows / rpw >= 16 ? 1 : 2;
@@ -871,7 +968,10 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
              "%s: rows_per_warp = %d (need 0, 4 or 8)", who, st->rows_per_warp);
     RS_CHECK(st->lp_kernel == 0 || st->lp_kernel == 3, RS_E_INVAL, "%s: lp_kernel = %d (need 0 or 3)", who,
              st->lp_kernel);
-    const int rpw = replay_rpw(fam, st->ckpt_read ? (int)st->ckpt_read->fmt.kind : (int)RS_FMT_FP32, st->rows_per_warp);
+    RS_CHECK(!st->ckpt_read || dims->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
+             "%s: low-precision checkpoint reads (ckpt_read) support d_k = %d only (got d_k = %d; d_k = 64 and 256 "
+             "run the fp32 read)", who, RS_CUDA_DK, dims->d_k);
+    const int rpw = dims->d_k != RS_CUDA_DK ? 4 : replay_rpw(fam, st->ckpt_read ? (int)st->ckpt_read->fmt.kind : (int)RS_FMT_FP32, st->rows_per_warp);
     RS_CHECK(dims->d_v % rpw == 0, RS_E_SHAPE, "%s: d_v = %d is not a multiple of %d rows per chunk", who, dims->d_v,
              rpw);
     RS_CHECK(st->ring_dtype == RS_CUDA_F32 || st->ring_dtype == RS_CUDA_BF16, RS_E_UNSUPPORTED,
@@ -883,8 +983,8 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
     int ckf = RS_FMT_FP32;
     if (st->ckpt_read) {
         const rs_qtensor *q = st->ckpt_read;
-        const size_t n = (size_t)dims->batch * dims->heads * dims->d_v * RS_CUDA_DK;
-        RS_CHECK(q->codes && q->n == n && q->tensor_extent == (size_t)dims->d_v * RS_CUDA_DK, RS_E_SHAPE,
+        const size_t n = (size_t)dims->batch * dims->heads * dims->d_v * dims->d_k;
+        RS_CHECK(q->codes && q->n == n && q->tensor_extent == (size_t)dims->d_v * dims->d_k, RS_E_SHAPE,
                  "%s: ckpt_read holds %zu elements in tensors of %zu (need %zu in tensors of d_v * d_k)", who, q->n,
                  q->tensor_extent, n);
         ckf = (int)q->fmt.kind;
@@ -895,23 +995,17 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
     RS_CHECK(st->work || fused, RS_E_INVAL, "%s: NULL work (the separate prologue launch needs it)", who);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32)
-            replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
+            replay_launch_any<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_any<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
     } else {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_ckf<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
-        else replay_launch_ckf<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32) replay_launch_any<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_any<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
     }
     RS_TRY(rs_cuda_launch_status(who));
     if (fam == RS_SSM_GDN && st->ring_vraw) { /* the flush rows the main kernel left: u recomputed */
-        const unsigned blocks = (unsigned)(((size_t)dims->batch * dims->heads + 3) / 4);
-        const bool two = st->L > 32;
-        if (st->ring_dtype == RS_CUDA_F32) {
-            if (two) rs_k_replay_flush_recompute<RS_CUDA_F32, true><<<blocks, 128, 0, s>>>(*dims, *io, *st);
-            else rs_k_replay_flush_recompute<RS_CUDA_F32, false><<<blocks, 128, 0, s>>>(*dims, *io, *st);
-        } else {
-            if (two) rs_k_replay_flush_recompute<RS_CUDA_BF16, true><<<blocks, 128, 0, s>>>(*dims, *io, *st);
-            else rs_k_replay_flush_recompute<RS_CUDA_BF16, false><<<blocks, 128, 0, s>>>(*dims, *io, *st);
-        }
+        if (dims->d_k == 64) flush_recompute_launch<64>(dims, io, st, s);
+        else if (dims->d_k == 256) flush_recompute_launch<256>(dims, io, st, s);
+        else flush_recompute_launch<128>(dims, io, st, s);
         RS_TRY(rs_cuda_launch_status(who));
     }
     /* rows with fill + 1 == L flushed: fill + 1 > L - 1 */

@@ -380,6 +380,8 @@ extern "C" rs_status rs_cuda_replay_requant(const rs_ssm_dims *dims, const rs_cu
     static const char who[] = "rs_cuda_replay_requant";
     RS_CHECK(dims && st && st->S_ckpt && st->fill && st->ckpt_read && st->ckpt_read->codes, RS_E_INVAL,
              "%s: NULL dims, state, fill or ckpt_read", who);
+    RS_CHECK(dims->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
+             "%s: d_k = %d (low-precision checkpoint reads support d_k = %d only)", who, dims->d_k, RS_CUDA_DK);
     const rs_qtensor *q = st->ckpt_read;
     const size_t row = (size_t)dims->heads * dims->d_v * dims->d_k;
     RS_CHECK(q->n == row * (size_t)dims->batch && q->tensor_extent == (size_t)dims->d_v * dims->d_k, RS_E_SHAPE,

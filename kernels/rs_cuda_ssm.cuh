@@ -35,6 +35,68 @@ __device__ __forceinline__ float4 rs_scale4(float c, float4 s)
     return make_float4(__fmul_rn(c, s.x), __fmul_rn(c, s.y), __fmul_rn(c, s.z), __fmul_rn(c, s.w));
 }
 
+/* ---- the lane's columns of a state row, per d_k (issue 18: d_k in {64, 128, 256}) ----------------
+ * A warp owns whole state rows at every d_k; lane l holds DK / 32 columns of a row:
+ *   d_k = 128: columns 4l .. 4l+3                          (a float4: one 512-byte warp access a row)
+ *   d_k =  64: columns 2l, 2l+1                            (a float2: one 256-byte warp access)
+ *   d_k = 256: columns 4l .. 4l+3 and 128+4l .. 128+4l+3   (two float4: two 512-byte warp accesses)
+ * Why this and not half-warps owning d_k = 64 rows (16 lanes x 4 columns) or 8 contiguous columns a
+ * lane at 256: the row <-> warp and record <-> lane mappings, and so every warp reduction, shuffle and
+ * ring-record layout of the d_k = 128 kernels, stay exactly as they are; only the lane's vector
+ * changes, so one template serves the three d_k and the d_k = 128 instantiations compile to the code of
+ * before. Every warp access stays fully coalesced (256 at d_k = 256 is split at column 128 rather than
+ * 8 contiguous columns a lane, whose two 16-byte loads would each touch every other 16 bytes).
+ * rs_loff<DK>(lane) is the lane's first element in a row; the vector rs_lv<DK> covers elements
+ * [off, off + 4) (128), [off, off + 2) (64), or [off, off + 4) and [off + 128, off + 132) (256): each
+ * float4 is 4-aligned, i.e. one Philox block of the SR keying (e / 4); at d_k = 64 a lane's pair is
+ * half a block. */
+struct rs_f8 {
+    float4 a, b; /* d_k = 256: columns 4l.. and 128 + 4l.. */
+};
+template <int DK> struct rs_lv_t;
+template <> struct rs_lv_t<64> {
+    using type = float2;
+};
+template <> struct rs_lv_t<128> {
+    using type = float4;
+};
+template <> struct rs_lv_t<256> {
+    using type = rs_f8;
+};
+template <int DK> using rs_lv = typename rs_lv_t<DK>::type;
+template <int DK> __device__ __forceinline__ int rs_loff(int lane) { return (DK == 64 ? 2 : 4) * lane; }
+
+template <int DK> __device__ __forceinline__ rs_lv<DK> rs_ldv(const float *p) /* p: row + rs_loff */
+{
+    if constexpr (DK == 128) return rs_ld4(p);
+    else if constexpr (DK == 64) return *reinterpret_cast<const float2 *>(p);
+    else return rs_f8{rs_ld4(p), rs_ld4(p + 128)};
+}
+__device__ __forceinline__ void rs_stv(float *p, float4 v) { *reinterpret_cast<float4 *>(p) = v; }
+__device__ __forceinline__ void rs_stv(float *p, float2 v) { *reinterpret_cast<float2 *>(p) = v; }
+__device__ __forceinline__ void rs_stv(float *p, rs_f8 v) { rs_stv(p, v.a), rs_stv(p + 128, v.b); }
+template <int DK> __device__ __forceinline__ rs_lv<DK> rs_zerov()
+{
+    if constexpr (DK == 128) return make_float4(0.f, 0.f, 0.f, 0.f);
+    else if constexpr (DK == 64) return make_float2(0.f, 0.f);
+    else return rs_f8{make_float4(0.f, 0.f, 0.f, 0.f), make_float4(0.f, 0.f, 0.f, 0.f)};
+}
+__device__ __forceinline__ float rs_dotv(float4 a, float4 b) { return rs_dot4(a, b); }
+__device__ __forceinline__ float rs_dotv(float2 a, float2 b) { return __fmaf_rn(a.y, b.y, __fmul_rn(a.x, b.x)); }
+__device__ __forceinline__ float rs_dotv(rs_f8 a, rs_f8 b)
+{
+    return __fmaf_rn(a.b.w, b.b.w, __fmaf_rn(a.b.z, b.b.z, __fmaf_rn(a.b.y, b.b.y, __fmaf_rn(a.b.x, b.b.x, rs_dot4(a.a, b.a)))));
+}
+__device__ __forceinline__ float4 rs_fmav(float c, float4 k, float4 s) { return rs_fma4(c, k, s); }
+__device__ __forceinline__ float2 rs_fmav(float c, float2 k, float2 s)
+{
+    return make_float2(__fmaf_rn(c, k.x, s.x), __fmaf_rn(c, k.y, s.y));
+}
+__device__ __forceinline__ rs_f8 rs_fmav(float c, rs_f8 k, rs_f8 s) { return rs_f8{rs_fma4(c, k.a, s.a), rs_fma4(c, k.b, s.b)}; }
+__device__ __forceinline__ float4 rs_scalev(float c, float4 s) { return rs_scale4(c, s); }
+__device__ __forceinline__ float2 rs_scalev(float c, float2 s) { return make_float2(__fmul_rn(c, s.x), __fmul_rn(c, s.y)); }
+__device__ __forceinline__ rs_f8 rs_scalev(float c, rs_f8 s) { return rs_f8{rs_scale4(c, s.a), rs_scale4(c, s.b)}; }
+
 /* ---- transposed warp reduction ---------------------------------------------------------------
  * N values per lane (N a power of two <= 32). Afterwards x[0] of lane l holds the warp sum of
  * value index l / (32 / N). N - 1 + (5 - log2 N) shuffles instead of 5 N. */
@@ -190,6 +252,48 @@ template <int RDT> __device__ __forceinline__ float4 rs_ring_k4(const void *p, s
     return make_float4(x[0], x[1], x[2], x[3]);
 }
 
+/* the lane's columns of ring key record at element offset e (row start), d_k = DK */
+template <int RDT, int DK> __device__ __forceinline__ rs_lv<DK> rs_ring_kv(const void *p, size_t e, int lane)
+{
+    if constexpr (DK == 128) {
+        return rs_ring_k4<RDT>(p, e, lane);
+    } else if constexpr (DK == 64) {
+        float x[2];
+        rs_ring_ld<RDT, 2>(p, e + 2 * (size_t)lane, x);
+        return make_float2(x[0], x[1]);
+    } else {
+        return rs_f8{rs_ring_k4<RDT>(p, e, lane), rs_ring_k4<RDT>(p, e + 128, lane)};
+    }
+}
+/* store the lane's columns (already rounded to the ring type) at element offset e (row start + rs_loff) */
+template <int RDT> __device__ __forceinline__ void rs_ring_stv(void *p, size_t e, float4 v)
+{
+    const float kx[4] = {v.x, v.y, v.z, v.w};
+    rs_ring_st<RDT, 4>(p, e, kx);
+}
+template <int RDT> __device__ __forceinline__ void rs_ring_stv(void *p, size_t e, float2 v)
+{
+    const float kx[2] = {v.x, v.y};
+    rs_ring_st<RDT, 2>(p, e, kx);
+}
+template <int RDT> __device__ __forceinline__ void rs_ring_stv(void *p, size_t e, rs_f8 v)
+{
+    rs_ring_stv<RDT>(p, e, v.a), rs_ring_stv<RDT>(p, e + 128, v.b);
+}
+/* every element rounded to the ring type */
+template <int RDT> __device__ __forceinline__ float4 rs_ring_roundv(float4 k)
+{
+    return make_float4(rs_ring_round<RDT>(k.x), rs_ring_round<RDT>(k.y), rs_ring_round<RDT>(k.z), rs_ring_round<RDT>(k.w));
+}
+template <int RDT> __device__ __forceinline__ float2 rs_ring_roundv(float2 k)
+{
+    return make_float2(rs_ring_round<RDT>(k.x), rs_ring_round<RDT>(k.y));
+}
+template <int RDT> __device__ __forceinline__ rs_f8 rs_ring_roundv(rs_f8 k)
+{
+    return rs_f8{rs_ring_roundv<RDT>(k.a), rs_ring_roundv<RDT>(k.b)};
+}
+
 /* ---- fp16 / bf16 stores --------------------------------------------------------------------------
  * One fp16/bf16 code, bit-identical to rs_elem_encode. RTN of a non-NaN value is the hardware
  * cvt.rn (IEEE round-to-nearest-even, no flush, overflow to Inf: the CPU codec's rules); SR and
@@ -241,6 +345,31 @@ __device__ __forceinline__ float4 rs_flush_round4(const rs_flush_round &f, float
                        rs_codec_bf16_value(rs_half_code<RS_CUDA_BF16>(v.w, f.sr, w.w, f.k)));
 }
 
+/* The lane's columns of head row `row` at d_k = DK (rs_lv<DK>), rounded as the checkpoint stores them:
+ * element e = row * DK + col takes word e % 4 of Philox block e / 4. d_k = 128: rs_flush_round4;
+ * 256: blocks row * 64 + l (columns 4l..) and row * 64 + 32 + l (128 + 4l..); 64: columns 2l, 2l+1 are
+ * words 2 (l & 1), 2 (l & 1) + 1 of block row * 16 + l / 2. */
+__device__ __forceinline__ float rs_flush_round1(const rs_flush_round &f, float v, uint32_t w)
+{
+    return f.dt == RS_CUDA_F16 ? rs_codec_fp16_value(rs_half_code<RS_CUDA_F16>(v, f.sr, w, f.k))
+                               : rs_codec_bf16_value(rs_half_code<RS_CUDA_BF16>(v, f.sr, w, f.k));
+}
+template <int DK> __device__ __forceinline__ rs_lv<DK> rs_flush_roundv(const rs_flush_round &f, rs_lv<DK> v, int row, int lane)
+{
+    if constexpr (DK == 128) {
+        return rs_flush_round4(f, v, row, lane);
+    } else if constexpr (DK == 256) {
+        if (f.dt == RS_CUDA_F32) return v;
+        return rs_f8{rs_flush_round4(f, v.a, 2 * row, lane), rs_flush_round4(f, v.b, 2 * row + 1, lane)};
+    } else {
+        if (f.dt == RS_CUDA_F32) return v;
+        rs_philox_words w = {0, 0, 0, 0};
+        if (f.sr) w = rs_codec_rand_block(f.seed, f.stream, (uint64_t)row * (64 / 4) + (uint64_t)(lane >> 1));
+        const bool odd = (lane & 1) != 0;
+        return make_float2(rs_flush_round1(f, v.x, odd ? w.z : w.x), rs_flush_round1(f, v.y, odd ? w.w : w.y));
+    }
+}
+
 /* ---- checkpoint loaders -----------------------------------------------------------------------
  * A lane holds columns 4l .. 4l+3 of a state row. rs_raw<CKF> is what one lane loads for one row
  * in the checkpoint's own format (kept compact so a warp can prefetch many rows); rs_raw_dec
@@ -258,29 +387,32 @@ struct rs_ckpt_src {
     int d_v;
 };
 
-template <int CKF> struct rs_raw {
-    float4 v;
+/* DK: the fp32 read at d_k = 64 / 128 / 256 (rs_lv<DK>); the low-precision formats at d_k = 128 only */
+template <int CKF, int DK = 128> struct rs_raw {
+    rs_lv<DK> v;
 };
-template <> struct rs_raw<RS_FMT_FP16> {
+template <int DK> struct rs_raw<RS_FMT_FP16, DK> {
     uint2 v;
 };
-template <> struct rs_raw<RS_FMT_BF16> {
+template <int DK> struct rs_raw<RS_FMT_BF16, DK> {
     uint2 v;
 };
-template <> struct rs_raw<RS_FMT_FP8> {
+template <int DK> struct rs_raw<RS_FMT_FP8, DK> {
     uint32_t v;
     float s;
 };
-template <> struct rs_raw<RS_FMT_NVFP4> {
+template <int DK> struct rs_raw<RS_FMT_NVFP4, DK> {
     uint32_t v; /* 16 code bits | block scale byte << 16 */
 };
 
-template <int CKF> __device__ __forceinline__ rs_raw<CKF> rs_raw_load(const rs_ckpt_src &c, size_t grow, int lane)
+template <int CKF, int DK = 128>
+__device__ __forceinline__ rs_raw<CKF, DK> rs_raw_load(const rs_ckpt_src &c, size_t grow, int lane)
 {
-    rs_raw<CKF> r;
-    const size_t e = grow * RS_CUDA_DK + 4 * (size_t)lane;
+    static_assert(CKF == RS_FMT_FP32 || DK == 128, "low-precision checkpoint reads: d_k = 128 only");
+    rs_raw<CKF, DK> r;
+    const size_t e = grow * DK + (DK == 64 ? 2 : 4) * (size_t)lane;
     if constexpr (CKF == RS_FMT_FP32) {
-        r.v = rs_ld4(c.f32 + e);
+        r.v = rs_ldv<DK>(c.f32 + e);
     } else if constexpr (CKF == RS_FMT_FP16 || CKF == RS_FMT_BF16) {
         r.v = *reinterpret_cast<const uint2 *>(c.codes + 2 * e);
     } else if constexpr (CKF == RS_FMT_FP8) {
@@ -307,8 +439,10 @@ __device__ __forceinline__ uint32_t rs_e2m1x2_h2(uint32_t byte)
 }
 
 /* decode; sdec = the head's nvfp4 S_dec (unused otherwise) */
-template <int CKF> __device__ __forceinline__ float4 rs_raw_dec(const rs_raw<CKF> &r, float sdec, float &mult)
+template <int CKF, int DK = 128>
+__device__ __forceinline__ rs_lv<DK> rs_raw_dec(const rs_raw<CKF, DK> &r, float sdec, float &mult)
 {
+    static_assert(CKF == RS_FMT_FP32 || DK == 128, "low-precision checkpoint reads: d_k = 128 only");
     if constexpr (CKF == RS_FMT_FP32) {
         mult = 1.0f;
         return r.v;

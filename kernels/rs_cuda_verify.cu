@@ -459,8 +459,9 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 {
     RS_CHECK(d && io, RS_E_INVAL, "%s: NULL dims or io", who);
     RS_CHECK(fam == RS_SSM_MAMBA2 || fam == RS_SSM_GDN, RS_E_INVAL, "%s: unknown family %d", who, (int)fam);
-    RS_CHECK(d->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED, "%s: d_k = %d (this version supports %d only)", who, d->d_k,
-             RS_CUDA_DK);
+    RS_CHECK(d->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
+             "%s: d_k = %d (speculative verification supports d_k = %d only; d_k = 64 and 256 have the standard "
+             "decode)", who, d->d_k, RS_CUDA_DK);
     RS_CHECK(d->batch > 0 && d->heads > 0 && d->key_heads > 0 && d->heads % d->key_heads == 0, RS_E_SHAPE,
              "%s: B = %d, H = %d, G = %d", who, d->batch, d->heads, d->key_heads);
     RS_CHECK(d->d_v > 0 && d->d_v % 16 == 0 && d->d_v % rpw == 0, RS_E_SHAPE, "%s: d_v = %d", who, d->d_v);
@@ -567,6 +568,8 @@ extern "C" rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const
 {
     RS_CHECK(dims && accepted && st && st->fill && st->start && T >= 1 && dims->batch > 0, RS_E_INVAL,
              "rs_cuda_replay_commit: bad arguments");
+    RS_CHECK(dims->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
+             "rs_cuda_replay_commit: d_k = %d (speculative verification supports d_k = %d only)", dims->d_k, RS_CUDA_DK);
     rs_k_verify_commit<<<(dims->batch + 255) / 256, 256, 0, s>>>(dims->batch, T, st->L, st->cap, accepted, st->fill,
                                                                   st->start, st->ckpt_round.flushes);
     return rs_cuda_launch_status("rs_cuda_replay_commit");
@@ -590,6 +593,8 @@ extern "C" rs_status rs_cuda_snapshot_commit(const rs_ssm_dims *dims, int T, con
 {
     RS_CHECK(dims && accepted && snap && S && T >= 1 && dims->batch > 0, RS_E_INVAL,
              "rs_cuda_snapshot_commit: bad arguments");
+    RS_CHECK(dims->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
+             "rs_cuda_snapshot_commit: d_k = %d (speculative verification supports d_k = %d only)", dims->d_k, RS_CUDA_DK);
     const size_t per_row4 = (size_t)dims->heads * dims->d_v * dims->d_k / 4;
     rs_k_snapshot_commit<<<1024, 256, 0, s>>>(per_row4, dims->batch, accepted, reinterpret_cast<const float4 *>(snap),
                                               reinterpret_cast<float4 *>(S));

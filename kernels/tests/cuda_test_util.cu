@@ -5,6 +5,8 @@
 
 #include "replayssm/quant/rs_minifloat.h"
 
+#undef DK /* below, DK is the shape's d_k (Shape::dk) */
+
 bool ct_quick = false;
 static int g_fail = 0, g_ok = 0;
 
@@ -86,7 +88,7 @@ std::vector<double> ct_head_rates(int H)
 
 void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos)
 {
-    const int H = s.H, G = s.G, dv = s.dv;
+    const int H = s.H, G = s.G, dv = s.dv, DK = s.dk;
     in.alpha.assign((size_t)B * H, 1.0f);
     in.beta.assign((size_t)B * H, 0.5f);
     in.v.resize((size_t)B * H * dv);
@@ -94,12 +96,12 @@ void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos)
     in.q.resize((size_t)B * G * DK);
     for (auto &v : in.v) v = ldexpf((float)((int)(ct_rnd64() % 511) - 255), -10);
     for (size_t i = 0; i < in.k.size(); i += DK) {
-        double nq = 0, qq[DK];
+        double nq = 0, qq[CT_DK_MAX];
         for (int c = 0; c < DK; ++c) qq[c] = ct_normal(), nq += qq[c] * qq[c];
         for (int c = 0; c < DK; ++c) in.q[i + c] = (float)(qq[c] / sqrt(nq));
         if (s.fam == RS_SSM_GDN) {
             const long b = (long)(i / DK) / G, g = (long)(i / DK) % G;
-            in.k[i + (size_t)((37 * pos[b] + 13 * g) % DK)] = 1.0f; /* 37 odd: distinct over 128 positions */
+            in.k[i + (size_t)((37 * pos[b] + 13 * g) % DK)] = 1.0f; /* 37 odd: distinct over d_k (>= 64) positions */
         }
         else
             for (int c = 0; c < DK; ++c) in.k[i + c] = ldexpf((float)((int)(ct_rnd64() % 255) - 127), -7);
@@ -108,7 +110,7 @@ void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos)
 
 void ct_gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<double> &rate, StepIn &in)
 {
-    const int H = s.H, G = s.G, dv = s.dv;
+    const int H = s.H, G = s.G, dv = s.dv, DK = s.dk;
     in.alpha.resize((size_t)B * H);
     in.beta.resize((size_t)B * H);
     in.v.resize((size_t)B * H * dv);
@@ -121,7 +123,7 @@ void ct_gen_step(const Shape &s, int B, bool bf16_inputs, const std::vector<doub
         }
     for (auto &v : in.v) v = (float)ct_normal();
     for (size_t i = 0; i < in.k.size(); i += DK) {
-        double nk = 0, nq = 0, kk[DK], qq[DK];
+        double nk = 0, nq = 0, kk[CT_DK_MAX], qq[CT_DK_MAX];
         for (int c = 0; c < DK; ++c) {
             kk[c] = ct_normal(), qq[c] = ct_normal();
             nk += kk[c] * kk[c], nq += qq[c] * qq[c];
@@ -151,7 +153,7 @@ void ct_stack(const std::vector<StepIn> &d, StepIn &out)
 
 void DevStep::alloc(const Shape &s, int B, int T)
 {
-    na = (size_t)T * B * s.H, nv = na * s.dv, nk = (size_t)T * B * s.G * DK;
+    na = (size_t)T * B * s.H, nv = na * s.dv, nk = (size_t)T * B * s.G * s.dk;
     alpha = dalloc<float>(na), beta = dalloc<float>(na), v = dalloc<float>(nv);
     k = dalloc<float>(nk), q = dalloc<float>(nk), o = dalloc<float>(nv);
 }
@@ -169,7 +171,7 @@ void DevStep::free_all()
 template <typename T>
 void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int *active)
 {
-    const int H = s.H, G = s.G, dv = s.dv;
+    const int H = s.H, G = s.G, dv = s.dv, DK = s.dk;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
         const int b = bh / H, h = bh % H, g = h / (H / G);
@@ -198,7 +200,7 @@ template void ct_host_step<double>(const Shape &, int, double *, const StepIn &,
 void ct_fold(const Shape &s, int B, int C, const int *n, const int *start, const std::vector<float> &rv,
              const std::vector<float> &rk, const std::vector<float> &ra, std::vector<double> &S)
 {
-    const int H = s.H, G = s.G, dv = s.dv;
+    const int H = s.H, G = s.G, dv = s.dv, DK = s.dk;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
         const int b = bh / H, h = bh % H, g = h / (H / G);
@@ -239,9 +241,9 @@ void Bank::init(const Shape &sh, int nb, const char *policy, size_t L, size_t T,
     rs_head_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.kind = s.fam;
-    cfg.d_v = (size_t)s.dv, cfg.d_k = DK, cfg.window = L, cfg.max_drafts = T, cfg.layer = layer;
+    cfg.d_v = (size_t)s.dv, cfg.d_k = (size_t)s.dk, cfg.window = L, cfg.max_drafts = T, cfg.layer = layer;
     RSK(rs_policy_parse(policy, &cfg.policy));
-    const size_t n = (size_t)s.dv * DK;
+    const size_t n = (size_t)s.dv * s.dk;
     for (int bh = 0; bh < B * s.H; ++bh) {
         cfg.head = (uint32_t)(bh % s.H);
         cfg.seed = seeds ? seeds[bh / s.H] : 0;
@@ -256,7 +258,7 @@ static rs_ssm_token token_of(const Shape &s, const StepIn &in, int nb, int t, in
     const size_t bh = ((size_t)t * nb + b) * s.H + h, kg = ((size_t)t * nb + b) * s.G + h / (s.H / s.G);
     rs_ssm_token x;
     x.alpha = in.alpha[bh], x.beta = in.beta[bh];
-    x.v = &in.v[bh * s.dv], x.k = &in.k[kg * DK], x.q = &in.q[kg * DK];
+    x.v = &in.v[bh * s.dv], x.k = &in.k[kg * s.dk], x.q = &in.q[kg * s.dk];
     return x;
 }
 
@@ -315,7 +317,7 @@ void Bank::commit(int b0, int nb, const int32_t *acc)
 
 void Bank::state(std::vector<float> &S)
 {
-    const size_t n = (size_t)s.dv * DK;
+    const size_t n = (size_t)s.dv * s.dk;
     S.resize((size_t)B * s.H * n);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < B * s.H; ++i)
@@ -324,7 +326,7 @@ void Bank::state(std::vector<float> &S)
 
 void Bank::checkpoint(int read_copy, std::vector<float> &S)
 {
-    const size_t n = (size_t)s.dv * DK;
+    const size_t n = (size_t)s.dv * s.dk;
     S.resize((size_t)B * s.H * n);
     for (int i = 0; i < B * s.H; ++i) {
         const rs_status st = rs_head_checkpoint(&hd[i], read_copy, &S[(size_t)i * n], nullptr);

@@ -43,7 +43,8 @@
         }                                                                                        \
     } while (0)
 
-#define DK RS_CUDA_DK
+#define DK RS_CUDA_DK /* the paper shapes' d_k; shapes carry their own (Shape::dk) */
+#define CT_DK_MAX 256
 
 /* ---- program frame ---------------------------------------------------------------------------- */
 extern bool ct_quick;
@@ -84,9 +85,10 @@ struct Shape {
     const char *name;
     rs_ssm_family fam;
     int H, G, dv;
+    int dk = RS_CUDA_DK; /* d_k: 128 for the paper shapes; 64 or 256 for the standard decode's other widths */
 };
 /* the four model shapes of the paper (digest section 7): Nemotron-3 Nano / Super (Mamba-2),
- * Qwen3.5 4B / 122B (Gated DeltaNet); d_k = 128 */
+ * Qwen3.5 4B / 122B (Gated DeltaNet); d_k = 128. Every helper below takes d_k from the Shape. */
 extern const Shape ct_shapes[4];
 static inline const char *ct_fam(const Shape &s) { return s.fam == RS_SSM_MAMBA2 ? "mamba2" : "gdn"; }
 

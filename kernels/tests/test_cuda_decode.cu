@@ -26,7 +26,11 @@
  * from the documented SR keying; 64 steps bit for bit against the engine's conv:<fmt> policy
  * (Mamba-2: same elementwise update, same codec, same Philox keying); then 1000 steps of fp16
  * state against float64 (bound 0.1: catches a broken store, not a precision claim).
+ * d_k = 64 and 256 (issue 18; test_dk): the same checks and bounds on four shapes of those widths
+ * (k_dk_shapes), the long runs over >= 1000 steps with flushes, plus GDN two-precision records (the
+ * flush recompute launch) with the fp32 read against shared:fp32 and float64.
  * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_decode [--quick]
+ * (--quick: 24-step runs, every case of the list, d_k = 64 / 256 included)
  */
 #include "cuda_test_util.h"
 #include "replayssm/engine/rs_head.h"
@@ -41,31 +45,36 @@ struct Rig {
     Shape s{};
     int B = 0, L = 0, rows = 0, launch = RS_CUDA_LAUNCH_FUSED; /* rs_cuda_replay_state.launch */
     bool bf16 = false;
+    bool recompute = false; /* GDN two-precision records (ring_vraw, ring_beta): set before alloc */
     size_t nS = 0, es = 4;
-    float *Sc = nullptr, *Sr = nullptr, *ra = nullptr, *work = nullptr, *oc = nullptr;
-    void *rv = nullptr, *rk = nullptr;
+    float *Sc = nullptr, *Sr = nullptr, *ra = nullptr, *work = nullptr, *oc = nullptr, *rbeta = nullptr;
+    void *rv = nullptr, *rk = nullptr, *rvraw = nullptr;
     int32_t *fill = nullptr;
     void alloc(const Shape &sh, int nb, int win, bool bf, int rpw, const std::vector<float> &S0)
     {
         s = sh, B = nb, L = win, bf16 = bf, rows = rpw, es = bf ? 2 : 4;
-        nS = (size_t)B * s.H * s.dv * DK;
+        nS = (size_t)B * s.H * s.dv * s.dk;
         Sc = dalloc<float>(nS), Sr = dalloc<float>(nS);
         h2d(Sc, S0), h2d(Sr, S0);
         CK(cudaMalloc(&rv, (size_t)B * s.H * L * s.dv * es));
-        CK(cudaMalloc(&rk, (size_t)B * s.G * L * DK * es));
+        CK(cudaMalloc(&rk, (size_t)B * s.G * L * s.dk * es));
         ra = dalloc<float>((size_t)B * s.H * L);
+        if (recompute) {
+            CK(cudaMalloc(&rvraw, (size_t)B * s.H * L * s.dv * es));
+            rbeta = dalloc<float>((size_t)B * s.H * L);
+        }
         fill = dalloc<int32_t>(B);
         CK(cudaMemset(fill, 0, B * sizeof(int32_t))); /* empty rings: the engine starts empty */
-        rs_ssm_dims d = {B, s.H, s.G, s.dv, DK};
+        rs_ssm_dims d = {B, s.H, s.G, s.dv, s.dk};
         work = (float *)dalloc<uint8_t>(rs_cuda_replay_work_bytes(&d, L, 0));
         oc = dalloc<float>((size_t)B * s.H * s.dv);
     }
     /* rows [b0, b0 + nb) as a problem of nb rows (every array is row-major in b) */
     rs_cuda_replay_state replay(int b0) const
     {
-        rs_cuda_replay_state st = {Sr + (size_t)b0 * s.H * s.dv * DK,
+        rs_cuda_replay_state st = {Sr + (size_t)b0 * s.H * s.dv * s.dk,
                                    (char *)rv + (size_t)b0 * s.H * L * s.dv * es,
-                                   (char *)rk + (size_t)b0 * s.G * L * DK * es,
+                                   (char *)rk + (size_t)b0 * s.G * L * s.dk * es,
                                    ra + (size_t)b0 * s.H * L,
                                    bf16 ? RS_CUDA_BF16 : RS_CUDA_F32,
                                    L,
@@ -74,24 +83,39 @@ struct Rig {
                                    nullptr,
                                    rows};
         st.launch = launch;
+        if (recompute) {
+            st.ring_vraw = (char *)rvraw + (size_t)b0 * s.H * L * s.dv * es;
+            st.ring_beta = rbeta + (size_t)b0 * s.H * L;
+        }
         return st;
     }
     rs_cuda_conv_state conv(int b0) const
     {
-        rs_cuda_conv_state st = {Sc + (size_t)b0 * s.H * s.dv * DK, RS_CUDA_F32, RS_ROUND_RTN, 32, 0, 0, nullptr, nullptr};
+        rs_cuda_conv_state st = {Sc + (size_t)b0 * s.H * s.dv * s.dk, RS_CUDA_F32, RS_ROUND_RTN, 32, 0, 0, nullptr, nullptr};
         return st;
     }
     void free_all()
     {
         cudaFree(Sc), cudaFree(Sr), cudaFree(rv), cudaFree(rk), cudaFree(ra), cudaFree(fill), cudaFree(work);
-        cudaFree(oc);
+        cudaFree(oc), cudaFree(rvraw), cudaFree(rbeta);
     }
 };
+
+/* " d_k=N" in check names for the shapes whose d_k is not the paper's 128 */
+static const char *dk_tag(const Shape &s)
+{
+    static char buf[4][16];
+    static int i = 0;
+    char *b = buf[i++ & 3];
+    if (s.dk == RS_CUDA_DK) b[0] = 0;
+    else snprintf(b, 16, " d_k=%d", s.dk);
+    return b;
+}
 
 /* Ring contents as float (bf16 decoded). */
 static void ring_to_host(const Rig &g, std::vector<float> &rv, std::vector<float> &rk, std::vector<float> &ra)
 {
-    rv.resize((size_t)g.B * g.s.H * g.L * g.s.dv), rk.resize((size_t)g.B * g.s.G * g.L * DK);
+    rv.resize((size_t)g.B * g.s.H * g.L * g.s.dv), rk.resize((size_t)g.B * g.s.G * g.L * g.s.dk);
     ra.resize((size_t)g.B * g.s.H * g.L);
     d2h(ra, g.ra);
     if (g.bf16) {
@@ -115,8 +139,8 @@ static void step(Rig &g, Bank &bank_r, Bank *bank_c, std::vector<double> &S64, i
                  const DevStep &io, Errs &e, std::vector<int> &hfill)
 {
     const Shape &s = g.s;
-    const size_t nout = (size_t)nb * s.H * s.dv, row = (size_t)s.H * s.dv * DK;
-    rs_ssm_dims d = {nb, s.H, s.G, s.dv, DK};
+    const size_t nout = (size_t)nb * s.H * s.dv, row = (size_t)s.H * s.dv * s.dk;
+    rs_ssm_dims d = {nb, s.H, s.G, s.dv, s.dk};
     io.upload(in);
     rs_ssm_step_io io_r = io.io(), io_c = io.io();
     io_c.o = g.oc;
@@ -156,11 +180,11 @@ static void step(Rig &g, Bank &bank_r, Bank *bank_c, std::vector<double> &S64, i
  * (the kernels are deterministic: fixed reduction trees, no atomics; the state is restored in between,
  * and the record stores rewrite slot fill of the ring with the same values). Rows at their current
  * fills, so flushing rows are among them when a row sits at L - 1. */
-static void graph_check(Rig &g, int want, const char *what)
+static void graph_check(Rig &g, int want, const char *what, int extra = 0)
 {
     const Shape &s = g.s;
     const size_t nout = (size_t)g.B * s.H * s.dv, rvb = (size_t)g.B * s.H * g.L * s.dv * g.es;
-    rs_ssm_dims d = {g.B, s.H, s.G, s.dv, DK};
+    rs_ssm_dims d = {g.B, s.H, s.G, s.dv, s.dk};
     StepIn in;
     ct_gen_step(s, g.B, g.bf16, ct_head_rates(s.H), in);
     DevStep io;
@@ -195,11 +219,12 @@ static void graph_check(Rig &g, int want, const char *what)
     const int launches = rs_cuda_replay_launches(&d, &sio, &st);
     if (!want) want = launches;
     char name[160];
-    snprintf(name, sizeof name, "replay %s %s L=%d %s: one step as a CUDA graph", ct_fam(s), s.name, g.L, what);
-    ct_report(name, nodes == (size_t)want && launches == want && bo == 0 && bs == 0 && rsame,
-              "%zu kernel nodes (want %d; rs_cuda_replay_launches %d); graph vs direct: %zu output, %zu checkpoint bits "
+    snprintf(name, sizeof name, "replay %s %s%s L=%d %s: one step as a CUDA graph", ct_fam(s), s.name, dk_tag(s), g.L,
+             what);
+    ct_report(name, nodes == (size_t)(want + extra) && launches == want && bo == 0 && bs == 0 && rsame,
+              "%zu kernel nodes (want %d + %d; rs_cuda_replay_launches %d); graph vs direct: %zu output, %zu checkpoint bits "
               "differ, ring %s",
-              nodes, want, launches, bo, bs, rsame ? "equal" : "DIFFERS");
+              nodes, want, extra, launches, bo, bs, rsame ? "equal" : "DIFFERS");
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
     CK(cudaStreamDestroy(cs));
@@ -232,7 +257,7 @@ static void test_auto_choice()
     size_t n = 0;
     for (const Shape &s : ct_shapes)
         for (int B : {1, 256}) {
-            const rs_ssm_dims d = {B, s.H, s.G, s.dv, DK};
+            const rs_ssm_dims d = {B, s.H, s.G, s.dv, s.dk};
             int r[6];
             st.ckpt_read = nullptr, st.lp_kernel = 0;
             st.launch = RS_CUDA_LAUNCH_AUTO, r[0] = rs_cuda_replay_launches(&d, &io, &st);
@@ -261,11 +286,16 @@ static const char *launch_name(int launch)
 }
 
 /* launch: rs_cuda_replay_state.launch (fused: given no work scratch) */
+/* recompute: GDN two-precision records (ring_vraw, ring_beta) with the fp32 read: the flush rows recompute
+ * u_j = beta_j (v_j - alpha_j S_{j-1} k_j) along the checkpoint's path (rs_k_replay_flush_recompute)
+ * instead of folding the cached u; with an fp32 read both are the same quantities (the cached u came from
+ * the same fp32 checkpoint), so the reference stays the engine's shared:fp32 and float64, within fp32
+ * noise; the graph holds the recompute launch on top */
 static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring, int rows = 0,
-                              int launch = RS_CUDA_LAUNCH_FUSED)
+                              int launch = RS_CUDA_LAUNCH_FUSED, bool recompute = false)
 {
     const int B = 4, H = s.H, dv = s.dv;
-    const size_t nS = (size_t)B * H * dv * DK;
+    const size_t nS = (size_t)B * H * dv * s.dk;
     const int fill0[B] = {0, 5 % L, 11 % L, L - 1}; /* warm-up tokens per row */
     const std::vector<double> rate = ct_head_rates(H);
     std::vector<float> S0(nS);
@@ -273,6 +303,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
     std::vector<double> S64(S0.begin(), S0.end());
 
     Rig g;
+    g.recompute = recompute;
     g.alloc(s, B, L, bf16_ring, rows, S0);
     g.launch = launch;
     Bank bank_r, bank_c;
@@ -303,7 +334,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
     bank_r.checkpoint(0, eck);
     bank_r.state(est);
     const double es64 = ct_rel(Sfin, S64), eck_eng = ct_rel(ck, eck), est_eng = ct_rel(Sfin, est);
-    char name[128];
+    char name[160];
     const char *fam = ct_fam(s);
     if (!bf16_ring) {
         std::vector<float> Sc(nS), ecs;
@@ -315,14 +346,14 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
         /* Mamba-2: the update is elementwise alpha*s + v*k on both sides, so the state is the same
          * bits; GDN's u comes from a dot product (different summation order): fp32 noise */
         const bool state_eng_ok = s.fam == RS_SSM_MAMBA2 ? nbits == 0 : esc_eng <= k_tol_engine;
-        snprintf(name, sizeof name, "conv %s %s fp32 %d steps", fam, s.name, nsteps);
+        snprintf(name, sizeof name, "conv %s %s%s fp32 %d steps", fam, s.name, dk_tag(s), nsteps);
         ct_report(name,
                   e.conv64 <= k_tol64 && e.conv64 <= 2 * e.eng64 + k_floor && esc64 <= k_tol64 &&
                       esc64 <= 2 * ese64 + k_floor && e.conv_eng <= k_tol_engine && state_eng_ok,
                   "vs f64: out %.2e state %.2e (engine %.2e %.2e); vs engine: out %.2e state %.2e (%zu bits differ)",
                   e.conv64, esc64, e.eng64, ese64, e.conv_eng, esc_eng, nbits);
-        snprintf(name, sizeof name, "replay %s %s L=%d fp32 ring rpw=%d wph=%d %s", fam, s.name, L, rows,
-                 rs_cuda_get_warps_per_head(), launch_name(launch));
+        snprintf(name, sizeof name, "replay %s %s%s L=%d fp32 ring rpw=%d wph=%d %s%s", fam, s.name, dk_tag(s), L, rows,
+                 rs_cuda_get_warps_per_head(), launch_name(launch), recompute ? " two-precision records" : "");
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es64 <= k_tol64 &&
                       es64 <= 2 * ese64 + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -331,7 +362,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     } else {
-        snprintf(name, sizeof name, "replay %s %s L=%d bf16 ring %s", fam, s.name, L, launch_name(launch));
+        snprintf(name, sizeof name, "replay %s %s%s L=%d bf16 ring %s", fam, s.name, dk_tag(s), L, launch_name(launch));
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && es64 <= k_tol64 && e.rep_eng <= k_tol_engine &&
                       eck_eng <= k_tol_engine && est_eng <= k_tol_engine,
@@ -339,7 +370,8 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "%d flushes, fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     }
-    graph_check(g, launch == RS_CUDA_LAUNCH_FUSED ? 1 : launch == RS_CUDA_LAUNCH_PROLOGUE ? 2 : 0, launch_name(launch));
+    graph_check(g, launch == RS_CUDA_LAUNCH_FUSED ? 1 : launch == RS_CUDA_LAUNCH_PROLOGUE ? 2 : 0, launch_name(launch),
+                recompute ? 1 : 0);
     g.free_all();
     io1.free_all(), io4.free_all();
 }
@@ -361,13 +393,12 @@ static float half_value(rs_elem et, uint16_t c) { return rs_elem_decode(et, c); 
 
 /* One Mamba-2 step against codes computed here with rs_elem_encode (stream slot 2, layer 5,
  * per-row seeds and steps: the keying of rs_cuda.h, with fields the engine does not use). */
-static void test_half_one_step(const HalfCfg &cf)
+static void test_half_one_step(const HalfCfg &cf, const Shape &s = ct_shapes[1])
 {
-    const Shape &s = ct_shapes[1];
     const int B = 3, H = s.H, G = s.G, dv = s.dv;
-    const size_t nS = (size_t)B * H * dv * DK;
+    const size_t nS = (size_t)B * H * dv * s.dk;
     const rs_elem et = cf.dt == RS_CUDA_F16 ? RS_ELEM_FP16 : RS_ELEM_BF16;
-    rs_ssm_dims dims = {B, H, G, dv, DK};
+    rs_ssm_dims dims = {B, H, G, dv, s.dk};
     const std::vector<uint64_t> seeds = {11, 0xFFFFFFFFFFFFull, 12345};
     const std::vector<int64_t> steps = {0, 7, 1000000};
     uint64_t *dseeds = dalloc<uint64_t>(B);
@@ -396,17 +427,17 @@ static void test_half_one_step(const HalfCfg &cf)
         const int b = bh / H, h = bh % H, g = h / (H / G);
         const uint64_t stream = rs_stream_id(2, 5, (uint32_t)h, (uint64_t)steps[b]);
         for (int i = 0; i < dv; ++i)
-            for (int c = 0; c < DK; ++c) {
-                const size_t e = ((size_t)bh * dv + i) * DK + c;
-                const float ns = in.alpha[bh] * half_value(et, c0[e]) + in.v[(size_t)bh * dv + i] * in.k[((size_t)b * G + g) * DK + c];
-                const uint32_t r = cf.rnd == RS_ROUND_SR ? rs_rand_u32(seeds[b], stream, (uint64_t)i * DK + c) : 0;
+            for (int c = 0; c < s.dk; ++c) {
+                const size_t e = ((size_t)bh * dv + i) * s.dk + c;
+                const float ns = in.alpha[bh] * half_value(et, c0[e]) + in.v[(size_t)bh * dv + i] * in.k[((size_t)b * G + g) * s.dk + c];
+                const uint32_t r = cf.rnd == RS_ROUND_SR ? rs_rand_u32(seeds[b], stream, (uint64_t)i * s.dk + c) : 0;
                 uint32_t want;
                 rs_elem_encode(et, ns, cf.rnd, r, cf.k, &want);
                 bad += want != c1[e];
             }
     }
-    char name[96];
-    snprintf(name, sizeof name, "conv mamba2 %s state: 1 step == CPU codec", cf.name);
+    char name[160];
+    snprintf(name, sizeof name, "conv mamba2%s %s state: 1 step == CPU codec", dk_tag(s), cf.name);
     ct_report(name, bad == 0, "%zu mismatching codes of %zu", bad, nS);
     cudaFree(dseeds), cudaFree(dsteps), cudaFree(dS);
     io.free_all();
@@ -415,13 +446,12 @@ static void test_half_one_step(const HalfCfg &cf)
 /* nsteps Mamba-2 steps against the engine's conv:<fmt> heads (seed per row, layer 5, stream
  * slot RS_SLOT_CONV, step = token position): stored state bit for bit, outputs within noise.
  * The initial state is representable in the format, so the engine's reset stores it unchanged. */
-static void test_half_engine(const HalfCfg &cf, int nsteps)
+static void test_half_engine(const HalfCfg &cf, int nsteps, const Shape &s = ct_shapes[1])
 {
-    const Shape &s = ct_shapes[1];
     const int B = 3, H = s.H, dv = s.dv;
-    const size_t nS = (size_t)B * H * dv * DK, nout = (size_t)B * H * dv;
+    const size_t nS = (size_t)B * H * dv * s.dk, nout = (size_t)B * H * dv;
     const rs_elem et = cf.dt == RS_CUDA_F16 ? RS_ELEM_FP16 : RS_ELEM_BF16;
-    rs_ssm_dims dims = {B, H, s.G, dv, DK};
+    rs_ssm_dims dims = {B, H, s.G, dv, s.dk};
     const uint64_t seeds[B] = {11, 0xFFFFFFFFFFFFull, 12345};
     uint64_t *dseeds = dalloc<uint64_t>(B);
     int64_t *dsteps = dalloc<int64_t>(B);
@@ -462,23 +492,23 @@ static void test_half_engine(const HalfCfg &cf, int nsteps)
     for (size_t i = 0; i < nS; ++i) Sg[i] = half_value(et, codes[i]);
     bank.checkpoint(0, Se);
     const size_t nbits = ct_bits_differ(Sg.data(), Se.data(), nS);
-    char name[96];
-    snprintf(name, sizeof name, "conv mamba2 %s state %d steps == engine conv:%s", cf.name, nsteps, cf.name);
+    char name[160];
+    snprintf(name, sizeof name, "conv mamba2%s %s state %d steps == engine conv:%s", dk_tag(s), cf.name, nsteps, cf.name);
     ct_report(name, nbits == 0 && eo <= k_tol_engine, "%zu of %zu stored values differ; outputs %.2e", nbits, nS, eo);
     cudaFree(dseeds), cudaFree(dsteps), cudaFree(dS);
     io.free_all();
 }
 
 /* fp16 state (RTN and SR) over nsteps against float64, both families. */
-static void test_half_long(int nsteps)
+static void test_half_long(int nsteps, const Shape &m2 = ct_shapes[1], const Shape &gdn = ct_shapes[2])
 {
     const int B = 3;
     for (int fi = 0; fi < 2; ++fi) {
-        const Shape &sh = fi == 0 ? ct_shapes[1] : ct_shapes[2];
+        const Shape &sh = fi == 0 ? m2 : gdn;
         const int H = sh.H, dv = sh.dv;
-        const size_t n = (size_t)B * H * dv * DK;
+        const size_t n = (size_t)B * H * dv * sh.dk;
         const std::vector<double> rt = ct_head_rates(H);
-        rs_ssm_dims dd = {B, H, sh.G, dv, DK};
+        rs_ssm_dims dd = {B, H, sh.G, dv, sh.dk};
         uint64_t *dseeds = dalloc<uint64_t>(B);
         int64_t *dsteps = dalloc<int64_t>(B);
         h2d(dseeds, std::vector<uint64_t>{1, 2, 3});
@@ -510,9 +540,9 @@ static void test_half_long(int nsteps)
                 d2h(og, io.o);
                 emax = fmax(emax, ct_rel(og, o64));
             }
-            char name[96];
-            snprintf(name, sizeof name, "conv %s %s fp16-%s state %d steps", ct_fam(sh), sh.name, ri ? "sr" : "rtn",
-                     nsteps);
+            char name[160];
+            snprintf(name, sizeof name, "conv %s %s%s fp16-%s state %d steps", ct_fam(sh), sh.name, dk_tag(sh),
+                     ri ? "sr" : "rtn", nsteps);
             ct_report(name, emax < 0.1, "max step output rel err vs float64 %.3e", emax);
             cudaFree(dSh);
             io.free_all();
@@ -549,7 +579,7 @@ static size_t values_differ(const float *a, const float *b, size_t n)
 static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int L, bool exact)
 {
     const int B = 4, H = s.H, dv = s.dv;
-    const size_t nS = (size_t)B * H * dv * DK, nout = (size_t)B * H * dv, row = (size_t)H * dv * DK;
+    const size_t nS = (size_t)B * H * dv * s.dk, nout = (size_t)B * H * dv, row = (size_t)H * dv * s.dk;
     const int fill0[B] = {0, 3 % L, 9 % L, L - 1};
     const rs_elem et = cf.dt == RS_CUDA_F16 ? RS_ELEM_FP16 : RS_ELEM_BF16;
     const std::vector<double> rate = ct_head_rates(H);
@@ -588,7 +618,7 @@ static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int
         if (exact) ct_gen_step_exact(s, nb, in, hpos.data() + b0);
         else ct_gen_step(s, nb, false, rate, in);
         io.upload(in);
-        rs_ssm_dims d = {nb, H, s.G, dv, DK};
+        rs_ssm_dims d = {nb, H, s.G, dv, s.dk};
         rs_cuda_replay_state st = g.replay(b0);
         st.ckpt_round = {cf.dt, cf.rnd, cf.k, 3, RS_SLOT_SHARED, dseeds + b0, dfl + b0};
         const rs_ssm_step_io sio = io.io();
@@ -633,15 +663,15 @@ static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int
     const size_t nbits_end = values_differ(ck.data(), eck.data(), nS);
     char name[160];
     if (exact) {
-        snprintf(name, sizeof name, "replay %s %s L=%d checkpoint %s at flush, exact inputs, %d steps == engine shared:%s",
-                 ct_fam(s), s.name, L, cf.name, nsteps, cf.name);
+        snprintf(name, sizeof name, "replay %s %s%s L=%d checkpoint %s at flush, exact inputs, %d steps == engine shared:%s",
+                 ct_fam(s), s.name, dk_tag(s), L, cf.name, nsteps, cf.name);
         ct_report(name, nbits == 0 && nbits_end == 0 && cnt_ok && eo <= k_tol_engine && nflush > 0,
                   "%zu checkpoint values differ (summed over flush steps); outputs %.2e; %d flushes; fill/flush counters %s",
                   nbits, eo, nflush, cnt_ok ? "== engine" : "WRONG");
     } else {
         const double r64 = sqrt(s_g64 / s_c64), rgc = sqrt(s_gc / s_c64);
-        snprintf(name, sizeof name, "replay %s %s L=%d checkpoint %s at flush, %d steps vs engine shared:%s", ct_fam(s),
-                 s.name, L, cf.name, nsteps, cf.name);
+        snprintf(name, sizeof name, "replay %s %s%s L=%d checkpoint %s at flush, %d steps vs engine shared:%s", ct_fam(s),
+                 s.name, dk_tag(s), L, cf.name, nsteps, cf.name);
         ct_report(name, cnt_ok && r64 >= 0.8 && r64 <= 1.25 && rgc <= 0.5 && nflush > 0,
                   "RMS vs f64 gpu/cpu %.3f, RMS(gpu - cpu)/RMS(cpu - f64) %.3f; final ckpt: %zu of %zu values differ; "
                   "%d flushes; counters %s",
@@ -650,6 +680,59 @@ static void test_replay_round(const Shape &s, const HalfCfg &cf, int nsteps, int
     cudaFree(dseeds), cudaFree(dfl);
     g.free_all();
     io1.free_all(), io4.free_all();
+}
+
+/* d_k = 64 and 256 (issue 18): the standard decode's other widths (lane l holds d_k / 32 columns of a
+ * row), on head counts and d_v of the paper's two families (d_v = 80: Nemotron-3-Nano's 5-chunk rows) */
+static const Shape k_dk_shapes[4] = {
+    {"Mamba-2 H=96 G=8 d_v=80", RS_SSM_MAMBA2, 96, 8, 80, 64},
+    {"Mamba-2 H=32 G=4 d_v=64", RS_SSM_MAMBA2, 32, 4, 64, 256},
+    {"GDN H=32 G=16 d_v=128", RS_SSM_GDN, 32, 16, 128, 64},
+    {"GDN H=16 G=8 d_v=128", RS_SSM_GDN, 16, 8, 128, 256},
+};
+
+/* The d_k = 64 / 256 cases: every check of the d_k = 128 list above on these widths, against the same
+ * references with the same bounds: conventional fp32 and ReplaySSM (fused launch, one warp per head) over
+ * nsteps (>= 1000 with flushes; the engine's fp32 / shared:fp32 heads and float64); the prologue launch,
+ * AUTO with the automatic geometry, a bf16 ring (Mamba-2, bf16-exact inputs), the largest window (L = 64:
+ * lanes hold 2 records), GDN two-precision records (the flush recompute launch), each with its CUDA-graph
+ * check; fp16 / bf16 conventional state bit for bit against the CPU codec (the documented SR keying) and
+ * the engine's conv:<fmt>, and against float64; the checkpoint rounded at flush bit for bit on exact
+ * inputs (both families) and statistically on random ones. */
+static void test_dk(int nsteps, int nshort, int nround)
+{
+    for (const Shape &s : k_dk_shapes) {
+        rs_cuda_set_warps_per_head(1);
+        test_decode_shape(s, nsteps, 16, false);
+        rs_cuda_set_warps_per_head(0);
+    }
+    test_decode_shape(k_dk_shapes[0], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(k_dk_shapes[3], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(k_dk_shapes[1], nshort, 16, false, 0, RS_CUDA_LAUNCH_AUTO);
+    test_decode_shape(k_dk_shapes[2], nshort, 16, false, 0, RS_CUDA_LAUNCH_AUTO);
+    test_decode_shape(k_dk_shapes[0], nshort, 16, true);
+    test_decode_shape(k_dk_shapes[1], nshort, 16, true, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(k_dk_shapes[3], nshort, 64, false);
+    test_decode_shape(k_dk_shapes[2], nshort, 64, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    test_decode_shape(k_dk_shapes[2], nshort, 16, false, 0, RS_CUDA_LAUNCH_FUSED, true);
+    test_decode_shape(k_dk_shapes[3], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE, true);
+    test_decode_shape(k_dk_shapes[3], nshort, 64, false, 0, RS_CUDA_LAUNCH_FUSED, true);
+    for (int i = 0; i < 2; ++i) {
+        const Shape &s = k_dk_shapes[i];
+        test_half_one_step(k_half[1], s);
+        test_half_one_step(k_half[2], s);
+        test_half_one_step(k_half[4], s);
+        test_half_engine(k_half[0], ct_quick ? 4 : 64, s);
+        test_half_engine(k_half[3], ct_quick ? 4 : 64, s);
+    }
+    test_half_long(nshort, k_dk_shapes[0], k_dk_shapes[3]);
+    test_half_long(nshort, k_dk_shapes[1], k_dk_shapes[2]);
+    test_replay_round(k_dk_shapes[0], k_half[1], nround, 16, true);
+    test_replay_round(k_dk_shapes[3], k_half[1], nround, 16, true);
+    test_replay_round(k_dk_shapes[1], k_half[4], nshort, 5, true);
+    test_replay_round(k_dk_shapes[2], k_half[3], nshort, 64, true);
+    test_replay_round(k_dk_shapes[1], k_half[2], nshort, 16, true);
+    test_replay_round(k_dk_shapes[3], k_half[3], nshort, 16, false);
 }
 
 int main(int argc, char **argv)
@@ -690,5 +773,6 @@ int main(int argc, char **argv)
     test_replay_round(ct_shapes[2], k_half[2], nshort, 64, true);
     test_replay_round(ct_shapes[1], k_half[1], nround, 16, false);
     test_replay_round(ct_shapes[2], k_half[3], nshort, 16, false);
+    test_dk(nsteps, nshort, nround);
     return ct_finish("test_cuda_decode");
 }

@@ -9,8 +9,9 @@
  * rs_last_error(). Errors raised while a kernel runs surface at the caller's next sync.
  *
  * Legend: B = sequences (batch rows), H = value heads, G = key heads (H % G == 0: value head h
- * uses key head h / (H/G)), d_v = state rows, d_k = state columns (contiguous; 128 in this
- * version), L = ReplaySSM window (ring capacity), E = tensor extent of a block quantizer.
+ * uses key head h / (H/G)), d_v = state rows, d_k = state columns (contiguous; 128, and for the
+ * standard decode also 64 and 256), L = ReplaySSM window (ring capacity), E = tensor extent of a
+ * block quantizer.
  */
 #ifndef RS_CUDA_H
 #define RS_CUDA_H
@@ -80,7 +81,10 @@ typedef rs_ssm_kind rs_ssm_family;
 /* Storage type of a state or ring buffer. */
 typedef enum rs_cuda_dtype { RS_CUDA_F32 = 0, RS_CUDA_F16 = 1, RS_CUDA_BF16 = 2 } rs_cuda_dtype;
 
-#define RS_CUDA_DK 128  /* d_k supported by this version (one float4 per lane, a warp per row) */
+#define RS_CUDA_DK 128  /* d_k of every kernel (one float4 per lane, a warp per row). The standard decode
+                           (rs_cuda_conv_decode, rs_cuda_replay_decode without ckpt_read) also takes 64 and
+                           256 (lane l: d_k / 32 columns); low-precision reads, requant, verification,
+                           snapshots and the scan return RS_E_UNSUPPORTED for d_k != 128 (issue 18) */
 #define RS_CUDA_LMAX 64 /* largest ReplaySSM window */
 #define RS_CUDA_TMAX 16 /* most draft tokens per verification (L + T <= RS_CUDA_LMAX as well) */
 
@@ -89,7 +93,7 @@ typedef struct rs_ssm_dims {
     int heads;     /* H value heads */
     int key_heads; /* G key heads, H % G == 0 */
     int d_v;       /* state rows, a multiple of 16 */
-    int d_k;       /* state columns, RS_CUDA_DK */
+    int d_k;       /* state columns: RS_CUDA_DK; 64 or 256 for the standard decode (see RS_CUDA_DK) */
 } rs_ssm_dims;
 
 /* Per-step inputs and outputs (fp32). Mamba-2: S = alpha S + v k^T, o = S q.
@@ -182,7 +186,7 @@ typedef struct rs_cuda_replay_state {
                                   two-launch path (may be NULL where rs_cuda_replay_launches gives 1) */
     const rs_qtensor *ckpt_read; /* NULL, or the low-precision copy of S_ckpt read by non-flush rows
                                    (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
-    int rows_per_warp;         /* tuning, fp32 reads only: rows per prefetched chunk, 4 (0 = default) or 8;
+    int rows_per_warp;         /* tuning, fp32 reads at d_k = 128 only (64 / 256: 4): rows per prefetched chunk, 4 (0 = default) or 8;
                                   low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
     int lp_kernel;             /* low-precision read kernel: 0 = v4 (default: 16-byte pieces per lane through
                                   a per-warp cp.async pipeline; needs 16-byte aligned codes, ring_v and io->v,
