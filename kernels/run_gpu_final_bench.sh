@@ -7,13 +7,15 @@
 #              rs_k_replay_main<..., FUSED = true> at B = 1 and at B = 256 on Nemotron-3-Super, and
 #              the fused v4 low-precision read rs_k_replay_lpw<..., true> at B = 256 -> OUTDIR/ncu.txt
 #   3. fuzz    tests/fuzz/campaign.sh from PACK/fuzz.tar.xz until ~RS_DEADLINE s after the start
-#   4. checks  beside the campaign: `kl --compute twin` on both bundled models against the pack's
+#   4. dk      beside the campaign: test_cuda_decode --quick (d_k = 64 / 256 cases included),
+#              test_cuda_dk_refuse, compute-sanitizer memcheck and racecheck of test_cuda_decode --quick
+#   5. checks  beside the campaign: `kl --compute twin` on both bundled models against the pack's
 #              CPU logs (twin_compare.py), compute-sanitizer racecheck + memcheck of a short gdn-tiny
 #              `kl` run, test_gpu_ops --quick
 #   kernels/run_gpu_final_bench.sh PACK OUTDIR
 # PACK: gpu.tar.xz (eval/cuda/tests/make_gpu_pack.sh), fuzz.tar.xz (make_campaign_pack.sh),
 # cpu/<model>-cpu-s0.h5 (`kl --tokens 8192 --threads 2 --book-ids 244 --seed 0`). Env: RS_STAGES
-# (default "bench ncu fuzz checks"), RS_DEADLINE (seconds from the start at which everything has
+# (default "bench ncu fuzz dk checks"), RS_DEADLINE (seconds from the start at which everything has
 # ended, 560), RS_FUZZ_JOBS (14). OUTDIR gets at most 8 files (what a device call brings back): summary.txt,
 # bench.h5, bench.log, ncu.txt, logs.tar.xz and the campaign's fuzz-summary.txt, fuzz-new-corpus.tar.xz
 # and (only if a job found something) fuzz-crashes.tar.xz.
@@ -34,7 +36,7 @@ STAGE_TMP=$W
 T0=$(date +%s)
 DL=${RS_DEADLINE:-560}
 left() { echo $(( DL - ($(date +%s) - T0) )); }
-STAGES=" ${RS_STAGES:-bench ncu fuzz checks} "
+STAGES=" ${RS_STAGES:-bench ncu fuzz dk checks} "
 want() { case "$STAGES" in *" $1 "*) return 0 ;; esac; return 1; }
 RS=$B/replayssm
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$S" 2>&1
@@ -72,6 +74,17 @@ if want fuzz && [ -f "$P/fuzz.tar.xz" ]; then
       (JOBS=${RS_FUZZ_JOBS:-14} nice -n 19 bash /tmp/rs_fz/campaign.sh "$FZ" $W/fuzz > $W/campaign.out 2>&1 &)
     echo "fuzz campaign: ${RS_FUZZ_JOBS:-14} jobs for $FZ s, nice 19" >> "$S"
   else FZ=0; fi
+fi
+if want dk; then # d_k = 64 / 256 standard decode (issue 18): the tests, then both sanitizers on --quick
+  stage cuda_decode 150 "$B/test_cuda_decode" --quick
+  stage cuda_dk_refuse 30 "$B/test_cuda_dk_refuse"
+  for tool in memcheck racecheck; do
+    lim=$(( $(left) - 200 )); [ "$lim" -gt 150 ] && lim=150
+    [ "$lim" -lt 30 ] && { echo "compute-sanitizer $tool test_cuda_decode: skipped (no time left)" >> "$S"; continue; }
+    t0=$(date +%s)
+    timeout "$lim" compute-sanitizer --tool $tool --error-exitcode 3 "$B/test_cuda_decode" --quick > "$W/san_decode_$tool.log" 2>&1
+    echo "compute-sanitizer $tool test_cuda_decode --quick: exit $? ($(( $(date +%s) - t0 )) s, limit $lim), $(grep -c '^ok' "$W/san_decode_$tool.log") ok, $(grep -c '^FAIL' "$W/san_decode_$tool.log") FAIL, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/san_decode_$tool.log" | tail -1)" >> "$S"
+  done
 fi
 if want checks; then
   for m in gdn-tiny mamba2-tiny; do
