@@ -15,7 +15,7 @@
 #   kernels/run_gpu_final_bench.sh PACK OUTDIR
 # PACK: gpu.tar.xz (eval/cuda/tests/make_gpu_pack.sh), fuzz.tar.xz (make_campaign_pack.sh),
 # cpu/<model>-cpu-s0.h5 (`kl --tokens 8192 --threads 2 --book-ids 244 --seed 0`). Env: RS_STAGES
-# (default "bench ncu fuzz dk checks"), RS_DEADLINE (seconds from the start at which everything has
+# (default "bench ncu fuzz dk checks"; also "san": the gdn-tiny kl sanitizer runs first, alone, with their output), RS_DEADLINE (seconds from the start at which everything has
 # ended, 560), RS_FUZZ_JOBS (14). OUTDIR gets at most 8 files (what a device call brings back): summary.txt,
 # bench.h5, bench.log, ncu.txt, logs.tar.xz and the campaign's fuzz-summary.txt, fuzz-new-corpus.tar.xz
 # and (only if a job found something) fuzz-crashes.tar.xz.
@@ -40,6 +40,15 @@ STAGES=" ${RS_STAGES:-bench ncu fuzz dk checks} "
 want() { case "$STAGES" in *" $1 "*) return 0 ;; esac; return 1; }
 RS=$B/replayssm
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$S" 2>&1
+if want san; then # the GPU evaluator's sanitizer runs alone (nothing beside them): gdn-tiny, default mode
+  for tool in racecheck memcheck; do
+    t0=$(date +%s)
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 "$RS" kl --device cuda --model data/models/gdn-tiny \
+      --tokens 96 --chunk 32 --force --out $W/san_alone.h5 > "$W/san_alone_$tool.log" 2>&1
+    echo "compute-sanitizer $tool kl gdn-tiny (alone): exit $? ($(( $(date +%s) - t0 )) s) $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/san_alone_$tool.log" | tail -1)" >> "$S"
+    grep -v "^=" "$W/san_alone_$tool.log" | grep -i -E "error|cannot|killed|signal" | head -3 >> "$S"
+  done
+fi
 if want bench; then
   t0=$(date +%s)
   timeout 240 "$RS" bench --out "$OUTD/bench.h5" --force > "$OUTD/bench.log" 2>&1
@@ -53,15 +62,15 @@ if want ncu; then
   : > "$OUTD/ncu.txt"
   # the std sweep of one shape runs B = 1 first: the first fused launches after the warm-up are B = 1
   echo "== fused std decode, Nemotron-3-Super, B = 1" >> "$OUTD/ncu.txt"
-  timeout 60 $NCU -k "regex:rs_k_replay_main<.*, true>" --launch-skip 20 --launch-count 2 \
+  timeout 60 $NCU -k "regex:rs_k_replay_main<.*bool.1, .int.128>" --launch-skip 20 --launch-count 2 \
     "$RS" bench --shape nemotron-3-super --sweep std --reps 2 --out $W/ncu1.h5 --force >> "$OUTD/ncu.txt" 2>&1
   echo "ncu fused B=1: exit $?" >> "$S"
   echo "== fused std decode, Nemotron-3-Super, B = 256 (--quick: B = 256 only)" >> "$OUTD/ncu.txt"
-  timeout 60 $NCU -k "regex:rs_k_replay_main<.*, true>" --launch-skip 20 --launch-count 2 \
+  timeout 60 $NCU -k "regex:rs_k_replay_main<.*bool.1, .int.128>" --launch-skip 20 --launch-count 2 \
     "$RS" bench --shape nemotron-3-super --sweep std --quick --reps 2 --out $W/ncu2.h5 --force >> "$OUTD/ncu.txt" 2>&1
   echo "ncu fused B=256: exit $?" >> "$S"
   echo "== fused v4 low-precision read, Nemotron-3-Super, B = 256" >> "$OUTD/ncu.txt"
-  timeout 60 $NCU -k "regex:rs_k_replay_lpw<.*, true>" --launch-skip 20 --launch-count 3 \
+  timeout 60 $NCU -k "regex:rs_k_replay_lpw<.*bool.1>" --launch-skip 20 --launch-count 3 \
     "$RS" bench --shape nemotron-3-super --sweep lp --quick --reps 2 --out $W/ncu3.h5 --force >> "$OUTD/ncu.txt" 2>&1
   echo "ncu fused lpw: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
   grep -E "^  [a-z_]*rs_k_|void rs_k_|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Duration|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" "$OUTD/ncu.txt" | cut -c1-160 >> "$S"
