@@ -116,7 +116,8 @@ if want checks; then
   [ "$lim" -ge 20 ] && stage gpu_ops "$lim" "$B/test_gpu_ops" --quick
 fi
 if [ "$FZ" -gt 0 ]; then # the campaign ends on its own; wait for its summary
-  for _ in $(seq 1 $(( $(left) + 20 ))); do [ -f $W/fuzz/summary.txt ] && break; sleep 1; done
+  # wait for campaign.sh itself (it writes summary.txt before it packs the new corpus)
+  for _ in $(seq 1 $(( $(left) + 20 ))); do pgrep -f rs_fz/campaign.sh > /dev/null || break; sleep 1; done
   tail -6 $W/fuzz/summary.txt >> "$S" 2>/dev/null
   # a call brings back at most 8 files: the campaign's summary, new corpus and crashes (if any) come
   # back as files, its logs inside logs.tar.xz
