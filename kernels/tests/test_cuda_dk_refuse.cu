@@ -40,22 +40,36 @@ static rs_ssm_step_io dummy_io()
     return io;
 }
 
+/* a replay state whose pointers are non-null placeholders (no launch reaches them), window L */
+static rs_cuda_replay_state dummy_replay(int L)
+{
+    rs_cuda_replay_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.S_ckpt = (float *)P, rs.ring_v = P, rs.ring_k = P, rs.ring_alpha = (float *)P, rs.fill = (const int32_t *)P;
+    rs.L = L;
+    return rs;
+}
+
+/* a conventional state with placeholder storage and the given dtype */
+static rs_cuda_conv_state dummy_conv(rs_cuda_dtype t)
+{
+    rs_cuda_conv_state cs;
+    memset(&cs, 0, sizeof cs);
+    cs.S = P, cs.dtype = t;
+    return cs;
+}
+
 static void test_decode_widths()
 {
     const rs_ssm_step_io io = dummy_io();
     char name[160];
     for (int dk : {32, 96, 192, 512}) {
         const rs_ssm_dims d = {2, 8, 2, 64, dk};
-        rs_cuda_conv_state cs;
-        memset(&cs, 0, sizeof cs);
-        cs.S = P;
+        rs_cuda_conv_state cs = dummy_conv((rs_cuda_dtype)0);
         rs_status st = rs_cuda_conv_decode(RS_SSM_MAMBA2, &d, &io, &cs, nullptr);
         snprintf(name, sizeof name, "conv decode d_k=%d refused", dk);
         report(name, refused(st, "d_k"), st);
-        rs_cuda_replay_state rs;
-        memset(&rs, 0, sizeof rs);
-        rs.S_ckpt = (float *)P, rs.ring_v = P, rs.ring_k = P, rs.ring_alpha = (float *)P, rs.fill = (const int32_t *)P;
-        rs.L = 16;
+        rs_cuda_replay_state rs = dummy_replay(16);
         st = rs_cuda_replay_decode(RS_SSM_GDN, &d, &io, &rs, nullptr);
         snprintf(name, sizeof name, "replay decode d_k=%d refused", dk);
         report(name, refused(st, "d_k"), st);
@@ -64,16 +78,11 @@ static void test_decode_widths()
      * it, is what comes back */
     for (int dk : {64, 128, 256}) {
         const rs_ssm_dims d = {2, 8, 2, 64, dk};
-        rs_cuda_conv_state cs;
-        memset(&cs, 0, sizeof cs);
-        cs.S = P, cs.dtype = (rs_cuda_dtype)7;
+        rs_cuda_conv_state cs = dummy_conv((rs_cuda_dtype)7);
         rs_status st = rs_cuda_conv_decode(RS_SSM_GDN, &d, &io, &cs, nullptr);
         snprintf(name, sizeof name, "conv decode d_k=%d accepted (bad dtype reported)", dk);
         report(name, st == RS_E_INVAL && strstr(rs_last_error(), "dtype"), st);
-        rs_cuda_replay_state rs;
-        memset(&rs, 0, sizeof rs);
-        rs.S_ckpt = (float *)P, rs.ring_v = P, rs.ring_k = P, rs.ring_alpha = (float *)P, rs.fill = (const int32_t *)P;
-        rs.L = 0;
+        rs_cuda_replay_state rs = dummy_replay(0);
         st = rs_cuda_replay_decode(RS_SSM_MAMBA2, &d, &io, &rs, nullptr);
         snprintf(name, sizeof name, "replay decode d_k=%d accepted (bad window reported)", dk);
         report(name, st == RS_E_INVAL && strstr(rs_last_error(), "window"), st);
@@ -90,10 +99,8 @@ static void test_lp_reads()
         memset(&q, 0, sizeof q);
         q.fmt.kind = RS_FMT_FP8, q.codes = (uint8_t *)P;
         q.n = (size_t)d.batch * d.heads * d.d_v * dk, q.tensor_extent = (size_t)d.d_v * dk;
-        rs_cuda_replay_state rs;
-        memset(&rs, 0, sizeof rs);
-        rs.S_ckpt = (float *)P, rs.ring_v = P, rs.ring_k = P, rs.ring_alpha = (float *)P, rs.fill = (const int32_t *)P;
-        rs.L = 16, rs.work = (float *)P, rs.ckpt_read = &q;
+        rs_cuda_replay_state rs = dummy_replay(16);
+        rs.work = (float *)P, rs.ckpt_read = &q;
         for (int lpk : {0, 3}) {
             rs.lp_kernel = lpk;
             const rs_status st = rs_cuda_replay_decode(RS_SSM_MAMBA2, &d, &io, &rs, nullptr);
