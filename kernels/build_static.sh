@@ -35,6 +35,9 @@ if [ "${RS_MPI:-0}" = 1 ]; then CF="$CF -DRS_HAVE_MPI $(mpicc --showme:compile)"
 ARCH="-gencode=arch=compute_90,code=sm_90"
 NVF="-std=c++17 -O3 $ARCH --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -Iinclude -Icommon -Iengine -Ikernels"
 NVF="$NVF -Xcompiler=-Wall,-ffp-contract=off,-fno-fast-math,-fopenmp,-fPIC"
+# RS_NVCC_DEFS: extra nvcc definitions for a build-time experiment, e.g. "-DRS_CUDA_CAP_PROLOGUE_PATH=1"
+# (kernels/rs_cuda_decode.cu); recorded in OUT/nvcc_defs.txt
+NVF="$NVF ${RS_NVCC_DEFS:-}"
 obj() { echo "$OUT/obj/$(echo "$1" | tr / _ | sed 's/\.cu$/.cu.o/; s/\.c$/.o/')"; }
 
 # C sources (core = common quant engine; the CLI's layers on top), up to nproc compilers at once
@@ -88,5 +91,6 @@ nvcc $ARCH $REST_O $EVAL_O -lcublas -o "$OUT/replayssm" \
 cp -L /usr/local/cuda/lib64/libcudart.so.13 "$OUT/"
 cp -L $A/libcjson.so.1 "$OUT/"
 strip "$OUT"/test_cuda_* "$OUT"/test_gpu_* "$OUT"/gpu_* "$OUT/replayssm" "$OUT/libreplayssm-gpu.so"
+echo "${RS_NVCC_DEFS:-}" > "$OUT/nvcc_defs.txt"
 rm -rf "$OUT/obj" # only the programs, the libraries and ptxas.txt travel
 echo "built in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')($(du -sh "$OUT" | cut -f1))"

@@ -442,10 +442,19 @@ __device__ __forceinline__ void replay_head_coefs(const rs_cuda_replay_state &st
  * 65536 / (128 n)): the key dots hold up to 16 ring keys in flight next to the first chunk's loads, which
  * without a cap raised the registers above those of the separate-prologue kernels and cost occupancy
  * (Mamba-2 fp32 read: 96 -> 112 registers, 20 -> 16 warps per SM; GDN nvfp4 read: 127 -> 159, 16 -> 12):
- * Mamba-2 5 blocks (<= 102 registers: the 20 warps of before), GDN 4 (<= 128: its 16). 1 = no cap. */
+ * Mamba-2 5 blocks (<= 102 registers: the 20 warps of before), GDN 4 (<= 128: its 16). 1 = no cap.
+ * RS_CUDA_CAP_PROLOGUE_PATH=1 (a build-time experiment, default 0: not timed yet) applies the same cap to
+ * the separate-prologue kernels (rs_k_replay_main and the v4 read rs_k_replay_lpw with !FUSED): since
+ * a019b35 they hold more registers than in 3ed0c15 / cab45fc (Mamba-2 fp32 read 96 -> 113, v4 reads
+ * 96 -> 123, GDN v4 nvfp4 127 -> 141) and so fewer warps an SM (20 -> 16, 16 -> 12), the likeliest cause
+ * of the slower prologue-path rows (docs/kernels-notes.md, "v4 since v4a"); kernels/run_gpu_v4a_vs_head.sh
+ * times a build with it beside one without. */
+#ifndef RS_CUDA_CAP_PROLOGUE_PATH
+#define RS_CUDA_CAP_PROLOGUE_PATH 0
+#endif
 template <int FAM, bool TWO, bool FUSED, int DK = 128> __host__ __device__ constexpr int rs_fused_minb(int rpw)
 {
-    return DK != 256 && FUSED && !TWO && rpw <= 4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
+    return DK != 256 && (FUSED || RS_CUDA_CAP_PROLOGUE_PATH) && !TWO && rpw <= 4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
 }
 
 /* This step's k rounded to the ring type, the lane's 4 columns */
