@@ -26,13 +26,11 @@ B=/tmp/rs_final_bin W=/tmp/rs_final
 mkdir -p "$B" "$OUTD" "$W"
 tar -xJf "$P/gpu.tar.xz" -C "$B" || exit 1
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
 S="$OUTD/summary.txt"
 : > "$S"
 STAGE_TMP=$W
 . eval/cuda/tests/gpu_stage.sh
+gpu_cublas_path
 T0=$(date +%s)
 DL=${RS_DEADLINE:-560}
 left() { echo $(( DL - ($(date +%s) - T0) )); }
@@ -78,10 +76,7 @@ fi
 FZ=0
 if want fuzz && [ -f "$P/fuzz.tar.xz" ]; then
   FZ=$(( $(left) - 25 ))
-  if [ "$FZ" -gt 60 ]; then
-    mkdir -p /tmp/rs_fz && tar -xJf "$P/fuzz.tar.xz" -C /tmp/rs_fz &&
-      (JOBS=${RS_FUZZ_JOBS:-14} nice -n 19 bash /tmp/rs_fz/campaign.sh "$FZ" $W/fuzz > $W/campaign.out 2>&1 &)
-    echo "fuzz campaign: ${RS_FUZZ_JOBS:-14} jobs for $FZ s, nice 19" >> "$S"
+  if [ "$FZ" -gt 60 ]; then fuzz_campaign_start "$P/fuzz.tar.xz" "$FZ" "${RS_FUZZ_JOBS:-14}" $W/fuzz || FZ=0
   else FZ=0; fi
 fi
 if want dk; then # d_k = 64 / 256 standard decode (issue 18): the tests, then both sanitizers on --quick
@@ -116,9 +111,7 @@ if want checks; then
   [ "$lim" -ge 20 ] && stage gpu_ops "$lim" "$B/test_gpu_ops" --quick
 fi
 if [ "$FZ" -gt 0 ]; then # the campaign ends on its own; wait for its summary
-  # wait for campaign.sh itself (it writes summary.txt before it packs the new corpus)
-  for _ in $(seq 1 $(( $(left) + 20 ))); do pgrep -f rs_fz/campaign.sh > /dev/null || break; sleep 1; done
-  tail -6 $W/fuzz/summary.txt >> "$S" 2>/dev/null
+  fuzz_campaign_wait $(( $(left) + 20 )) $W/fuzz
   # a call brings back at most 8 files: the campaign's summary, new corpus and crashes (if any) come
   # back as files, its logs inside logs.tar.xz
   cp $W/fuzz/summary.txt "$OUTD/fuzz-summary.txt" 2>/dev/null

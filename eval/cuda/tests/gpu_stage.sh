@@ -14,3 +14,29 @@ stage() {
   echo "$name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^ok' "$STAGE_TMP/$name.log") ok, $(grep -c '^FAIL' "$STAGE_TMP/$name.log") FAIL" >> "$S"
   grep '^FAIL' "$STAGE_TMP/$name.log" | head -8 | cut -c1-240 >> "$S"
 }
+
+# gpu_cublas_path: append the folder of the image's libcublas.so.13 (the toolkit's, else PyTorch's pip
+# wheel) to LD_LIBRARY_PATH
+gpu_cublas_path() {
+  local d
+  for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
+    [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; return 0; }
+  done
+  return 1
+}
+
+# fuzz_campaign_start PACK_TAR SECS JOBS DIR: tests/fuzz/campaign.sh of a make_campaign_pack.sh pack in
+# the background at nice 19 (unpacked into /tmp/rs_fz), results in DIR; a line in the summary $S
+fuzz_campaign_start() {
+  mkdir -p /tmp/rs_fz && tar -xJf "$1" -C /tmp/rs_fz || return 1
+  (JOBS=$3 nice -n 19 bash /tmp/rs_fz/campaign.sh "$2" "$4" > "$STAGE_TMP/campaign.out" 2>&1 &)
+  echo "fuzz campaign: $3 jobs for $2 s, nice 19" >> "$S"
+}
+
+# fuzz_campaign_wait SECS DIR: wait (at most SECS) for campaign.sh itself to end (it writes summary.txt
+# before it packs the new corpus), then add the end of DIR/summary.txt to $S
+fuzz_campaign_wait() {
+  local i
+  for i in $(seq 1 "$1"); do pgrep -f rs_fz/campaign.sh > /dev/null || break; sleep 1; done
+  tail -6 "$2/summary.txt" >> "$S" 2>/dev/null
+}

@@ -26,9 +26,7 @@ STAGE_TMP=/tmp/rs_merged
 T0=$(date +%s)
 FZ=${RS_FUZZ_SECS:-0}
 if [ "$FZ" -gt 0 ] && [ -f "$P/fuzz.tar.xz" ]; then
-  mkdir -p /tmp/rs_fz && tar -xJf "$P/fuzz.tar.xz" -C /tmp/rs_fz &&
-    (JOBS=${RS_FUZZ_JOBS:-12} nice -n 19 bash /tmp/rs_fz/campaign.sh "$FZ" "$OUTD/fuzz" > /tmp/rs_merged/campaign.out 2>&1 &)
-  echo "fuzz campaign: ${RS_FUZZ_JOBS:-12} jobs for $FZ s, nice 19" >> "$S"
+  fuzz_campaign_start "$P/fuzz.tar.xz" "$FZ" "${RS_FUZZ_JOBS:-12}" "$OUTD/fuzz"
 fi
 RS=$B/replayssm
 stage gpu_ops 120 "$B/test_gpu_ops" --quick
@@ -57,8 +55,7 @@ timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 "$RS" kl --devi
 echo "compute-sanitizer memcheck kl gdn-tiny (twin): exit $? $(grep -E 'ERROR SUMMARY' /tmp/rs_merged/san_twin.log | tail -1)" >> "$S"
 echo "checks done after $(( $(date +%s) - T0 )) s" >> "$S"
 if [ "$FZ" -gt 0 ]; then # the campaign ends on its own; wait for its summary
-  for _ in $(seq 1 $(( FZ + 60 ))); do [ -f "$OUTD/fuzz/summary.txt" ] && break; sleep 1; done
-  tail -6 "$OUTD/fuzz/summary.txt" >> "$S" 2>/dev/null
+  fuzz_campaign_wait $(( FZ + 60 )) "$OUTD/fuzz"
 fi
 tar -cJf "$OUTD/logs.tar.xz" -C /tmp/rs_merged . 2>/dev/null
 echo "total $(( $(date +%s) - T0 )) s" >> "$S"
