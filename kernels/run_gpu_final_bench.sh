@@ -40,11 +40,8 @@ RS=$B/replayssm
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$S" 2>&1
 if want san; then # the GPU evaluator's sanitizer runs alone (nothing beside them): gdn-tiny, default mode
   for tool in racecheck memcheck; do
-    t0=$(date +%s)
-    timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 "$RS" kl --device cuda --model data/models/gdn-tiny \
-      --tokens 96 --chunk 32 --force --out $W/san_alone.h5 > "$W/san_alone_$tool.log" 2>&1
-    echo "compute-sanitizer $tool kl gdn-tiny (alone): exit $? ($(( $(date +%s) - t0 )) s) $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/san_alone_$tool.log" | tail -1)" >> "$S"
-    grep -v "^=" "$W/san_alone_$tool.log" | grep -i -E "error|cannot|killed|signal" | head -3 >> "$S"
+    san_stage $tool 240 kl-gdn-tiny-alone "$RS" kl --device cuda --model data/models/gdn-tiny --tokens 96 --chunk 32 \
+      --force --out $W/san_alone.h5
   done
 fi
 if want bench; then
@@ -84,10 +81,7 @@ if want dk; then # d_k = 64 / 256 standard decode (issue 18): the tests, then bo
   stage cuda_dk_refuse 30 "$B/test_cuda_dk_refuse"
   for tool in memcheck racecheck; do
     lim=$(( $(left) - 200 )); [ "$lim" -gt 150 ] && lim=150
-    [ "$lim" -lt 30 ] && { echo "compute-sanitizer $tool test_cuda_decode: skipped (no time left)" >> "$S"; continue; }
-    t0=$(date +%s)
-    timeout "$lim" compute-sanitizer --tool $tool --error-exitcode 3 "$B/test_cuda_decode" --quick > "$W/san_decode_$tool.log" 2>&1
-    echo "compute-sanitizer $tool test_cuda_decode --quick: exit $? ($(( $(date +%s) - t0 )) s, limit $lim), $(grep -c '^ok' "$W/san_decode_$tool.log") ok, $(grep -c '^FAIL' "$W/san_decode_$tool.log") FAIL, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/san_decode_$tool.log" | tail -1)" >> "$S"
+    san_stage $tool "$lim" test_cuda_decode-quick "$B/test_cuda_decode" --quick
   done
 fi
 if want checks; then
@@ -101,11 +95,8 @@ if want checks; then
   done
   for tool in racecheck memcheck; do
     lim=$(( $(left) - 90 )); [ "$lim" -gt 240 ] && lim=240
-    [ "$lim" -lt 30 ] && { echo "compute-sanitizer $tool: skipped (no time left)" >> "$S"; continue; }
-    t0=$(date +%s)
-    timeout "$lim" compute-sanitizer --tool $tool --error-exitcode 3 "$RS" kl --device cuda --model data/models/gdn-tiny \
-      --tokens 96 --chunk 32 --quiet --force --out $W/san.h5 > "$W/san_$tool.log" 2>&1
-    echo "compute-sanitizer $tool kl gdn-tiny: exit $? ($(( $(date +%s) - t0 )) s, limit $lim) $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/san_$tool.log" | tail -1)" >> "$S"
+    san_stage $tool "$lim" kl-gdn-tiny "$RS" kl --device cuda --model data/models/gdn-tiny --tokens 96 --chunk 32 \
+      --quiet --force --out $W/san.h5
   done
   lim=$(( $(left) - 40 )); [ "$lim" -gt 120 ] && lim=120
   [ "$lim" -ge 20 ] && stage gpu_ops "$lim" "$B/test_gpu_ops" --quick

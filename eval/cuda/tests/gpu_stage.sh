@@ -40,3 +40,18 @@ fuzz_campaign_wait() {
   for i in $(seq 1 "$1"); do pgrep -f rs_fz/campaign.sh > /dev/null || break; sleep 1; done
   tail -6 "$2/summary.txt" >> "$S" 2>/dev/null
 }
+
+# san_stage TOOL LIMIT TAG COMMAND...: compute-sanitizer --tool TOOL on COMMAND under `timeout LIMIT`
+# (skipped below 30 s), its output in $STAGE_TMP/san_TAG_TOOL.log; one line in $S (exit status, seconds,
+# ok / FAIL counts, the tool's summary) and the first error lines of the program itself
+san_stage() {
+  local tool=$1 lim=$2 tag=$3 t0 r log
+  shift 3
+  if [ "$lim" -lt 30 ]; then echo "compute-sanitizer $tool $tag: skipped (no time left)" >> "$S"; return 0; fi
+  log="$STAGE_TMP/san_${tag}_$tool.log"
+  t0=$(date +%s)
+  timeout "$lim" compute-sanitizer --tool "$tool" --error-exitcode 3 "$@" > "$log" 2>&1
+  r=$?
+  echo "compute-sanitizer $tool $tag: exit $r ($(( $(date +%s) - t0 )) s, limit $lim), $(grep -c '^ok' "$log") ok, $(grep -c '^FAIL' "$log") FAIL, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)" >> "$S"
+  grep -v "^=" "$log" | grep -i -E "error|cannot|killed|signal" | head -3 >> "$S"
+}
