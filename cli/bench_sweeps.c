@@ -310,15 +310,15 @@ int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
                  "(x = vs the default fp32 read)");
     double base = 0;
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
-        /* every format with the default launch choice, forced to the separate prologue (suffix -prep) and
-         * to the fused launch (-fused); low-precision formats: the default kernel (v4) and v3 (suffix -v3,
-         * which keeps the prologue) */
+        /* every format with the default choices (lp_kernel and launch AUTO), then forced to the separate
+         * prologue (suffix -prep) and to the fused launch (-fused), both with the v4 read for low-precision
+         * formats (lp_kernel 4), and v3 (suffix -v3, which keeps the prologue) */
         for (int mode = 0; mode < 4; ++mode) {
             if (mode == 3 && fs[i] == RS_FMT_FP32) break;
             static const char *sfx[] = {"", "-prep", "-fused", "-v3"};
             rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
             k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
-            k.lp_kernel = mode == 3 ? 3 : 0;
+            k.lp_kernel = mode == 3 ? 3 : mode == 0 ? 0 : 4;
             k.launch = mode == 1 ? RS_CUDA_LAUNCH_PROLOGUE : mode == 2 ? RS_CUDA_LAUNCH_FUSED : RS_CUDA_LAUNCH_AUTO;
             /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
             char v[24];

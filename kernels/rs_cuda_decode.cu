@@ -438,23 +438,37 @@ __device__ __forceinline__ void replay_head_coefs(const rs_cuda_replay_state &st
     pck = (float)gc;
 }
 
-/* Blocks of 128 threads per SM that the fused kernels keep at L <= 32 (ptxas caps their registers at
- * 65536 / (128 n)): the key dots hold up to 16 ring keys in flight next to the first chunk's loads, which
- * without a cap raised the registers above those of the separate-prologue kernels and cost occupancy
- * (Mamba-2 fp32 read: 96 -> 112 registers, 20 -> 16 warps per SM; GDN nvfp4 read: 127 -> 159, 16 -> 12):
- * Mamba-2 5 blocks (<= 102 registers: the 20 warps of before), GDN 4 (<= 128: its 16). 1 = no cap.
- * RS_CUDA_CAP_PROLOGUE_PATH=1 (a build-time experiment, default 0: not timed yet) applies the same cap to
- * the separate-prologue kernels (rs_k_replay_main and the v4 read rs_k_replay_lpw with !FUSED): since
- * a019b35 they hold more registers than in 3ed0c15 / cab45fc (Mamba-2 fp32 read 96 -> 113, v4 reads
- * 96 -> 123, GDN v4 nvfp4 127 -> 141) and so fewer warps an SM (20 -> 16, 16 -> 12), the likeliest cause
- * of the slower prologue-path rows (docs/kernels-notes.md, "v4 since v4a"); kernels/run_gpu_v4a_vs_head.sh
- * times a build with it beside one without. */
-#ifndef RS_CUDA_CAP_PROLOGUE_PATH
-#define RS_CUDA_CAP_PROLOGUE_PATH 0
-#endif
-template <int FAM, bool TWO, bool FUSED, int DK = 128> __host__ __device__ constexpr int rs_fused_minb(int rpw)
+/* Blocks of 128 threads per SM that a replay kernel keeps (ptxas caps its registers at 65536 / (128 n);
+ * 1 = no cap). Mamba-2 5 blocks (<= 102 registers: 20 warps an SM), GDN 4 (<= 128: 16 warps).
+ * - fused kernels (L <= 32, <= 4 rows a warp): the key dots hold up to 16 ring keys in flight next to the
+ *   first chunk's loads, which without a cap raised the registers above those of the separate-prologue
+ *   kernels and cost occupancy (Mamba-2 fp32 read: 96 -> 112 registers, 20 -> 16 warps per SM; GDN nvfp4
+ *   read: 127 -> 159, 16 -> 12).
+ * - separate-prologue kernels: since a019b35 (the FUSED template parameter in the same source) they held
+ *   more registers than in cab45fc (Mamba-2 fp32 read 96 -> 113, v3 fp16 96 -> 109, v3 nvfp4 128 -> 142,
+ *   v4 reads 96 -> 123, GDN v4 nvfp4 127 -> 141) and so fewer warps an SM. Measured with and without the
+ *   cap (docs/kernels-notes.md, "The three-build call" and "Register caps and the v3/v4 choice"): v4 nvfp4
+ *   0.90-0.99x the time on the four shapes (kept); v3 fp16 / nvfp4 on Mamba-2 0.85x with the block count
+ *   of cab45fc's registers (96: 5 blocks; 128: 4; kept); v4 fp16 / fp8 1.02-1.03x (spill loads in the
+ *   chunk loop, no warps gained: shared memory limits them; not capped); the fp32 read 0.97-0.99x at
+ *   B = 32-512 but 1.09x at Super's B = 8, where AUTO runs it (not capped). v3 fp8 (167 registers) and GDN
+ *   v3 (<= 128) lose no warps, so they keep none.
+ * d_k = 256 and L > 32 (two records a lane): no cap. */
+template <int FAM, int CKF, int RPW, bool TWO, bool FUSED, int DK = 128>
+__host__ __device__ constexpr int rs_replay_minb()
 {
-    return DK != 256 && (FUSED || RS_CUDA_CAP_PROLOGUE_PATH) && !TWO && rpw <= 4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
+    constexpr int cap = FAM == RS_SSM_MAMBA2 ? 5 : 4;
+    if (DK == 256 || TWO) return 1;
+    if (FUSED) return RPW <= 4 ? cap : 1; /* fused fp32 read */
+    if (CKF == RS_FMT_FP32) return 1;     /* separate-prologue fp32 read: the cap lost at B = 8 */
+    if (FAM != RS_SSM_MAMBA2) return 1;                          /* GDN v3: 16 warps either way */
+    if (CKF == RS_FMT_FP16 || CKF == RS_FMT_BF16) return 5;       /* Mamba-2 v3, 8 rows */
+    return CKF == RS_FMT_NVFP4 ? 4 : 1;                          /* Mamba-2 v3, 16 rows; fp8: 167 either way */
+}
+/* the v4 read (rs_k_replay_lpw, 4 rows a lane's slice of a chunk): fused, or the separate prologue's nvfp4 */
+template <int FAM, int CKF, bool TWO, bool FUSED> __host__ __device__ constexpr int rs_lpw_minb()
+{
+    return TWO ? 1 : FUSED || CKF == RS_FMT_NVFP4 ? (FAM == RS_SSM_MAMBA2 ? 5 : 4) : 1;
 }
 
 /* This step's k rounded to the ring type, the lane's 4 columns */
@@ -632,7 +646,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * (replay_key_dots, replay_head_coefs) after issuing its first chunk's loads, and the warps of part 0
  * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before. */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK>
-__global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED, DK>(RPW)) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+__global__ void __launch_bounds__(128, rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
     const int lane = threadIdx.x & 31;
@@ -931,11 +945,17 @@ static int replay_rpw(rs_ssm_family fam, int ckf, int knob)
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-/* v4 needs 16-byte aligned codes, ring values and v (its 16-byte cp.async pieces); else v3 runs */
-extern "C" int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
+/* v4 needs 16-byte aligned codes, ring values and v (its 16-byte cp.async pieces); else v3 runs.
+ * lp_kernel 0 (AUTO) follows the H200 lp sweeps of issue 18 (docs/kernels-notes.md, "v4 since v4a"; B = 256,
+ * L = 16, fill 7): v4 everywhere except GDN's fp16 / bf16 reads, where v3 (8 rows a chunk, 4 columns a
+ * lane) was faster on both GDN shapes (Qwen3.5-4B 107.9 vs 141.4 us, Qwen3.5-122B 192.9 vs 207.2 us);
+ * B = 1 low-precision reads were not measured. */
+extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
 {
     if (!io || !st || !st->ckpt_read || st->ckpt_read->fmt.kind == RS_FMT_FP32) return 0;
     if (st->lp_kernel == 3) return 3;
+    const int k = st->ckpt_read->fmt.kind;
+    if (st->lp_kernel == 0 && fam == RS_SSM_GDN && (k == RS_FMT_FP16 || k == RS_FMT_BF16)) return 3;
     return aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v) ? 4 : 3;
 }
 
@@ -949,10 +969,11 @@ extern "C" int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda
  * 32, 5 chunks a warp, was 1.04-1.11x, which the rule gives up). v4 low-precision reads: the prologue
  * (fused measured 0.81-0.94x at B = 256; B = 1 not measured). One wave = 16 warps per SM (the fp32 main
  * kernels' occupancy at 96-128 registers). */
-extern "C" int rs_cuda_replay_launches(const rs_ssm_dims *dims, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
+extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
+                                      const rs_cuda_replay_state *st)
 {
     if (!dims || !io || !st) return 0;
-    const int lpv = rs_cuda_replay_lp_version(io, st);
+    const int lpv = rs_cuda_replay_lp_version(fam, io, st);
     if (lpv == 3 || st->launch == RS_CUDA_LAUNCH_PROLOGUE) return 2;
     if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
     if (lpv != 0) return 2; /* AUTO, v4 reads */
@@ -975,7 +996,7 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
              RS_CUDA_LMAX);
     RS_CHECK(st->rows_per_warp == 0 || st->rows_per_warp == 4 || st->rows_per_warp == 8, RS_E_INVAL,
              "%s: rows_per_warp = %d (need 0, 4 or 8)", who, st->rows_per_warp);
-    RS_CHECK(st->lp_kernel == 0 || st->lp_kernel == 3, RS_E_INVAL, "%s: lp_kernel = %d (need 0 or 3)", who,
+    RS_CHECK(st->lp_kernel == 0 || st->lp_kernel == 3 || st->lp_kernel == 4, RS_E_INVAL, "%s: lp_kernel = %d (need 0, 3 or 4)", who,
              st->lp_kernel);
     RS_CHECK(!st->ckpt_read || dims->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
              "%s: low-precision checkpoint reads (ckpt_read) support d_k = %d only (got d_k = %d; d_k = 64 and 256 "
@@ -999,8 +1020,8 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         ckf = (int)q->fmt.kind;
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
-    const bool wide = rs_cuda_replay_lp_version(io, st) == 4;
-    const bool fused = rs_cuda_replay_launches(dims, io, st) == 1;
+    const bool wide = rs_cuda_replay_lp_version(fam, io, st) == 4;
+    const bool fused = rs_cuda_replay_launches(fam, dims, io, st) == 1;
     RS_CHECK(st->work || fused, RS_E_INVAL, "%s: NULL work (the separate prologue launch needs it)", who);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32)

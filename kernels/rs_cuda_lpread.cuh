@@ -32,6 +32,16 @@
 
 #define RS_LPW_ROWS 16  /* rows per chunk */
 #define RS_LPW_STAGES 4 /* chunks in flight per warp (3 loading while one is computed) */
+/* Chunks whose checkpoint pieces are issued before fill is read (build-time; issue 18). Those pieces join
+ * the first cp.async group, so chunk 0 waits for all of them; at B = 256 a warp walks only ~4 chunks (one
+ * head of 64 rows), so that wait is most of its work. 1 (default): chunk 0's pieces early, every later
+ * chunk's with its own group. RS_LPW_STAGES - 1 (3) is what cab45fc introduced and ran until the seventh
+ * session; against it, 1 measured 0.86-0.97x the time of the separate-prologue fp8 / fp16 / nvfp4 reads on
+ * the four shapes (H200, B = 256; Qwen3.5-122B nvfp4 1.016x) and 0.96-1.03x the fused ones
+ * (docs/kernels-notes.md, "RS_LPW_EARLY"). 0: none early (the order before cab45fc), not measured. */
+#ifndef RS_LPW_EARLY
+#define RS_LPW_EARLY 1
+#endif
 
 /* ---- cp.async (sm_80+) ---- */
 __device__ __forceinline__ unsigned rs_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -123,7 +133,7 @@ template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stag
  * (replay_key_dots once for its key head, replay_head_coefs per value head) after issuing its first
  * stages' copies, and warps of part 0 store this step's record; !FUSED reads them from `work`. */
 template <int FAM, int RDT, int CKF, bool TWO, bool FUSED>
-__global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(4)) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+__global__ void __launch_bounds__(128, rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                        rs_ckpt_src src, rs_geom gm, int hpw, int stage_bytes,
                                                        int coef_bytes)
 {
@@ -147,7 +157,7 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(4)) rs_k_r
     float *tab = reinterpret_cast<float *>(wsm);
     unsigned char *stg = wsm + coef_bytes;
 
-    /* the checkpoint pieces of the first chunks do not depend on fill: issue them first */
+    /* the checkpoint pieces of the first EARLY chunks do not depend on fill: issue them first */
     auto issue_codes = [&](int c) {
         unsigned char *sg = stg + (c % NS) * stage_bytes;
         const size_t grow0 = (bh0 + c / nch) * dv + r_begin + (c % nch) * RS_LPW_ROWS;
@@ -155,7 +165,8 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(4)) rs_k_r
 #pragma unroll
         for (int p = 0; p < F::NP; ++p) rs_cp16(sg + (p * 32 + lane) * 16, cb + (p * 32 + lane) * 16);
     };
-    const int npre = ntot < NS - 1 ? ntot : NS - 1;
+    constexpr int EARLY = RS_LPW_EARLY < NS - 1 ? RS_LPW_EARLY : NS - 1;
+    const int npre = ntot < EARLY ? ntot : EARLY;
     for (int c = 0; c < npre; ++c) issue_codes(c);
 
     const int hn = st.fill[b];
@@ -257,7 +268,12 @@ __global__ void __launch_bounds__(128, rs_fused_minb<FAM, TWO, FUSED>(4)) rs_k_r
         }
     };
     for (int s = 0; s < NS - 1; ++s) {
-        if (s < ntot) issue_rest(s);
+        if (s < ntot) {
+            if constexpr (EARLY < NS - 1) { /* (EARLY = NS - 1 compiles to cab45fc's order exactly) */
+                if (s >= EARLY) issue_codes(s);
+            }
+            issue_rest(s);
+        }
         rs_cp_commit();
     }
     if constexpr (FUSED) {

@@ -109,7 +109,7 @@ prof() {
     "$d/replayssm" bench --model $m --sweep lp --reps 2 --out "$W/ncu_${t}_$name.h5" --force > "$W/n.log" 2>&1
   r=$?
   { echo "== ncu $t $name ($m, -k regex:$re, skip $skip, count $cnt; exit $r, $(( $(date +%s) - t0 )) s)"; cat "$W/n.log"; } >> "$OUTD/ncu.txt"
-  echo "ncu $t $name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^ *rs_k_replay_[a-z]*<.*Context' "$W/n.log") launches profiled" >> "$S"
+  echo "ncu $t $name: exit $r ($(( $(date +%s) - t0 )) s), $(grep -c '^==PROF== Profiling "void rs_k_replay_' "$W/n.log") launches profiled" >> "$S"
   # per profiled launch and metric: "ncu <tag> <name>|<metric and unit>|<value>"
   awk -v t=$t -v n=$name '
     $NF ~ /^[0-9][0-9.,]*$/ && /Duration|DRAM Throughput|Compute \(SM\) Throughput|SM Frequency|DRAM Frequency|Registers Per Thread|Theoretical Occupancy|Achieved Occupancy|Block Limit Registers|Block Limit Shared Mem|Dynamic Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issue Slots Busy|No Eligible|Grid Size|Block Size/ {

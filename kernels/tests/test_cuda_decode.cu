@@ -216,7 +216,7 @@ static void graph_check(Rig &g, int want, const char *what, int extra = 0)
     d2h(o2, io.o), d2h(S2, g.Sr), d2h(r2, (const uint8_t *)g.rv);
     const size_t bo = ct_bits_differ(o1.data(), o2.data(), nout), bs = ct_bits_differ(S1.data(), S2.data(), g.nS);
     const bool rsame = !memcmp(r1.data(), r2.data(), rvb);
-    const int launches = rs_cuda_replay_launches(&d, &sio, &st);
+    const int launches = rs_cuda_replay_launches(s.fam, &d, &sio, &st);
     if (!want) want = launches;
     char name[160];
     snprintf(name, sizeof name, "replay %s %s%s L=%d %s: one step as a CUDA graph", ct_fam(s), s.name, dk_tag(s), g.L,
@@ -260,13 +260,13 @@ static void test_auto_choice()
             const rs_ssm_dims d = {B, s.H, s.G, s.dv, s.dk};
             int r[6];
             st.ckpt_read = nullptr, st.lp_kernel = 0;
-            st.launch = RS_CUDA_LAUNCH_AUTO, r[0] = rs_cuda_replay_launches(&d, &io, &st);
-            st.launch = RS_CUDA_LAUNCH_FUSED, r[1] = rs_cuda_replay_launches(&d, &io, &st);
-            st.launch = RS_CUDA_LAUNCH_PROLOGUE, r[2] = rs_cuda_replay_launches(&d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_AUTO, r[0] = rs_cuda_replay_launches(s.fam, &d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_FUSED, r[1] = rs_cuda_replay_launches(s.fam, &d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_PROLOGUE, r[2] = rs_cuda_replay_launches(s.fam, &d, &io, &st);
             st.ckpt_read = &q;
-            st.launch = RS_CUDA_LAUNCH_AUTO, r[3] = rs_cuda_replay_launches(&d, &io, &st);
-            st.launch = RS_CUDA_LAUNCH_FUSED, r[4] = rs_cuda_replay_launches(&d, &io, &st);
-            st.lp_kernel = 3, r[5] = rs_cuda_replay_launches(&d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_AUTO, r[3] = rs_cuda_replay_launches(s.fam, &d, &io, &st);
+            st.launch = RS_CUDA_LAUNCH_FUSED, r[4] = rs_cuda_replay_launches(s.fam, &d, &io, &st);
+            st.lp_kernel = 3, r[5] = rs_cuda_replay_launches(s.fam, &d, &io, &st);
             unsigned wph = 1;
             const unsigned bh = (unsigned)(B * s.H), nch = (unsigned)(s.dv / 4);
             while (bh * wph < 128u * (unsigned)sms && nch % (2 * wph) == 0) wph *= 2;
@@ -274,10 +274,28 @@ static void test_auto_choice()
             ok &= r[0] == want && r[1] == 1 && r[2] == 2 && r[3] == 2 && r[4] == 1 && r[5] == 2;
             n += (size_t)snprintf(got + n, sizeof got - n, "%s%d", n ? " " : "", r[0]);
         }
-    ok &= rs_cuda_replay_launches(nullptr, &io, &st) == 0;
+    ok &= rs_cuda_replay_launches(RS_SSM_MAMBA2, nullptr, &io, &st) == 0;
+    /* the low-precision kernel version (rs_cuda.h lp_kernel): AUTO takes v3 for GDN's fp16 / bf16 reads
+     * (measured faster there), v4 else; 3 and 4 are forced; an unaligned code array gets v3; fp32: 0 */
+    int vbad = 0;
+    for (rs_format_kind k : {RS_FMT_FP16, RS_FMT_BF16, RS_FMT_FP8, RS_FMT_NVFP4})
+        for (rs_ssm_family fam : {RS_SSM_MAMBA2, RS_SSM_GDN})
+            for (int lpk : {0, 3, 4}) {
+                q.fmt.kind = k, q.codes = (uint8_t *)p, st.lp_kernel = lpk;
+                const bool half = k == RS_FMT_FP16 || k == RS_FMT_BF16;
+                const int want = lpk ? lpk : fam == RS_SSM_GDN && half ? 3 : 4;
+                vbad += rs_cuda_replay_lp_version(fam, &io, &st) != want;
+                q.codes = (uint8_t *)p + 8;
+                vbad += rs_cuda_replay_lp_version(fam, &io, &st) != 3;
+            }
+    q.fmt.kind = RS_FMT_FP32, q.codes = (uint8_t *)p;
+    vbad += rs_cuda_replay_lp_version(RS_SSM_GDN, &io, &st) != 0;
+    st.ckpt_read = nullptr;
+    vbad += rs_cuda_replay_lp_version(RS_SSM_GDN, &io, &st) != 0;
+    ok &= vbad == 0;
     ct_report("replay launch choice (rs_cuda_replay_launches)", ok,
-              "auto, fp32 read, B = 1 / 256 per shape: %s (%d SMs); forced fused 1, prologue 2, v4 read auto 2, v3 2", got,
-              sms);
+              "auto, fp32 read, B = 1 / 256 per shape: %s (%d SMs); forced fused 1, prologue 2, v4 read auto 2, v3 2; "
+              "lp version rule: %d of 50 wrong", got, sms, vbad);
 }
 
 static const char *launch_name(int launch)

@@ -101,10 +101,10 @@ static void test_lp_reads()
         q.n = (size_t)d.batch * d.heads * d.d_v * dk, q.tensor_extent = (size_t)d.d_v * dk;
         rs_cuda_replay_state rs = dummy_replay(16);
         rs.work = (float *)P, rs.ckpt_read = &q;
-        for (int lpk : {0, 3}) {
+        for (int lpk : {0, 3, 4}) {
             rs.lp_kernel = lpk;
             const rs_status st = rs_cuda_replay_decode(RS_SSM_MAMBA2, &d, &io, &rs, nullptr);
-            snprintf(name, sizeof name, "low-precision read (v%d) d_k=%d refused", lpk ? 3 : 4, dk);
+            snprintf(name, sizeof name, "low-precision read (lp_kernel %d) d_k=%d refused", lpk, dk);
             report(name, refused(st, "low-precision") && strstr(rs_last_error(), "d_k"), st);
         }
         const rs_status st = rs_cuda_replay_requant(&d, &rs, nullptr);

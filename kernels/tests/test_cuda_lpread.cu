@@ -75,7 +75,16 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
     }
 }
 
-/* lpk: rs_cuda_replay_state.lp_kernel (0 = v4, 3 = v3); bf16ring (Mamba-2 only): a bf16 ring with
+/* the version lp_kernel lpk must run (rs_cuda.h: AUTO takes v3 for GDN's fp16 / bf16 reads, v4 else;
+ * every buffer here is 16-byte aligned, so a forced v4 runs v4) */
+static int want_version(const Shape &s, const char *fmtstr, int lpk)
+{
+    if (lpk == 3 || lpk == 4) return lpk;
+    const bool half = !strncmp(fmtstr, "fp16", 4) || !strncmp(fmtstr, "bf16", 4);
+    return s.fam == RS_SSM_GDN && half ? 3 : 4;
+}
+
+/* lpk: rs_cuda_replay_state.lp_kernel (0 = AUTO, 3 = v3, 4 = v4); bf16ring (Mamba-2 only): a bf16 ring with
  * bf16-exact v and k, so the ring stores them unchanged and the engine (fp32 records) stays the
  * reference, as in test_cuda_decode */
 /* recompute (GDN): two-precision records (ring_vraw, ring_beta): the flush recomputes u along the
@@ -85,7 +94,8 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
 static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag,
                           bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED)
 {
-    const bool two = launch != RS_CUDA_LAUNCH_FUSED || lpk == 3; /* launches: 2, else the fused 1 */
+    const int want_ver = want_version(s, fmtstr, lpk);
+    const bool two = launch != RS_CUDA_LAUNCH_FUSED || want_ver == 3; /* launches: 2, else the fused 1 */
     const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
     const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
     const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes in the joint step */
@@ -159,8 +169,8 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     const rs_ssm_step_io sio4 = io4.io();
     rs_cuda_replay_state st4 = {dS, drv, drk, dra, rdt, L, dfill, two ? dwork : nullptr, &dq, 0, lpk};
     st4.ring_vraw = drvraw, st4.ring_beta = drbeta, st4.launch = launch;
-    const int version = rs_cuda_replay_lp_version(&sio4, &st4); /* the kernel that must run */
-    const int launches = rs_cuda_replay_launches(&d4, &sio4, &st4);
+    const int version = rs_cuda_replay_lp_version(s.fam, &sio4, &st4); /* the kernel that ran */
+    const int launches = rs_cuda_replay_launches(s.fam, &d4, &sio4, &st4);
     RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
     RSK(rs_cuda_replay_requant(&d4, &st4, nullptr));
     RSK(rs_cuda_replay_advance(dfill, B, L, nullptr));
@@ -255,7 +265,7 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
              bf16ring ? " bf16 ring" : "", recompute ? " two-precision records (u recomputed at flush)" : "",
              launches == 1 ? "fused" : "prologue+main");
     ct_report(name,
-              version == (lpk == 3 ? 3 : 4) && launches == (two ? 2 : 1) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
+              version == want_ver && launches == (two ? 2 : 1) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
                   kept_bits == 0 && rq_ok && fill_ok && raw_ok,
               "vs engine %s (L-1): LP %zu bits differ, out %.2e, flushed state %.2e; vs f64: out %.2e state %.2e; "
               "kept ckpt %zu bits differ; requant %s; fill %s",
@@ -272,16 +282,16 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_lpread");
     if (rc) return rc;
-    /* both kernel versions: v4 (lp_kernel 0, the default) with its automatic geometry and with 4 heads
+    /* both kernel versions: v4 (lp_kernel 4) with its automatic geometry and with 4 heads
      * per warp (one pipeline across the heads of a key group: 2 for Qwen3.5-4B's groups), both as the
-     * fused launch, v4 also with the default launch choice (mode 3: AUTO, which takes the separate
-     * prologue for low-precision reads), and v3 (kept for side-by-side benchmarks, always with the
+     * fused launch, the default choices (mode 3: lp_kernel 0 and launch AUTO, which take v3 for GDN's
+     * fp16 / bf16 reads and v4 else, and the separate prologue for low-precision reads), and v3 (kept for side-by-side benchmarks, always with the
      * prologue) */
     /* --quick (compute-sanitizer): v4 only, one Mamba-2 and one GDN shape; 4 heads per warp and the
      * default choice on fp8 / nvfp4 and fp8 only */
     for (int mode = 0; mode < 4; ++mode) {
         if (ct_quick && mode == 2) continue;
-        const int lpk = mode == 2 ? 3 : 0;
+        const int lpk = mode == 2 ? 3 : mode == 3 ? 0 : 4;
         /* mode 3: the default choice (AUTO: the prologue for low-precision reads, as measured faster) */
         const int launch = mode == 3 ? RS_CUDA_LAUNCH_AUTO : RS_CUDA_LAUNCH_FUSED;
         rs_cuda_set_lp_heads_per_warp(mode == 1 ? 4 : 0);
@@ -311,11 +321,12 @@ int main(int argc, char **argv)
         for (const char *f : {"fp16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
             if (ct_quick && f[1] == 'p' && f[2] == '1') continue;
             rs_cuda_set_warps_per_head(1);
-            test_lp_reads(s, f, 0, false, "", true);
+            test_lp_reads(s, f, 4, false, "", true);
             rs_cuda_set_warps_per_head(0);
-            test_lp_reads(s, f, 0, false, "", true);
-            if (!ct_quick) test_lp_reads(s, f, 0, false, "", true, RS_CUDA_LAUNCH_PROLOGUE);
+            test_lp_reads(s, f, 4, false, "", true);
+            if (!ct_quick) test_lp_reads(s, f, 4, false, "", true, RS_CUDA_LAUNCH_PROLOGUE);
             if (!ct_quick) test_lp_reads(s, f, 3, false, "", true);
+            if (!ct_quick) test_lp_reads(s, f, 0, false, " auto", true, RS_CUDA_LAUNCH_AUTO);
         }
     }
     return ct_finish("test_cuda_lpread");

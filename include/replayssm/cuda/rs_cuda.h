@@ -188,10 +188,11 @@ typedef struct rs_cuda_replay_state {
                                    (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
     int rows_per_warp;         /* tuning, fp32 reads at d_k = 128 only (64 / 256: 4): rows per prefetched chunk, 4 (0 = default) or 8;
                                   low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
-    int lp_kernel;             /* low-precision read kernel: 0 = v4 (default: 16-byte pieces per lane through
-                                  a per-warp cp.async pipeline; needs 16-byte aligned codes, ring_v and io->v,
-                                  else v3 runs), 3 = v3 (4 columns per lane, register prefetch), kept for
-                                  side-by-side benchmarks; fp32 reads ignore it */
+    int lp_kernel;             /* low-precision read kernel: 0 = AUTO (default: v4, except GDN fp16 / bf16
+                                  reads, which take v3: measured faster there), 4 = v4 (16-byte pieces per
+                                  lane through a per-warp cp.async pipeline; needs 16-byte aligned codes,
+                                  ring_v and io->v, else v3 runs), 3 = v3 (4 columns per lane, register
+                                  prefetch); fp32 reads ignore it */
     rs_cuda_ckpt_round ckpt_round; /* rounding of S_ckpt at a flush (zeroed: none) */
     /* GDN two-precision records (engine split:<lp>/<hp>, digest section 4): with both set, every step
      * also stores its raw v (ring_dtype) and beta, and a flush discards the cached u (computed from
@@ -220,15 +221,16 @@ size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
 rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                                 const rs_cuda_replay_state *st, rs_cuda_stream s);
 
-/*! rs_cuda_replay_lp_version() : the kernel version that rs_cuda_replay_decode runs for the non-flush
- *  rows of these arguments: 0 (no low-precision copy: the fp32 read), 3 or 4 (see lp_kernel). */
-int rs_cuda_replay_lp_version(const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
+/*! rs_cuda_replay_lp_version() : the kernel version that rs_cuda_replay_decode(fam, ...) runs for the
+ *  non-flush rows of these arguments: 0 (no low-precision copy: the fp32 read), 3 or 4 (see lp_kernel). */
+int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
 
 /*! rs_cuda_replay_launches() : how many launches rs_cuda_replay_decode issues for the coefficients and the
  *  main pass of these arguments: 1 (the fused kernel) or 2 (prologue + main), after resolving
  *  RS_CUDA_LAUNCH_AUTO (which needs the device's SM count) and v3 low-precision reads (always 2). The
  *  flush-time passes (ckpt_round, two-precision recompute) come on top. 0 for NULL arguments. */
-int rs_cuda_replay_launches(const rs_ssm_dims *dims, const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
+int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
+                            const rs_cuda_replay_state *st);
 
 /*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
  *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to
