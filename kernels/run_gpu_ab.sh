@@ -33,15 +33,8 @@ STAGE_TMP=$W STAGE_ALL="$OUTD/tests.log"
 : > "$STAGE_ALL"
 . eval/cuda/tests/gpu_stage.sh
 
-bindir() { # $1 = input folder, $2 = tag: the folder holding replayssm
-  if [ -x "$1/replayssm" ]; then (cd "$1" && pwd); return 0; fi
-  if [ -f "$1/gpu.tar.xz" ]; then
-    mkdir -p "$W/bin_$2" && tar -xJf "$1/gpu.tar.xz" -C "$W/bin_$2" && [ -x "$W/bin_$2/replayssm" ] && { echo "$W/bin_$2"; return 0; }
-  fi
-  return 1
-}
-A=$(bindir "$A_IN" a) || { echo "no replayssm in $A_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
-B=$(bindir "$B_IN" b) || { echo "no replayssm in $B_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
+A=$(gpu_pack_bindir "$A_IN" a "$W") || { echo "no replayssm in $A_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
+B=$(gpu_pack_bindir "$B_IN" b "$W") || { echo "no replayssm in $B_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
 BASE_LD=${LD_LIBRARY_PATH:-}
 LD_LIBRARY_PATH=
 gpu_cublas_path
@@ -53,7 +46,7 @@ echo "gpu at start: $(smi)" >> "$S"
 for t in a b; do
   d=$(dir_of $t)
   lib=$(LD_LIBRARY_PATH="$(ldp $t)" ldd "$d/replayssm" | awk '/libreplayssm-gpu/ {print $3}')
-  echo "$t: $d ($(cat "$d/build_commit.txt" 2>/dev/null)), libreplayssm-gpu.so from $lib ($(md5sum < "$lib" | cut -c1-12))" >> "$S"
+  echo "$t: $d, libreplayssm-gpu.so from $lib ($(md5sum < "$lib" | cut -c1-12))" >> "$S"
   [ "$lib" = "$d/libreplayssm-gpu.so" ] || echo "WARNING: $t loads another build's library" >> "$S"
 done
 

@@ -41,19 +41,13 @@ S="$OUTD/summary.txt"
 : > "$S"
 : > "$OUTD/bench.log"
 : > "$OUTD/ncu.txt"
+. "$(dirname "$0")/../eval/cuda/tests/gpu_stage.sh" # gpu_pack_bindir
 
-bindir() { # $1 = input folder, $2 = tag: the folder holding replayssm
-  if [ -x "$1/replayssm" ]; then (cd "$1" && pwd); return 0; fi
-  if [ -f "$1/gpu.tar.xz" ]; then
-    mkdir -p "$W/bin_$2" && tar -xJf "$1/gpu.tar.xz" -C "$W/bin_$2" && [ -x "$W/bin_$2/replayssm" ] && { echo "$W/bin_$2"; return 0; }
-  fi
-  return 1
-}
-OLD=$(bindir "$OLD_IN" old) || { echo "no replayssm in $OLD_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
-NEW=$(bindir "$NEW_IN" new) || { echo "no replayssm in $NEW_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
+OLD=$(gpu_pack_bindir "$OLD_IN" old "$W") || { echo "no replayssm in $OLD_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
+NEW=$(gpu_pack_bindir "$NEW_IN" new "$W") || { echo "no replayssm in $NEW_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
 TAGS="old new" CAP=
 if [ -n "$CAP_IN" ]; then
-  CAP=$(bindir "$CAP_IN" cap) || { echo "no replayssm in $CAP_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
+  CAP=$(gpu_pack_bindir "$CAP_IN" cap "$W") || { echo "no replayssm in $CAP_IN (nor gpu.tar.xz)" | tee -a "$S"; exit 2; }
   TAGS="old new cap"
 fi
 CUDA_LIBS=/usr/local/cuda/lib64

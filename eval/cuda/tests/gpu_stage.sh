@@ -1,4 +1,4 @@
-# gpu_stage.sh — sourced by the bounded device scripts (run_gpu_recheck.sh, run_gpu_bf16x3.sh,
+# gpu_stage.sh — sourced by the bounded device scripts (run_gpu_recheck.sh, run_gpu_bf16x3.sh, kernels/run_gpu_ab.sh,
 # run_gpu_issue15.sh), so that one stage's hang or failure never costs the summary:
 #   stage NAME LIMIT COMMAND...
 # runs COMMAND under `timeout LIMIT` with its output in $STAGE_TMP/NAME.log (appended, headed
@@ -54,4 +54,15 @@ san_stage() {
   r=$?
   echo "compute-sanitizer $tool $tag: exit $r ($(( $(date +%s) - t0 )) s, limit $lim), $(grep -c '^ok' "$log") ok, $(grep -c '^FAIL' "$log") FAIL, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)" >> "$S"
   grep -v "^=" "$log" | grep -i -E "error|cannot|killed|signal" | head -3 >> "$S"
+}
+
+# gpu_pack_bindir IN TAG DIR: print the folder holding a build's replayssm: IN itself (a
+# kernels/build_static.sh folder) or, for a make_gpu_pack.sh folder, its gpu.tar.xz extracted into
+# DIR/bin_TAG; status 1 if neither holds one
+gpu_pack_bindir() {
+  if [ -x "$1/replayssm" ]; then (cd "$1" && pwd); return 0; fi
+  if [ -f "$1/gpu.tar.xz" ]; then
+    mkdir -p "$3/bin_$2" && tar -xJf "$1/gpu.tar.xz" -C "$3/bin_$2" && [ -x "$3/bin_$2/replayssm" ] && { echo "$3/bin_$2"; return 0; }
+  fi
+  return 1
 }
