@@ -31,12 +31,14 @@ int rs_test_cli_workdir(const char *tag, char *dir, size_t dn, char *data, size_
     snprintf(dir, dn, "/tmp/%s_XXXXXX", tag);
     if (!mkdtemp(dir)) return -1;
     snprintf(data, dd, "%s/pg19", dir);
+    if (cli) {
 #ifdef RS_CLI_PATH
-    const char *e = getenv("RS_KL_CLI");
-    snprintf(cli, cn, "%s", e && e[0] ? e : RS_CLI_PATH);
+        const char *e = getenv("RS_KL_CLI");
+        snprintf(cli, cn, "%s", e && e[0] ? e : RS_CLI_PATH);
 #else
-    snprintf(cli, cn, "replayssm");
+        snprintf(cli, cn, "replayssm");
 #endif
+    }
     char fx[1024], cmd[4096];
     rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
     snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fx, data);

@@ -11,7 +11,8 @@ char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name);
 
 /* A CLI test's working folder: a fresh /tmp/<tag>_XXXXXX into dir[dn] holding a copy of the
  * committed PG-19 excerpts (fixture pg19-mini) at dir/pg19 (that path into data[dd]), and the CLI
- * under test (RS_KL_CLI, else RS_CLI_PATH) into cli[cn]. 0, or -1 on failure. */
+ * under test (RS_KL_CLI, else RS_CLI_PATH) into cli[cn] (cli may be NULL: a library test). 0, or -1 on
+ * failure. */
 int rs_test_cli_workdir(const char *tag, char *dir, size_t dn, char *data, size_t dd, char *cli, size_t cn);
 /* rm -rf of such a folder: 0, or -1 on failure. */
 int rs_test_rmdir(const char *dir);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "replayssm/eval/rs_kleval.h"
+#include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
 static char g_dir[256], g_data[512], g_gdn[1024], g_m2[1024];
@@ -25,23 +26,15 @@ static char g_dir[256], g_data[512], g_gdn[1024], g_m2[1024];
 static int setup_(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/rs_kleval_XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
-    snprintf(g_data, sizeof g_data, "%s/pg19", g_dir);
-    char fx[1024], cmd[4096];
-    rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
     rs_test_fixture_path(g_gdn, sizeof g_gdn, "models/gdn-tiny-random");
     rs_test_fixture_path(g_m2, sizeof g_m2, "models/mamba2-tiny-random");
-    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fx, g_data);
-    return system(cmd) == 0 ? 0 : -1;
+    return rs_test_cli_workdir("rs_kleval", g_dir, sizeof g_dir, g_data, sizeof g_data, NULL, 0);
 }
 
 static int teardown_(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return rs_test_rmdir(g_dir);
 }
 
 static const char *path_(char *buf, const char *name)
@@ -50,22 +43,10 @@ static const char *path_(char *buf, const char *name)
     return buf;
 }
 
-/* a configuration on the fixture data: book 1023, 160 positions in chunks of 32, 1 thread */
+/* book 1023, 160 positions in chunks of 32, 1 thread (rs_test_kleval.h) */
 static rs_kleval_config config_(const char *model, const char *out, const rs_kleval_run_spec *runs, size_t n)
 {
-    static const char *const ids[] = {"1023"};
-    rs_kleval_config c = rs_kleval_config_default();
-    c.model_dir = model;
-    c.data_dir = g_data;
-    c.book_ids = ids;
-    c.n_book_ids = 1;
-    c.tokens = 160;
-    c.chunk = 32;
-    c.threads = 1;
-    c.out_path = out;
-    c.runs = runs;
-    c.n_runs = n;
-    return c;
+    return rs_test_kleval_config(model, g_data, out, runs, n);
 }
 
 /* create + run; the handle stays open for its result */

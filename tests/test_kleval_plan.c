@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "replayssm/eval/rs_kleval.h"
+#include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
 static char g_dir[256], g_data[512], g_gdn[1024];
@@ -24,25 +25,20 @@ static char g_dir[256], g_data[512], g_gdn[1024];
 static int setup_(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/rs_klplan_XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
-    snprintf(g_data, sizeof g_data, "%s/pg19", g_dir);
-    char fx[1024], cmd[4096];
-    rs_test_fixture_path(fx, sizeof fx, "pg19-mini");
     rs_test_fixture_path(g_gdn, sizeof g_gdn, "models/gdn-tiny-random");
+    if (rs_test_cli_workdir("rs_klplan", g_dir, sizeof g_dir, g_data, sizeof g_data, NULL, 0)) return -1;
+    char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "cp -r '%s' '%s' && printf '' > '%s/test/777.txt' && printf '%%050d' 0 > '%s/test/900.txt' && "
+             "printf '' > '%s/test/777.txt' && printf '%%050d' 0 > '%s/test/900.txt' && "
              "printf '777,Empty,1900,x\\n900,Short,1900,x\\n' >> '%s/metadata.csv'",
-             fx, g_data, g_data, g_data, g_data);
+             g_data, g_data, g_data);
     return system(cmd) == 0 ? 0 : -1;
 }
 
 static int teardown_(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return rs_test_rmdir(g_dir);
 }
 
 static const char *path_(char *buf, const char *name)
@@ -51,22 +47,10 @@ static const char *path_(char *buf, const char *name)
     return buf;
 }
 
-/* book 1023, 160 positions in chunks of 32, 1 thread */
+/* book 1023, 160 positions in chunks of 32, 1 thread (rs_test_kleval.h) */
 static rs_kleval_config config_(const char *model, const char *out, const rs_kleval_run_spec *runs, size_t n)
 {
-    static const char *const ids[] = {"1023"};
-    rs_kleval_config c = rs_kleval_config_default();
-    c.model_dir = model;
-    c.data_dir = g_data;
-    c.book_ids = ids;
-    c.n_book_ids = 1;
-    c.tokens = 160;
-    c.chunk = 32;
-    c.threads = 1;
-    c.out_path = out;
-    c.runs = runs;
-    c.n_runs = n;
-    return c;
+    return rs_test_kleval_config(model, g_data, out, runs, n);
 }
 
 typedef struct seen_books { size_t skipped, truncated, avail, kept; int truncatable; } seen_books;
