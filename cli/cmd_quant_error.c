@@ -18,7 +18,8 @@
 #define QE_DEFAULT_TENSORS 64 /* matrices per distribution: 1M elements */
 /* Synthetic elements per distribution without --max-elements: 2^26 (two float buffers of
  * 256 MiB, about a minute of work per format on one core). A typo such as --rows 100000
- * --tensors 64 (819M elements, hours) is refused with the product instead of started. */
+ * --tensors 64 (819M elements, hours) is refused with the product instead of started; so is an
+ * --input dataset of more elements (a small file can declare a huge one over unallocated chunks). */
 #define QE_DEFAULT_MAX_ELEMENTS ((size_t)1 << 26)
 
 static const char *k_all_formats[] = {"bf16-rtn", "bf16-sr", "fp16-rtn", "fp16-sr", "fp8-rtn",
@@ -115,7 +116,7 @@ int rs_cmd_quant_error(int argc, char **argv)
         {"--input", NULL, RS_CLI_STR, "FILE.h5", "quantize an HDF5 dataset instead (with --dataset; tensor =\n"
          "R x C if given, else the whole dataset)", NULL, &input, 0, 0, NULL, NULL, NULL, 0},
         {"--dataset", NULL, RS_CLI_STR, "NAME", "the dataset of --input", NULL, &dataset, 0, 0, NULL, NULL, NULL, 0},
-        {"--max-elements", NULL, RS_CLI_SIZE, "N", "refuse more synthetic elements per distribution than N",
+        {"--max-elements", NULL, RS_CLI_SIZE, "N", "refuse more elements per distribution (synthetic) or\nin the --input dataset than N",
          "[67108864]", &max_elements, 1, 0, NULL, NULL, NULL, 0},
         RS_CLI_OPT_OUT(&out, "also write the table as CSV (see below)", "[none: stdout only]"),
         RS_CLI_OPT_FORCE(&force),
@@ -159,7 +160,7 @@ static int run_body_(const char *format, const char *rounding, const char *dist,
     if (input) {
         float *x = NULL;
         size_t n = 0, last = 0;
-        rs_status st = rs_h5_read_floats(input, dataset, &x, &n, &last);
+        rs_status st = rs_h5_read_floats(input, dataset, max_elements, &x, &n, &last);
         if (st != RS_OK) return rs_cli_fail("quant-error", "--input", st);
         size_t extent = shape_given ? rows * cols : n;
         if (n % extent) {

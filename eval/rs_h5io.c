@@ -10,7 +10,27 @@
 #include "rs_check.h"
 #include "rs_h5attr.h"
 
-rs_status rs_h5_read_floats(const char *path, const char *dataset, float **data, size_t *n, size_t *last_dim)
+/* The raw data must lie in this file: no external raw-data files (they name arbitrary paths, a FIFO
+ * among them, on which the read would block) and no virtual layout (other files' datasets). The
+ * log reader's storage_ (eval/rs_h5log_open.c) checks the same and more (filters); it is not
+ * shared so that the fuzzed log reader stays the code its campaigns counted (docs/fuzzing.md). */
+static rs_status in_file_(hid_t d, const char *path, const char *dataset)
+{
+    const hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl < 0) return rs_h5_fail(RS_E_FORMAT, "%s:%s: cannot read its storage", path, dataset);
+    rs_status st = RS_OK;
+    const H5D_layout_t lay = H5Pget_layout(dcpl);
+    if (lay != H5D_COMPACT && lay != H5D_CONTIGUOUS && lay != H5D_CHUNKED)
+        st = rs_error_set(RS_E_FORMAT, "%s:%s: storage layout %d (virtual or unknown) is not supported", path, dataset,
+                          (int)lay);
+    else if (H5Pget_external_count(dcpl) != 0)
+        st = rs_error_set(RS_E_FORMAT, "%s:%s: raw data in external files is not supported", path, dataset);
+    H5Pclose(dcpl);
+    return st;
+}
+
+rs_status rs_h5_read_floats(const char *path, const char *dataset, size_t max_elements, float **data, size_t *n,
+                            size_t *last_dim)
 {
     RS_CHECK(path && dataset && data && n && last_dim, RS_E_INVAL, "rs_h5_read_floats: NULL argument");
     *data = NULL;
@@ -40,9 +60,14 @@ rs_status rs_h5_read_floats(const char *path, const char *dataset, float **data,
         total *= dims[d];
     }
     if (st == RS_OK && total == 0) st = rs_error_set(RS_E_SHAPE, "%s:%s: dataset is empty", path, dataset);
+    /* before allocating or reading: a small file can declare a huge dataset over unallocated chunks */
+    if (st == RS_OK && max_elements && total > (hsize_t)max_elements)
+        st = rs_error_set(RS_E_SHAPE, "%s:%s: dataset has %llu elements, more than the limit %zu", path, dataset,
+                          (unsigned long long)total, max_elements);
     if (st == RS_OK && rs_h5_ds_class(dset, dataset, H5T_FLOAT) != RS_OK &&
         rs_h5_ds_class(dset, dataset, H5T_INTEGER) != RS_OK)
         st = rs_error_set(RS_E_FORMAT, "%s:%s: dataset is not numeric", path, dataset);
+    if (st == RS_OK) st = in_file_(dset, path, dataset);
     if (st == RS_OK) {
         *data = (float *)malloc((size_t)total * sizeof(float));
         if (!*data)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,14 +137,14 @@ static void test_h5_reader(void **state)
 
     float *data = NULL;
     size_t n = 0, last = 0;
-    assert_int_equal(rs_h5_read_floats(path, "S", &data, &n, &last), RS_OK);
+    assert_int_equal(rs_h5_read_floats(path, "S", 0, &data, &n, &last), RS_OK);
     assert_int_equal(n, 32);
     assert_int_equal(last, 8);
     for (int i = 0; i < 32; ++i) assert_true(data[i] == (float)vals[i]);
     free(data);
-    assert_int_equal(rs_h5_read_floats(path, "nope", &data, &n, &last), RS_E_FORMAT);
+    assert_int_equal(rs_h5_read_floats(path, "nope", 0, &data, &n, &last), RS_E_FORMAT);
     assert_non_null(strstr(rs_last_error(), "nope"));
-    assert_int_equal(rs_h5_read_floats("/nonexistent/x.h5", "S", &data, &n, &last), RS_E_IO);
+    assert_int_equal(rs_h5_read_floats("/nonexistent/x.h5", "S", 0, &data, &n, &last), RS_E_IO);
     assert_non_null(strstr(rs_last_error(), "/nonexistent/x.h5"));
     assert_null(data);
 
@@ -157,6 +158,113 @@ static void test_h5_reader(void **state)
     assert_int_not_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s quant-error --input /nonexistent.h5 --dataset S 2> /dev/null", RS_CLI_PATH);
     assert_int_not_equal(system(cmd), 0);
+    remove(path);
+}
+
+/* An --input file is untrusted (docs/threat-model.md): the element limit is exact and checked
+ * before allocation (a few-KB file declaring 2^40 elements over unallocated chunks is refused
+ * at once, by the library and by the CLI's default --max-elements), and raw
+ * data outside the file is refused: external raw-data files (a FIFO among them would block the
+ * read; before the check the external bytes were read) and virtual datasets. */
+static void test_h5_reader_untrusted(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rs_test_qe_u_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char ext[64], fifo[64];
+    snprintf(ext, sizeof ext, "%s.raw", path);
+    snprintf(fifo, sizeof fifo, "%s.fifo", path);
+    float raw[32];
+    for (int i = 0; i < 32; ++i) raw[i] = (float)i;
+    FILE *f = fopen(ext, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(raw, sizeof raw, 1, f), 1);
+    fclose(f);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    /* S: 4 x 8 floats in the file */
+    hsize_t dims[2] = {4, 8};
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    hid_t ds = H5Dcreate2(file, "S", H5T_NATIVE_FLOAT, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) >= 0);
+    H5Dclose(ds);
+    /* E / F: the same shape, raw data in the external file / the FIFO */
+    const char *const xnames[2] = {"E", "F"};
+    const char *const xfiles[2] = {ext, fifo};
+    for (int k = 0; k < 2; ++k) {
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        assert_true(H5Pset_external(dcpl, xfiles[k], 0, sizeof raw) >= 0);
+        ds = H5Dcreate2(file, xnames[k], H5T_NATIVE_FLOAT, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        assert_true(ds >= 0);
+        H5Dclose(ds);
+        H5Pclose(dcpl);
+    }
+    /* V: a virtual dataset mapping S */
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(H5Pset_virtual(dcpl, sp, path, "S", sp) >= 0);
+    ds = H5Dcreate2(file, "V", H5T_NATIVE_FLOAT, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    /* H: 2^20 x 2^20 floats, chunked, never written (a few KB on disk) */
+    hsize_t hdims[2] = {(hsize_t)1 << 20, (hsize_t)1 << 20}, chunk[2] = {256, 256};
+    sp = H5Screate_simple(2, hdims, NULL);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+    ds = H5Dcreate2(file, "H", H5T_NATIVE_FLOAT, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Fclose(file);
+
+    float *data = NULL;
+    size_t n = 0, last = 0;
+    assert_int_equal(rs_h5_read_floats(path, "S", 32, &data, &n, &last), RS_OK); /* the limit is inclusive */
+    assert_int_equal(n, 32);
+    for (int i = 0; i < 32; ++i) assert_true(data[i] == raw[i]);
+    free(data);
+    data = NULL;
+    assert_int_equal(rs_h5_read_floats(path, "S", 31, &data, &n, &last), RS_E_SHAPE);
+    assert_non_null(strstr(rs_last_error(), "32 elements, more than the limit 31"));
+    assert_null(data);
+    assert_int_equal(rs_h5_read_floats(path, "H", (size_t)1 << 26, &data, &n, &last), RS_E_SHAPE);
+    assert_non_null(strstr(rs_last_error(), "1099511627776 elements"));
+    assert_null(data);
+    assert_int_equal(rs_h5_read_floats(path, "E", 0, &data, &n, &last), RS_E_FORMAT);
+    assert_non_null(strstr(rs_last_error(), "external files"));
+    assert_null(data);
+    assert_int_equal(rs_h5_read_floats(path, "F", 0, &data, &n, &last), RS_E_FORMAT); /* no block on the FIFO */
+    assert_null(data);
+    assert_int_equal(rs_h5_read_floats(path, "V", 0, &data, &n, &last), RS_E_FORMAT);
+    assert_non_null(strstr(rs_last_error(), "virtual"));
+    assert_null(data);
+
+    /* the CLI: the default --max-elements (2^26) refuses H with the count, exit 2 */
+    char cmd[512], err[96];
+    snprintf(err, sizeof err, "%s.err", path);
+    snprintf(cmd, sizeof cmd, "%s quant-error --input %s --dataset H > /dev/null 2> %s", RS_CLI_PATH, path, err);
+    const int rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
+    size_t len = 0;
+    char *msg = rs_test_read_file(err, &len);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "more than the limit 67108864"));
+    free(msg);
+    snprintf(cmd, sizeof cmd, "%s quant-error --format fp16-rtn --input %s --dataset S --max-elements 31 > /dev/null 2> %s",
+             RS_CLI_PATH, path, err);
+    assert_int_not_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s quant-error --format fp16-rtn --input %s --dataset S --max-elements 32 > /dev/null 2> %s",
+             RS_CLI_PATH, path, err);
+    assert_int_equal(system(cmd), 0);
+    remove(err);
+    remove(fifo);
+    remove(ext);
     remove(path);
 }
 
@@ -194,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_synthetic_moments),
         cmocka_unit_test(test_measure_known_cases),
         cmocka_unit_test(test_h5_reader),
+        cmocka_unit_test(test_h5_reader_untrusted),
         cmocka_unit_test(test_cli_work_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
