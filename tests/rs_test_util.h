@@ -41,7 +41,9 @@ int rs_test_kill9_run(const char *cli, const char *args, const char *out, double
 
 /* Start `'cli' args --out out` (stderr to errfile, out removed first), send it signal `sig`
  * after `at` seconds and, with count 2, once more 20 ms later; returns the wait status (waitpid)
- * or -1. rs_test_kill9_run is this with SIGKILL at a random moment. */
+ * or -1, or RS_TEST_SIGNAL_LATE (count 2) when the process had already ended before the second
+ * signal (it was not sent). rs_test_kill9_run is this with SIGKILL at a random moment. */
+#define RS_TEST_SIGNAL_LATE (-2)
 int rs_test_signal_run(const char *cli, const char *args, const char *out, const char *errfile, double at, int sig,
                        int count);
 
