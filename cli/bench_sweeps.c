@@ -312,13 +312,14 @@ int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
         /* every format with the default choices (lp_kernel and launch AUTO), then forced to the separate
          * prologue (suffix -prep) and to the fused launch (-fused), both with the v4 read for low-precision
-         * formats (lp_kernel 4), and v3 (suffix -v3, which keeps the prologue) */
-        for (int mode = 0; mode < 4; ++mode) {
+         * formats (lp_kernel 4), v3 (suffix -v3, which keeps the prologue) and v7 (-tc: the dot products on
+         * tensor cores, with the prologue) */
+        for (int mode = 0; mode < 5; ++mode) {
             if (mode == 3 && fs[i] == RS_FMT_FP32) break;
-            static const char *sfx[] = {"", "-prep", "-fused", "-v3"};
+            static const char *sfx[] = {"", "-prep", "-fused", "-v3", "-tc"};
             rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
             k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
-            k.lp_kernel = mode == 3 ? 3 : mode == 0 ? 0 : 4;
+            k.lp_kernel = mode == 3 ? 3 : mode == 4 ? 7 : mode == 0 ? 0 : 4;
             k.launch = mode == 1 ? RS_CUDA_LAUNCH_PROLOGUE : mode == 2 ? RS_CUDA_LAUNCH_FUSED : RS_CUDA_LAUNCH_AUTO;
             /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
             char v[24];

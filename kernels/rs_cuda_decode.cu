@@ -846,9 +846,10 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
  * dynamic shared memory (per warp: the head tables and the stages) stays within the 48 KB that
  * needs no opt-in attribute (so the first launch may sit inside a graph capture) */
 template <int FAM, int RDT, int CKF>
-static void replay_launch_wide(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_wide(bool fused, bool tc, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                                const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
+    if (tc) fused = false; /* v7 runs with the prologue (rs_cuda_replay_launches says 2) */
     if (!fused) replay_prep_launch<FAM, RDT>(d, io, st, s);
     rs_geom g = rs_replay_geom(d, RS_LPW_ROWS);
     unsigned hpw = 1;
@@ -865,7 +866,11 @@ static void replay_launch_wide(bool fused, const rs_ssm_dims *d, const rs_ssm_st
     const unsigned blocks = (unsigned)((warps + wpb - 1) / wpb);
     const size_t smem = wpb * per_warp;
     const bool two = st->L > 32;
-    if (fused && two)
+    if (tc && two)
+        rs_k_replay_lpw<FAM, RDT, CKF, true, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    else if (tc)
+        rs_k_replay_lpw<FAM, RDT, CKF, false, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    else if (fused && two)
         rs_k_replay_lpw<FAM, RDT, CKF, true, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
     else if (fused)
         rs_k_replay_lpw<FAM, RDT, CKF, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
@@ -875,16 +880,16 @@ static void replay_launch_wide(bool fused, const rs_ssm_dims *d, const rs_ssm_st
 }
 
 template <int FAM, int RDT>
-static void replay_launch_ckf(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_ckf(int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     constexpr int RLP = FAM == RS_SSM_GDN ? 8 : 16;
     if (wide) {
         switch (ckf) {
-        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(fused, d, io, st, src, s); return;
-        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(fused, d, io, st, src, s); return;
-        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(fused, d, io, st, src, s); return;
-        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(fused, d, io, st, src, s); return;
+        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(fused, wide == 7, d, io, st, src, s); return;
         default: break;
         }
     }
@@ -904,14 +909,14 @@ static void replay_launch_ckf(int ckf, int rpw, bool wide, bool fused, const rs_
  * chunk (rows_per_warp is not used: 8 rows of 8 columns a lane, prefetched, would be 128 registers of state
  * alone at d_k = 256); d_k = 128: every path above */
 template <int FAM, int RDT, int DK>
-static void replay_launch_dk(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_dk(int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                              const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     if constexpr (DK == 128) replay_launch_ckf<FAM, RDT>(ckf, rpw, wide, fused, d, io, st, src, s);
     else replay_launch<FAM, RDT, RS_FMT_FP32, 4, DK>(fused, d, io, st, src, s);
 }
 template <int FAM, int RDT>
-static void replay_launch_any(int ckf, int rpw, bool wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_any(int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                               const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     if (d->d_k == 64) replay_launch_dk<FAM, RDT, 64>(ckf, rpw, wide, fused, d, io, st, src, s);
@@ -956,7 +961,8 @@ extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io
     if (st->lp_kernel == 3) return 3;
     const int k = st->ckpt_read->fmt.kind;
     if (st->lp_kernel == 0 && fam == RS_SSM_GDN && (k == RS_FMT_FP16 || k == RS_FMT_BF16)) return 3;
-    return aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v) ? 4 : 3;
+    if (!(aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v))) return 3;
+    return st->lp_kernel == 7 ? 7 : 4;
 }
 
 /* One launch (the fused kernel) or two (prologue + main). AUTO follows the H200 measurements of issue 18
@@ -974,7 +980,7 @@ extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dim
 {
     if (!dims || !io || !st) return 0;
     const int lpv = rs_cuda_replay_lp_version(fam, io, st);
-    if (lpv == 3 || st->launch == RS_CUDA_LAUNCH_PROLOGUE) return 2;
+    if (lpv == 3 || lpv == 7 || st->launch == RS_CUDA_LAUNCH_PROLOGUE) return 2; /* v3, v7: prologue only */
     if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
     if (lpv != 0) return 2; /* AUTO, v4 reads */
     const int rpw = st->rows_per_warp == 8 && dims->d_k == 128 ? 8 : 4;
@@ -996,8 +1002,8 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
              RS_CUDA_LMAX);
     RS_CHECK(st->rows_per_warp == 0 || st->rows_per_warp == 4 || st->rows_per_warp == 8, RS_E_INVAL,
              "%s: rows_per_warp = %d (need 0, 4 or 8)", who, st->rows_per_warp);
-    RS_CHECK(st->lp_kernel == 0 || st->lp_kernel == 3 || st->lp_kernel == 4, RS_E_INVAL, "%s: lp_kernel = %d (need 0, 3 or 4)", who,
-             st->lp_kernel);
+    RS_CHECK(st->lp_kernel == 0 || st->lp_kernel == 3 || st->lp_kernel == 4 || st->lp_kernel == 7, RS_E_INVAL,
+             "%s: lp_kernel = %d (need 0, 3, 4 or 7)", who, st->lp_kernel);
     RS_CHECK(!st->ckpt_read || dims->d_k == RS_CUDA_DK, RS_E_UNSUPPORTED,
              "%s: low-precision checkpoint reads (ckpt_read) support d_k = %d only (got d_k = %d; d_k = 64 and 256 "
              "run the fp32 read)", who, RS_CUDA_DK, dims->d_k);
@@ -1020,7 +1026,7 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         ckf = (int)q->fmt.kind;
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
-    const bool wide = rs_cuda_replay_lp_version(fam, io, st) == 4;
+    const int lpv = rs_cuda_replay_lp_version(fam, io, st), wide = lpv == 4 || lpv == 7 ? lpv : 0; /* 4: v4, 7: v7 */
     const bool fused = rs_cuda_replay_launches(fam, dims, io, st) == 1;
     RS_CHECK(st->work || fused, RS_E_INVAL, "%s: NULL work (the separate prologue launch needs it)", who);
     if (fam == RS_SSM_MAMBA2) {

@@ -34,14 +34,18 @@
 #define RS_LPW_STAGES 4 /* chunks in flight per warp (3 loading while one is computed) */
 /* Chunks whose checkpoint pieces are issued before fill is read (build-time; issue 18). Those pieces join
  * the first cp.async group, so chunk 0 waits for all of them; at B = 256 a warp walks only ~4 chunks (one
- * head of 64 rows), so that wait is most of its work. 1 (default): chunk 0's pieces early, every later
+ * head of 64 rows), so that wait is most of its work. 1 (the default until the ninth session): chunk 0's pieces early, every later
  * chunk's with its own group. RS_LPW_STAGES - 1 (3) is what cab45fc introduced and ran until the seventh
  * session; against it, 1 measured 0.86-0.97x the time of the separate-prologue fp8 / fp16 / nvfp4 reads on
  * the four shapes (H200, B = 256; Qwen3.5-122B nvfp4 1.016x) and 0.96-1.03x the fused ones
- * (docs/kernels-notes.md, "RS_LPW_EARLY"). 0: none early (the order before cab45fc), not measured. */
+ * (docs/kernels-notes.md, "RS_LPW_EARLY"). 0 (the default since the ninth session): none early, the order
+ * before cab45fc; against 1 it measured 0.93-0.98x on every v4 row (seventh session) and again in the ninth
+ * (docs/kernels-notes.md, "v7"): issuing any piece before fill costs more than it hides. */
 #ifndef RS_LPW_EARLY
-#define RS_LPW_EARLY 1
+#define RS_LPW_EARLY 0
 #endif
+
+#include "rs_cuda_lpread_tc.cuh" /* v7: the dot products on tensor cores (TC) */
 
 /* ---- cp.async (sm_80+) ---- */
 __device__ __forceinline__ unsigned rs_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -132,12 +136,15 @@ template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stag
 /* FUSED (issue 18, RS_CUDA_LAUNCH_FUSED): no prologue launch; the warp forms its heads' coefficients itself
  * (replay_key_dots once for its key head, replay_head_coefs per value head) after issuing its first
  * stages' copies, and warps of part 0 store this step's record; !FUSED reads them from `work`. */
-template <int FAM, int RDT, int CKF, bool TWO, bool FUSED>
-__global__ void __launch_bounds__(128, rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+/* TC (v7, rs_cuda_lpread_tc.cuh): the chunk's dot products on tensor cores; with the prologue only; 4 blocks an SM
+ * (<= 128 registers: the first build took 133, 12 warps an SM, and was 1.4x slower than v4 there) */
+template <int FAM, int RDT, int CKF, bool TWO, bool FUSED, bool TC = false>
+__global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                        rs_ckpt_src src, rs_geom gm, int hpw, int stage_bytes,
                                                        int coef_bytes)
 {
     using F = rs_lpw<CKF>;
+    static_assert(!(TC && FUSED), "v7 (TC) runs with the separate prologue only");
     constexpr int NS = rs_lpw_stages<CKF>();
     extern __shared__ __align__(16) unsigned char rs_lpw_sm[];
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -157,11 +164,17 @@ __global__ void __launch_bounds__(128, rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k
     float *tab = reinterpret_cast<float *>(wsm);
     unsigned char *stg = wsm + coef_bytes;
 
+    /* chunk c = head c / nch of the warp, rows (c % nch) * 16 of its slice: its first row's offset from the
+     * warp's first (bh0 * dv + r_begin) and its head. With one head a warp (the default) no division: the
+     * division and its 64-bit products were ~50 of the ~230 instructions that issue a chunk's copies. */
+    auto chunk_head = [&](int c) { return hpw == 1 ? 0 : c / nch; };
+    auto chunk_rows = [&](int c) { return hpw == 1 ? c * RS_LPW_ROWS : (c / nch) * dv + (c % nch) * RS_LPW_ROWS; };
+    const size_t wrow0 = bh0 * dv + r_begin; /* the warp's first row (of B * H * d_v) */
+    const unsigned char *codes0 = src.codes + wrow0 * F::RB;
     /* the checkpoint pieces of the first EARLY chunks do not depend on fill: issue them first */
     auto issue_codes = [&](int c) {
         unsigned char *sg = stg + (c % NS) * stage_bytes;
-        const size_t grow0 = (bh0 + c / nch) * dv + r_begin + (c % nch) * RS_LPW_ROWS;
-        const unsigned char *cb = src.codes + grow0 * F::RB;
+        const unsigned char *cb = codes0 + chunk_rows(c) * F::RB;
 #pragma unroll
         for (int p = 0; p < F::NP; ++p) rs_cp16(sg + (p * 32 + lane) * 16, cb + (p * 32 + lane) * 16);
     };
@@ -210,22 +223,6 @@ __global__ void __launch_bounds__(128, rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k
     /* ---- non-flush: o from one pass over the low-precision copy ---- */
     /* head tables: cq[L], ck[L] (GDN), then pck, alpha, beta, k.q, sdec */
     const int HF = rs_lpw_head_floats(L);
-    if constexpr (!FUSED) { /* (FUSED: formed below, once the first stages' copies are out) */
-        for (int hh = 0; hh < hpw; ++hh) {
-            const size_t bh = bh0 + hh;
-            const float *w = st.work + bh * WS;
-            float *t = tab + hh * HF;
-            for (int j = lane; j <= last; j += 32) {
-                t[j] = w[L + j];
-                if (FAM == RS_SSM_GDN) t[L + j] = w[2 * L + j];
-            }
-            if (lane == 0) {
-                t[2 * L] = w[3 * L];
-                if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = w[3 * L + 1];
-                if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
-            }
-        }
-    }
     const int li = lane % F::LPR, grp = lane / F::LPR; /* column group; row within a piece */
 
     /* q (GDN: and this step's k) for the lane's E columns, in decoder order */
@@ -247,18 +244,51 @@ __global__ void __launch_bounds__(128, rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k
             for (int i = 0; i < F::E; ++i) kv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
         }
     };
-    if constexpr (!FUSED) load_qk();
+    uint32_t bfr[TC ? 16 : 1];
+    float tinv = 1.f;
 
+    /* !FUSED: the head tables (from the prologue's `work`), q and k, before the first stages' copies. (Issuing
+     * the copies first so that these loads overlap them was measured 1.02-1.28x slower on every v4 row, H200,
+     * eighth session: docs/kernels-notes.md, v7.) */
+    if constexpr (!FUSED) { /* (FUSED: formed below) */
+        for (int hh = 0; hh < hpw; ++hh) {
+            const size_t bh = bh0 + hh;
+            const float *w = st.work + bh * WS;
+            float *t = tab + hh * HF;
+            for (int j = lane; j <= last; j += 32) {
+                t[j] = w[L + j];
+                if (FAM == RS_SSM_GDN) t[L + j] = w[2 * L + j];
+            }
+            if (lane == 0) {
+                t[2 * L] = w[3 * L];
+                if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = w[3 * L + 1];
+                if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
+            }
+        }
+    }
+    if constexpr (!FUSED && !TC) load_qk();
+    /* v7: B fragments (lane role n = lane / 4: q's parts for n < 3, GDN's k's for 4 <= n < 7), and the
+     * factors that undo their scaling for the accumulator columns of this lane (2c, 2c + 1) */
+    if constexpr (TC) {
+        const bool krole = FAM == RS_SSM_GDN && lane >= 16;
+        float x[32];
+        if (krole) rs_ring_ld<RDT, 32>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + 32 * (lane & 3), x);
+        else rs_ring_ld<RS_CUDA_F32, 32>(io.q, kg * RS_CUDA_DK + 32 * (lane & 3), x);
+        const float inv = rs_lpt_bfrag<CKF>(x, lane, (lane & 12) == 12 || (FAM == RS_SSM_MAMBA2 && lane >= 16), bfr);
+        const float qinv = __shfl_sync(RS_FULL_MASK, inv, 0), kinv = __shfl_sync(RS_FULL_MASK, inv, 16);
+        tinv = (lane & 3) < 2 ? qinv : kinv;
+    }
     /* the rest of a chunk: ring records 0..hn-1 and v of its 16 rows, scales */
+    /* ring values of record j, head hh, row r of the warp's slice: rv0 + ((hh * L + j) * dv + r) * ESZ */
+    const unsigned char *rv0 = static_cast<const unsigned char *>(st.ring_v) + (bh0 * L * dv + r_begin) * ESZ;
     auto issue_rest = [&](int c) {
         unsigned char *sg = stg + (c % NS) * stage_bytes;
-        const size_t bh = bh0 + c / nch;
-        const int row = r_begin + (c % nch) * RS_LPW_ROWS;
-        const size_t grow0 = bh * dv + row;
-        const unsigned char *rv = static_cast<const unsigned char *>(st.ring_v);
+        const int hh = chunk_head(c), rr0 = chunk_rows(c) - hh * dv; /* rows of the chunk within its head's slice */
+        const size_t grow0 = wrow0 + chunk_rows(c);
+        const unsigned char *rvc = rv0 + (size_t)((hh * L * dv + rr0) * ESZ);
         for (int t = lane; t < hn * PR; t += 32) {
             const int j = t / PR, qq = t % PR;
-            rs_cp16(sg + ring_off + j * rstr + qq * 16, rv + ((bh * L + j) * dv + row) * ESZ + qq * 16);
+            rs_cp16(sg + ring_off + j * rstr + qq * 16, rvc + j * dv * ESZ + qq * 16);
         }
         if (lane < 4) rs_cp16(sg + vc_off + lane * 16, io.v + grow0 + 4 * lane);
         if constexpr (CKF == RS_FMT_FP8) {
@@ -315,86 +345,146 @@ __global__ void __launch_bounds__(128, rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k
 
         const unsigned char *sg = stg + (c % NS) * stage_bytes;
         const float *vc = reinterpret_cast<const float *>(sg + vc_off);
-        const int hh = c / nch;
+        const int hh = chunk_head(c);
         const size_t bh = bh0 + hh;
         const float *t = tab + hh * HF;
         const float pck = t[2 * L];
-        const int row = r_begin + (c % nch) * RS_LPW_ROWS;
-        const size_t grow0 = bh * dv + row;
-        float xq[F::NP], xk[F::NP];
-#pragma unroll
-        for (int p = 0; p < F::NP; ++p) {
-            const int rr = p * F::RA + grp; /* row within the chunk */
-            float e[F::E];
-            rs_lpw_decode<CKF>(*reinterpret_cast<const uint4 *>(sg + (p * 32 + lane) * 16), e);
+        const int row = r_begin + chunk_rows(c) - hh * dv;
+        const size_t grow0 = wrow0 + chunk_rows(c);
+        if constexpr (TC) {
+            const int g = lane >> 2, cg = lane & 3; /* rows g, g + 8; columns 32 cg .. 32 cg + 31 */
+            const unsigned char *ra = sg + g * F::RB + cg * (F::RB / 4);
+            uint32_t s2a = 0, s2b = 0;
             if constexpr (CKF == RS_FMT_NVFP4) {
-                /* two NVFP4 blocks (16 columns each), each with its E4M3 block scale */
-                const float sdec = t[2 * L + 4];
-                const uint16_t sb2 = *reinterpret_cast<const uint16_t *>(sg + sc_off + rr * 8 + 2 * li);
-                float dq[2] = {0.f, 0.f}, dk[2] = {0.f, 0.f};
-#pragma unroll
-                for (int i = 0; i < F::E; ++i) {
-                    dq[i >> 4] = __fmaf_rn(e[i], qv[i], dq[i >> 4]);
-                    if constexpr (FAM == RS_SSM_GDN) dk[i >> 4] = __fmaf_rn(e[i], kv[i], dk[i >> 4]);
-                }
-                float m[2];
-#pragma unroll
-                for (int k = 0; k < 2; ++k) {
-                    const __half_raw hs = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)((sb2 >> (8 * k)) & 0xFFu), __NV_E4M3);
-                    m[k] = __fmul_rn(__fmul_rn(__half2float(*reinterpret_cast<const __half *>(&hs)), sdec), 16384.0f);
-                }
-                xq[p] = __fmul_rn(pck, __fmaf_rn(m[1], dq[1], __fmul_rn(m[0], dq[0])));
-                if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmul_rn(pck, __fmaf_rn(m[1], dk[1], __fmul_rn(m[0], dk[0])));
-            } else {
-                float dq0 = 0.f, dq1 = 0.f, dk0 = 0.f, dk1 = 0.f; /* two chains each */
-#pragma unroll
-                for (int i = 0; i < F::E; i += 2) {
-                    dq0 = __fmaf_rn(e[i], qv[i], dq0), dq1 = __fmaf_rn(e[i + 1], qv[i + 1], dq1);
-                    if constexpr (FAM == RS_SSM_GDN)
-                        dk0 = __fmaf_rn(e[i], kv[i], dk0), dk1 = __fmaf_rn(e[i + 1], kv[i + 1], dk1);
-                }
-                float pm = pck;
-                if constexpr (CKF == RS_FMT_FP8) pm = __fmul_rn(pck, reinterpret_cast<const float *>(sg + sc_off)[rr]);
-                xq[p] = __fmul_rn(pm, dq0 + dq1);
-                if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmul_rn(pm, dk0 + dk1);
+                s2a = *reinterpret_cast<const uint16_t *>(sg + sc_off + g * 8 + 2 * cg);
+                s2b = *reinterpret_cast<const uint16_t *>(sg + sc_off + (g + 8) * 8 + 2 * cg);
             }
-        }
-        /* the lane's share of the record sum: records li, li + LPR, ... */
-        for (int j = li; j <= last; j += F::LPR) {
-            const float cq = t[j], ck = FAM == RS_SSM_GDN ? t[L + j] : 0.f;
-            const unsigned char *rp = sg + ring_off + j * rstr;
-#pragma unroll
-            for (int p = 0; p < F::NP; ++p) {
-                const int rr = p * F::RA + grp;
-                const float v = FAM == RS_SSM_MAMBA2 && j == hn ? rs_ring_round<RDT>(vc[rr]) : rs_lpw_ringval<RDT>(rp, rr);
-                xq[p] = __fmaf_rn(cq, v, xq[p]);
-                if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmaf_rn(ck, v, xk[p]);
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            rs_lpt_dot<CKF>(ra, ra + 8 * F::RB, s2a, s2b, bfr, acc);
+            /* acc: rows g (0, 1), g + 8 (2, 3); B columns 2cg, 2cg + 1: cg 0 q hi + mid, 1 q lo (+ 0), 2-3 k */
+            float ma = __fmul_rn(pck, tinv), mb = ma;
+            if constexpr (CKF == RS_FMT_FP8) {
+                const float *rsc = reinterpret_cast<const float *>(sg + sc_off);
+                ma = __fmul_rn(ma, rsc[g]), mb = __fmul_rn(mb, rsc[g + 8]);
+            } else if constexpr (CKF == RS_FMT_NVFP4) {
+                ma = mb = __fmul_rn(__fmul_rn(ma, t[2 * L + 4]), 16384.0f);
             }
-        }
-        if constexpr (FAM == RS_SSM_MAMBA2) {
-            rs_wsum_step<F::NP, F::LPR / 2>::run(xq, lane); /* lane li holds piece li / 2 of its row group */
-            if ((li & 1) == 0) io.o[grow0 + (li >> 1) * F::RA + grp] = xq[0];
-            if (lane < RS_LPW_ROWS) { /* this step's record */
-                const float v = rs_ring_round<RDT>(vc[lane]);
-                const size_t e = (bh * L + hn) * dv + row + lane;
-                if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = v;
-                else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(v);
+            const float pa = __fmul_rn(ma, acc[0] + acc[1]), pb = __fmul_rn(mb, acc[2] + acc[3]);
+            const bool kcol = FAM == RS_SSM_GDN && cg >= 2;
+            float qa = kcol ? 0.f : pa, qb = kcol ? 0.f : pb, ka = kcol ? pa : 0.f, kb = kcol ? pb : 0.f;
+            for (int j = cg; j <= last; j += 4) { /* the lane's share of the record sums */
+                const unsigned char *rp = sg + ring_off + j * rstr;
+                const bool cur = FAM == RS_SSM_MAMBA2 && j == hn;
+                const float va = cur ? rs_ring_round<RDT>(vc[g]) : rs_lpw_ringval<RDT>(rp, g);
+                const float vb = cur ? rs_ring_round<RDT>(vc[g + 8]) : rs_lpw_ringval<RDT>(rp, g + 8);
+                const float cq = t[j];
+                qa = __fmaf_rn(cq, va, qa), qb = __fmaf_rn(cq, vb, qb);
+                if constexpr (FAM == RS_SSM_GDN) {
+                    const float ck = t[L + j];
+                    ka = __fmaf_rn(ck, va, ka), kb = __fmaf_rn(ck, vb, kb);
+                }
             }
-        } else {
-            const float alpha = t[2 * L + 1], beta = t[2 * L + 2], kqc = t[2 * L + 3];
-            float x[2 * F::NP];
 #pragma unroll
-            for (int p = 0; p < F::NP; ++p) x[p] = xk[p], x[F::NP + p] = xq[p];
-            rs_wsum_step<2 * F::NP, F::LPR / 2>::run(x, lane); /* lane li: S_{t-1} k (li < NP) or S_{t-1} q of piece li % NP */
-            const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], F::NP);
-            if (li < F::NP) {
-                const int rr = li * F::RA + grp;
-                const float u = rs_ring_round<RDT>(beta * (vc[rr] - alpha * x[0]));
-                io.o[grow0 + rr] = __fmaf_rn(u, kqc, alpha * sq);
+            for (int o = 1; o <= 2; o *= 2) {
+                qa += __shfl_xor_sync(RS_FULL_MASK, qa, o), qb += __shfl_xor_sync(RS_FULL_MASK, qb, o);
+                if constexpr (FAM == RS_SSM_GDN)
+                    ka += __shfl_xor_sync(RS_FULL_MASK, ka, o), kb += __shfl_xor_sync(RS_FULL_MASK, kb, o);
+            }
+            const int rr = g + 8 * cg; /* lanes cg 0 and 1 finish rows g and g + 8 */
+            if constexpr (FAM == RS_SSM_MAMBA2) {
+                if (cg < 2) io.o[grow0 + rr] = cg ? qb : qa;
+                if (lane < RS_LPW_ROWS) { /* this step's record */
+                    const float v = rs_ring_round<RDT>(vc[lane]);
+                    const size_t e = (bh * L + hn) * dv + row + lane;
+                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = v;
+                    else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(v);
+                }
+            } else if (cg < 2) {
+                const float alpha = t[2 * L + 1], beta = t[2 * L + 2], kqc = t[2 * L + 3];
+                const float xq = cg ? qb : qa, xk = cg ? kb : ka;
+                const float u = rs_ring_round<RDT>(beta * (vc[rr] - alpha * xk));
+                io.o[grow0 + rr] = __fmaf_rn(u, kqc, alpha * xq);
                 const size_t e = (bh * L + hn) * dv + row + rr;
                 if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = u;
                 else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(u);
                 if (st.ring_vraw) rs_ring_st1<RDT>(st.ring_vraw, e, rs_ring_round<RDT>(vc[rr])); /* two-precision records */
+            }
+        } else { /* v4: per-lane E-column dots, one transposed reduction */
+            float xq[F::NP], xk[F::NP];
+#pragma unroll
+            for (int p = 0; p < F::NP; ++p) {
+                const int rr = p * F::RA + grp; /* row within the chunk */
+                float e[F::E];
+                rs_lpw_decode<CKF>(*reinterpret_cast<const uint4 *>(sg + (p * 32 + lane) * 16), e);
+                if constexpr (CKF == RS_FMT_NVFP4) {
+                    /* two NVFP4 blocks (16 columns each), each with its E4M3 block scale */
+                    const float sdec = t[2 * L + 4];
+                    const uint16_t sb2 = *reinterpret_cast<const uint16_t *>(sg + sc_off + rr * 8 + 2 * li);
+                    float dq[2] = {0.f, 0.f}, dk[2] = {0.f, 0.f};
+#pragma unroll
+                    for (int i = 0; i < F::E; ++i) {
+                        dq[i >> 4] = __fmaf_rn(e[i], qv[i], dq[i >> 4]);
+                        if constexpr (FAM == RS_SSM_GDN) dk[i >> 4] = __fmaf_rn(e[i], kv[i], dk[i >> 4]);
+                    }
+                    float m[2];
+#pragma unroll
+                    for (int k = 0; k < 2; ++k) {
+                        const __half_raw hs = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)((sb2 >> (8 * k)) & 0xFFu), __NV_E4M3);
+                        m[k] = __fmul_rn(__fmul_rn(__half2float(*reinterpret_cast<const __half *>(&hs)), sdec), 16384.0f);
+                    }
+                    xq[p] = __fmul_rn(pck, __fmaf_rn(m[1], dq[1], __fmul_rn(m[0], dq[0])));
+                    if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmul_rn(pck, __fmaf_rn(m[1], dk[1], __fmul_rn(m[0], dk[0])));
+                } else {
+                    float dq0 = 0.f, dq1 = 0.f, dk0 = 0.f, dk1 = 0.f; /* two chains each */
+#pragma unroll
+                    for (int i = 0; i < F::E; i += 2) {
+                        dq0 = __fmaf_rn(e[i], qv[i], dq0), dq1 = __fmaf_rn(e[i + 1], qv[i + 1], dq1);
+                        if constexpr (FAM == RS_SSM_GDN)
+                            dk0 = __fmaf_rn(e[i], kv[i], dk0), dk1 = __fmaf_rn(e[i + 1], kv[i + 1], dk1);
+                    }
+                    float pm = pck;
+                    if constexpr (CKF == RS_FMT_FP8) pm = __fmul_rn(pck, reinterpret_cast<const float *>(sg + sc_off)[rr]);
+                    xq[p] = __fmul_rn(pm, dq0 + dq1);
+                    if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmul_rn(pm, dk0 + dk1);
+                }
+            }
+            /* the lane's share of the record sum: records li, li + LPR, ... */
+            for (int j = li; j <= last; j += F::LPR) {
+                const float cq = t[j], ck = FAM == RS_SSM_GDN ? t[L + j] : 0.f;
+                const unsigned char *rp = sg + ring_off + j * rstr;
+#pragma unroll
+                for (int p = 0; p < F::NP; ++p) {
+                    const int rr = p * F::RA + grp;
+                    const float v = FAM == RS_SSM_MAMBA2 && j == hn ? rs_ring_round<RDT>(vc[rr]) : rs_lpw_ringval<RDT>(rp, rr);
+                    xq[p] = __fmaf_rn(cq, v, xq[p]);
+                    if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmaf_rn(ck, v, xk[p]);
+                }
+            }
+            if constexpr (FAM == RS_SSM_MAMBA2) {
+                rs_wsum_step<F::NP, F::LPR / 2>::run(xq, lane); /* lane li holds piece li / 2 of its row group */
+                if ((li & 1) == 0) io.o[grow0 + (li >> 1) * F::RA + grp] = xq[0];
+                if (lane < RS_LPW_ROWS) { /* this step's record */
+                    const float v = rs_ring_round<RDT>(vc[lane]);
+                    const size_t e = (bh * L + hn) * dv + row + lane;
+                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = v;
+                    else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(v);
+                }
+            } else {
+                const float alpha = t[2 * L + 1], beta = t[2 * L + 2], kqc = t[2 * L + 3];
+                float x[2 * F::NP];
+#pragma unroll
+                for (int p = 0; p < F::NP; ++p) x[p] = xk[p], x[F::NP + p] = xq[p];
+                rs_wsum_step<2 * F::NP, F::LPR / 2>::run(x, lane); /* lane li: S_{t-1} k (li < NP) or S_{t-1} q of piece li % NP */
+                const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], F::NP);
+                if (li < F::NP) {
+                    const int rr = li * F::RA + grp;
+                    const float u = rs_ring_round<RDT>(beta * (vc[rr] - alpha * x[0]));
+                    io.o[grow0 + rr] = __fmaf_rn(u, kqc, alpha * sq);
+                    const size_t e = (bh * L + hn) * dv + row + rr;
+                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = u;
+                    else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(u);
+                    if (st.ring_vraw) rs_ring_st1<RDT>(st.ring_vraw, e, rs_ring_round<RDT>(vc[rr])); /* two-precision records */
+                }
             }
         }
     }

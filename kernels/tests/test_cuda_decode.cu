@@ -280,7 +280,7 @@ static void test_auto_choice()
     int vbad = 0;
     for (rs_format_kind k : {RS_FMT_FP16, RS_FMT_BF16, RS_FMT_FP8, RS_FMT_NVFP4})
         for (rs_ssm_family fam : {RS_SSM_MAMBA2, RS_SSM_GDN})
-            for (int lpk : {0, 3, 4}) {
+            for (int lpk : {0, 3, 4, 7}) {
                 q.fmt.kind = k, q.codes = (uint8_t *)p, st.lp_kernel = lpk;
                 const bool half = k == RS_FMT_FP16 || k == RS_FMT_BF16;
                 const int want = lpk ? lpk : fam == RS_SSM_GDN && half ? 3 : 4;
@@ -295,7 +295,7 @@ static void test_auto_choice()
     ok &= vbad == 0;
     ct_report("replay launch choice (rs_cuda_replay_launches)", ok,
               "auto, fp32 read, B = 1 / 256 per shape: %s (%d SMs); forced fused 1, prologue 2, v4 read auto 2, v3 2; "
-              "lp version rule: %d of 50 wrong", got, sms, vbad);
+              "lp version rule: %d of 66 wrong", got, sms, vbad);
 }
 
 static const char *launch_name(int launch)

@@ -79,7 +79,7 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
  * every buffer here is 16-byte aligned, so a forced v4 runs v4) */
 static int want_version(const Shape &s, const char *fmtstr, int lpk)
 {
-    if (lpk == 3 || lpk == 4) return lpk;
+    if (lpk == 3 || lpk == 4 || lpk == 7) return lpk;
     const bool half = !strncmp(fmtstr, "fp16", 4) || !strncmp(fmtstr, "bf16", 4);
     return s.fam == RS_SSM_GDN && half ? 3 : 4;
 }
@@ -95,7 +95,7 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
                           bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED)
 {
     const int want_ver = want_version(s, fmtstr, lpk);
-    const bool two = launch != RS_CUDA_LAUNCH_FUSED || want_ver == 3; /* launches: 2, else the fused 1 */
+    const bool two = launch != RS_CUDA_LAUNCH_FUSED || want_ver == 3 || want_ver == 7; /* launches: 2, else the fused 1 */
     const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
     const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
     const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes in the joint step */
@@ -289,12 +289,14 @@ int main(int argc, char **argv)
      * prologue) */
     /* --quick (compute-sanitizer): v4 only, one Mamba-2 and one GDN shape; 4 heads per warp and the
      * default choice on fp8 / nvfp4 and fp8 only */
-    for (int mode = 0; mode < 4; ++mode) {
-        if (ct_quick && mode == 2) continue;
-        const int lpk = mode == 2 ? 3 : mode == 3 ? 0 : 4;
+    /* mode 4: v7 (lp_kernel 7, the dot products on tensor cores; prologue only), automatic geometry, and
+     * (mode 5) 4 heads per warp; --quick runs mode 4 on the two middle shapes */
+    for (int mode = 0; mode < 6; ++mode) {
+        if (ct_quick && (mode == 2 || mode == 5)) continue;
+        const int lpk = mode == 2 ? 3 : mode == 3 ? 0 : mode >= 4 ? 7 : 4;
         /* mode 3: the default choice (AUTO: the prologue for low-precision reads, as measured faster) */
-        const int launch = mode == 3 ? RS_CUDA_LAUNCH_AUTO : RS_CUDA_LAUNCH_FUSED;
-        rs_cuda_set_lp_heads_per_warp(mode == 1 ? 4 : 0);
+        const int launch = mode == 3 ? RS_CUDA_LAUNCH_AUTO : mode >= 4 ? RS_CUDA_LAUNCH_PROLOGUE : RS_CUDA_LAUNCH_FUSED;
+        rs_cuda_set_lp_heads_per_warp(mode == 1 || mode == 5 ? 4 : 0);
         for (const Shape &s : ct_shapes)
             for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
                 if (ct_quick && (&s == &ct_shapes[0] || &s == &ct_shapes[3])) continue;
@@ -304,7 +306,7 @@ int main(int argc, char **argv)
                  * rows a chunk, v4 chunks of 16 rows through its 3-4-stage pipeline, slots reused at
                  * d_v >= 80); fp16/bf16: the automatic geometry (one chunk a warp at these B) */
                 rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
-                const char *tag = mode == 1 ? " hpw4" : mode == 3 ? " auto" : "";
+                const char *tag = mode == 1 ? " hpw4" : mode == 3 ? " auto" : mode == 4 ? " v7" : mode == 5 ? " v7 hpw4" : "";
                 test_lp_reads(s, f, lpk, false, tag, false, launch);
                 if (s.fam == RS_SSM_MAMBA2 && !(ct_quick && mode)) test_lp_reads(s, f, lpk, true, tag, false, launch);
             }
@@ -326,6 +328,7 @@ int main(int argc, char **argv)
             test_lp_reads(s, f, 4, false, "", true);
             if (!ct_quick) test_lp_reads(s, f, 4, false, "", true, RS_CUDA_LAUNCH_PROLOGUE);
             if (!ct_quick) test_lp_reads(s, f, 3, false, "", true);
+            test_lp_reads(s, f, 7, false, " v7", true, RS_CUDA_LAUNCH_PROLOGUE);
             if (!ct_quick) test_lp_reads(s, f, 0, false, " auto", true, RS_CUDA_LAUNCH_AUTO);
         }
     }

@@ -192,7 +192,9 @@ typedef struct rs_cuda_replay_state {
                                   reads, which take v3: measured faster there), 4 = v4 (16-byte pieces per
                                   lane through a per-warp cp.async pipeline; needs 16-byte aligned codes,
                                   ring_v and io->v, else v3 runs), 3 = v3 (4 columns per lane, register
-                                  prefetch); fp32 reads ignore it */
+                                  prefetch), 7 = v7 (v4's pipeline, the dot products as mma.sync on tensor
+                                  cores; with the separate prologue only; the same alignment as v4, else
+                                  v3); fp32 reads ignore it */
     rs_cuda_ckpt_round ckpt_round; /* rounding of S_ckpt at a flush (zeroed: none) */
     /* GDN two-precision records (engine split:<lp>/<hp>, digest section 4): with both set, every step
      * also stores its raw v (ring_dtype) and beta, and a flush discards the cached u (computed from
@@ -212,7 +214,7 @@ typedef struct rs_cuda_replay_state {
 #define RS_CUDA_LAUNCH_AUTO 0     /* FUSED for fp32 reads whose main grid fits in one wave (<= 16 warps per SM) or whose
                                      warps walk >= 16 chunks each, else PROLOGUE (docs/kernels-notes.md v5) */
 #define RS_CUDA_LAUNCH_PROLOGUE 1 /* rs_k_replay_prep into work, then the main kernel */
-#define RS_CUDA_LAUNCH_FUSED 2    /* the main kernel forms its coefficients itself (v3 low-precision reads: PROLOGUE) */
+#define RS_CUDA_LAUNCH_FUSED 2    /* the main kernel forms its coefficients itself (v3 and v7 low-precision reads: PROLOGUE) */
 
 /*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
 size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
@@ -222,12 +224,12 @@ rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, cons
                                 const rs_cuda_replay_state *st, rs_cuda_stream s);
 
 /*! rs_cuda_replay_lp_version() : the kernel version that rs_cuda_replay_decode(fam, ...) runs for the
- *  non-flush rows of these arguments: 0 (no low-precision copy: the fp32 read), 3 or 4 (see lp_kernel). */
+ *  non-flush rows of these arguments: 0 (no low-precision copy: the fp32 read), 3, 4 or 7 (see lp_kernel). */
 int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const rs_cuda_replay_state *st);
 
 /*! rs_cuda_replay_launches() : how many launches rs_cuda_replay_decode issues for the coefficients and the
  *  main pass of these arguments: 1 (the fused kernel) or 2 (prologue + main), after resolving
- *  RS_CUDA_LAUNCH_AUTO (which needs the device's SM count) and v3 low-precision reads (always 2). The
+ *  RS_CUDA_LAUNCH_AUTO (which needs the device's SM count) and v3 / v7 low-precision reads (always 2). The
  *  flush-time passes (ckpt_round, two-precision recompute) come on top. 0 for NULL arguments. */
 int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                             const rs_cuda_replay_state *st);

@@ -48,7 +48,7 @@ typedef struct rs_bench_case {
     rs_cuda_dtype ring_dtype;  /* F32 or BF16 */
     rs_format_kind read_fmt;   /* standard replay: checkpoint read by non-flush rows (FP32 = S_ckpt) */
     int rows_per_warp;         /* 0 = the launcher's default */
-    int lp_kernel;             /* standard replay, low-precision read: rs_cuda_replay_state.lp_kernel (0 = AUTO, 3 = v3, 4 = v4) */
+    int lp_kernel;             /* standard replay, low-precision read: rs_cuda_replay_state.lp_kernel (0 = AUTO, 3 = v3, 4 = v4, 7 = v7) */
     int launch;                /* standard replay: rs_cuda_replay_state.launch (RS_CUDA_LAUNCH_AUTO / _PROLOGUE / _FUSED) */
     int verify_kernel;         /* verify replay: rs_cuda_verify_state.kernel (RS_CUDA_VERIFY_AUTO / _CORES / _TC_V6A / _TC_V6B) */
     int reps;                  /* timed graph replays (>= 1) */
