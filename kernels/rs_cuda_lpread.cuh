@@ -47,18 +47,7 @@
 
 #include "rs_cuda_lpread_tc.cuh" /* v7: the dot products on tensor cores (TC) */
 
-/* ---- cp.async (sm_80+) ---- */
-__device__ __forceinline__ unsigned rs_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void rs_cp16(void *dst, const void *src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void rs_cp4(void *dst, const void *src)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void rs_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void rs_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+#include "rs_cuda_cpasync.cuh" /* cp.async helpers (shared with the verify kernels) */
 
 /* ---- per-format geometry ---- */
 template <int CKF> struct rs_lpw {

@@ -485,6 +485,11 @@ static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *
         if (cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
             cudaSuccess)
             return; /* the launch below then fails and rs_cuda_launch_status reports it */
+        /* staged (RS_VTC_STAGE): all of the unified L1 / shared memory as shared (a hint): v6a's staged Mamba-2
+         * tiles need 4 x (56 + 1) KB of the 228 KB to keep 4 blocks an SM */
+        if (vtc_staged<FAM, NT, PF>())
+            (void)cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared);
         raised = true;
     }
     rs_geom g = rs_replay_geom(d, 16);

@@ -9,7 +9,7 @@
  * in 3xTF32: every operand x is split into hi = tf32(x) and lo = tf32(x - hi) and the product is
  * lo_A hi_B + hi_A lo_B + hi_A hi_B (lo lo dropped, ~2^-22 relative per product), which keeps the
  * result within fp32 noise of the engine (plain tf32 would be ~2^-11); bf16 ring values are exact
- * in tf32 (lo = 0) and skip their lo term; each k-step's products are summed in a fresh accumulator
+ * in tf32 (lo = 0) and skip their lo term; in the k loops the split is RS_VTC_SPLIT's (below: lo unrounded); each k-step's products are summed in a fresh accumulator
  * and added to the running sum in fp32 round-to-nearest (rs_mma_3xtf32). Since the k dimension is
  * a sum, its order is free: thread (g, t) = (lane / 4, lane % 4) loads rows g and g + 8 of the tile at columns 16 i + 4 t .. + 3
  * (float4, every 32-byte sector used whole), and k-step (i, p) maps the fragment's logical columns
@@ -27,6 +27,8 @@
 
 #include <type_traits>
 
+#include "rs_cuda_cpasync.cuh"
+
 #define RS_VTC_KR 8 /* record k-steps: cap <= RS_VCAP_MAX = 64 records */
 
 __device__ __forceinline__ uint32_t rs_tf32(float x)
@@ -40,6 +42,32 @@ __device__ __forceinline__ void rs_tf32_split(float x, uint32_t &hi, uint32_t &l
     hi = rs_tf32(x);
     lo = rs_tf32(__fsub_rn(x, __uint_as_float(hi)));
 }
+/* The split in the k loops (RS_VTC_SPLIT, build-time; issue 18, ninth session). cvt.rna.tf32.f32 is no sm_90
+ * instruction: ptxas emits FSETP (|x| < inf) + IADD 0x1000 + SEL + LOP3 for each, so rs_tf32_split costs 9
+ * instructions an element, ~2/3 of v6a's instructions a tile (docs/kernels-notes.md "v6c").
+ * 1 (default): hi = the same round-to-nearest-away by IADD + LOP3 alone (equal to cvt.rna for every finite x
+ *   and for +-inf; a NaN may become +-0 in hi, but lo = x - hi is then NaN and carries it into the products),
+ *   lo = x - hi exact and passed unrounded: the tensor core reads its top 19 bits (truncation), an error
+ *   <= 2^-21 |x| instead of <= 2^-22 |x|; 3 instructions.
+ * 0: rs_tf32_split (v6a as first measured).
+ * Not for Mamba-2 at T > 8 (NT = 2): there the integer split made ptxas spill (16 bytes at the 128-register cap,
+ * none before) and the a = T rows 1.12-1.16x slower (H200, ninth session), so that instance keeps cvt.rna. */
+#ifndef RS_VTC_SPLIT
+#define RS_VTC_SPLIT 1
+#endif
+template <int FAM, int NT> __host__ __device__ constexpr bool vtc_fast_split()
+{
+    return RS_VTC_SPLIT && !(FAM == RS_SSM_MAMBA2 && NT == 2);
+}
+template <bool FAST> __device__ __forceinline__ void rs_tf32_split_k(float x, uint32_t &hi, uint32_t &lo)
+{
+    if constexpr (FAST) {
+        hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+        lo = __float_as_uint(__fsub_rn(x, __uint_as_float(hi)));
+    } else {
+        rs_tf32_split(x, hi, lo);
+    }
+}
 __device__ __forceinline__ void rs_mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -51,12 +79,12 @@ __device__ __forceinline__ void rs_mma_tf32(float (&c)[4], const uint32_t (&a)[4
  * accumulation truncates (round toward zero), and a chain of 3 x 16 of those into one running sum
  * would bias every output toward zero by up to ~48 ulp / 2; this way each truncation is relative to
  * one k-step's partial (of random sign) and the running sum is rounded to nearest */
-template <bool A_EXACT>
+template <bool A_EXACT, bool FAST>
 __device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], float2 b)
 {
     uint32_t bh0, bl0, bh1, bl1;
-    rs_tf32_split(b.x, bh0, bl0);
-    rs_tf32_split(b.y, bh1, bl1);
+    rs_tf32_split_k<FAST>(b.x, bh0, bl0);
+    rs_tf32_split_k<FAST>(b.y, bh1, bl1);
     float p[4] = {0.f, 0.f, 0.f, 0.f};
     if (!A_EXACT) rs_mma_tf32(p, al, bh0, bh1);
     rs_mma_tf32(p, ah, bl0, bl1);
@@ -66,7 +94,7 @@ __device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah
 }
 
 /* the same with B already split: b = {hi0, hi1, lo0, lo1} (tf32 bit patterns) */
-template <bool A_EXACT>
+template <bool A_EXACT, bool FAST>
 __device__ __forceinline__ void rs_mma_3xtf32(float (&c)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4], uint4 b)
 {
     float p[4] = {0.f, 0.f, 0.f, 0.f};
@@ -84,21 +112,36 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
     return r;
 }
 
-/* !PF (v6a, the default at T >= 2): the next tile loaded after this tile's products, B as float2 split in
- * the loop, <= 128 registers, 16 warps an SM (GDN at T > 8: <= 255, 8 warps). PF (v6b, measured slower:
+/* !PF (v6a, the default at T >= 2): the next tile loaded after this tile's products (or staged: RS_VTC_STAGE),
+ * B as float2 split in the loop (Mamba-2 at T <= 8: pre-split, see RS_VTC_STAGE), <= 128 registers, 16 warps an SM (GDN at T > 8: <= 255, 8 warps). PF (v6b, measured slower:
  * 1.20-1.36x v6a's time, kept for side-by-side benchmarks): the next tile's loads go out before this tile's
  * products (two tiles in registers, <= 255 registers, 8 warps an SM) and the B operands are staged pre-split
  * (uint4 a lane and k-step, 2x the bytes, no split in the k loop), except GDN at T > 8. */
+/* RS_VTC_STAGE (build-time; ninth session, docs/kernels-notes.md "v6c"), v6a at Mamba-2 T <= 8 only:
+ * 1: the next tile is copied into shared memory by cp.async while this one is computed (one 8 KB stage a warp:
+ *    each lane copies and later reads back its own float4s, so no warp barrier) instead of loaded into registers
+ *    after the products; B split in the loop; 14 KB a warp, 56 KB a block, 4 blocks an SM as before. Measured
+ *    0.975-0.991x the time of 0 on the Mamba-2 rows, tests and sanitizers clean; not the default only because
+ *    the committed benchmark is 0's (the device was not lent again for the re-run).
+ * 0 (default): the tile loaded into registers after the products, B staged pre-split (12 KB a warp, 48 KB a
+ *    block; measured no faster than splitting in the loop, kept as the build that was benchmarked). */
+#ifndef RS_VTC_STAGE
+#define RS_VTC_STAGE 0
+#endif
 template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presplit()
 {
-    return PF && !(FAM == RS_SSM_GDN && NT == 2);
+    return PF ? !(FAM == RS_SSM_GDN && NT == 2) : (!RS_VTC_STAGE && FAM == RS_SSM_MAMBA2 && NT == 1);
+}
+template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_staged()
+{
+    return RS_VTC_STAGE && !PF && FAM == RS_SSM_MAMBA2 && NT == 1;
 }
 /* shared floats per warp */
 template <int FAM, int NT, bool PF> __host__ __device__ constexpr int vtc_smem_floats()
 {
     return (vtc_presplit<FAM, NT, PF>() ? 2 : 1) * (FAM == RS_SSM_GDN ? NT * (2 * 1024 + 2 * 64 * RS_VTC_KR)
                                                                   : NT * (1024 + 64 * RS_VTC_KR)) +
-           (FAM == RS_SSM_GDN ? 2 * (8 * NT) * (8 * NT) : 0);
+           (FAM == RS_SSM_GDN ? 2 * (8 * NT) * (8 * NT) : 0) + (vtc_staged<FAM, NT, PF>() ? 16 * RS_CUDA_DK : 0);
 }
 
 /* record j of row `row` as the mma operand: committed from the ring, Mamba-2 drafts from the inputs
@@ -128,6 +171,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     constexpr int TP = 8 * NT;
     constexpr bool GDN = FAM == RS_SSM_GDN;
     constexpr bool VEX = RDT == RS_CUDA_BF16; /* ring values exact in tf32 */
+    constexpr bool FS = vtc_fast_split<FAM, NT>(); /* the k loops' split (RS_VTC_SPLIT) */
     extern __shared__ float vtc_sm[];
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -160,8 +204,22 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     const int kr = (nrec + 7) >> 3;
 
     /* the first tile's loads go out before the set-up */
+    constexpr bool STG = vtc_staged<FAM, NT, PF>();
+    float4 *stile = reinterpret_cast<float4 *>(sm + vtc_smem_floats<FAM, NT, PF>() - (STG ? 16 * RS_CUDA_DK : 0));
+    /* the copies of the tile at row0 into this lane's slots of the stage: [i][lane] rows g, then g + 8 */
+    auto stage_tile = [&](int row0) {
+        const float *p = st.S_ckpt + (bh * dv + row0 + g) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            rs_cp16(stile + i * 32 + lane, p + 16 * i);
+            rs_cp16(stile + (8 + i) * 32 + lane, p + 8 * RS_CUDA_DK + 16 * i);
+        }
+        rs_cp_commit();
+    };
     float4 xa[8], xb[8];
-    {
+    if constexpr (STG) {
+        stage_tile(r_begin);
+    } else {
         const float *p = st.S_ckpt + (bh * dv + r_begin + g) * RS_CUDA_DK + 4 * t;
 #pragma unroll
         for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
@@ -221,6 +279,12 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 
     for (int row0 = r_begin; row0 < r_end; row0 += 16) {
         const bool more = row0 + 16 < r_end;
+        if constexpr (STG) { /* this tile from the stage, then the next one's copies into it */
+            rs_cp_wait<0>();
+#pragma unroll
+            for (int i = 0; i < 8; ++i) xa[i] = stile[i * 32 + lane], xb[i] = stile[(8 + i) * 32 + lane];
+            if (more) stage_tile(row0 + 16);
+        }
         /* the next tile's loads go out before this tile's products (registers: two tiles) */
         float4 na[8], nb[8];
         if (PF && more) {
@@ -242,14 +306,14 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                                 p ? xb[i].w : xb[i].y};
             uint32_t ah[4], al[4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) rs_tf32_split(a[e], ah[e], al[e]);
+            for (int e = 0; e < 4; ++e) rs_tf32_split_k<FS>(a[e], ah[e], al[e]);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                rs_mma_3xtf32<false>(aq[nt], ah, al, bq[(nt * 16 + kk) * 32 + lane]);
-                if (GDN) rs_mma_3xtf32<false>(ak[nt], ah, al, bk[(nt * 16 + kk) * 32 + lane]);
+                rs_mma_3xtf32<false, FS>(aq[nt], ah, al, bq[(nt * 16 + kk) * 32 + lane]);
+                if (GDN) rs_mma_3xtf32<false, FS>(ak[nt], ah, al, bk[(nt * 16 + kk) * 32 + lane]);
             }
         }
-        if (!PF && !flush && more) { /* v6a: the tile is dead, the next one's loads overlap the rest */
+        if (!PF && !STG && !flush && more) { /* v6a: the tile is dead, the next one's loads overlap the rest */
             const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
 #pragma unroll
             for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
@@ -270,11 +334,11 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                                 vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g + 8, j1, h, nrec, st0)};
             uint32_t ah[4], al[4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) rs_tf32_split(a[e], ah[e], al[e]);
+            for (int e = 0; e < 4; ++e) rs_tf32_split_k<FS>(a[e], ah[e], al[e]);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                rs_mma_3xtf32<VEX>(aq[nt], ah, al, cq[(nt * RS_VTC_KR + r) * 32 + lane]);
-                if (GDN) rs_mma_3xtf32<VEX>(ak[nt], ah, al, ce[(nt * RS_VTC_KR + r) * 32 + lane]);
+                rs_mma_3xtf32<VEX, FS>(aq[nt], ah, al, cq[(nt * RS_VTC_KR + r) * 32 + lane]);
+                if (GDN) rs_mma_3xtf32<VEX, FS>(ak[nt], ah, al, ce[(nt * RS_VTC_KR + r) * 32 + lane]);
             }
         }
         if (GDN) { /* ---- UT solve: u_s = round(beta_s (v_s - a_s)), a and o of later drafts updated ---- */
@@ -347,7 +411,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                 *reinterpret_cast<float4 *>(p + 16 * i) = xa[i];
                 *reinterpret_cast<float4 *>(p + 8 * RS_CUDA_DK + 16 * i) = xb[i];
             }
-            if (!PF && more) {
+            if (!PF && !STG && more) {
                 const float *q = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
 #pragma unroll
                 for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(q + 16 * i), xb[i] = rs_ld4(q + 8 * RS_CUDA_DK + 16 * i);

@@ -73,7 +73,9 @@ def rows(f):
     if not os.path.exists(p): return {}
     g = h5py.File(p, 'r')['rows']
     n = len(g['median_us'])
-    key = lambda i: (g['model'][i].decode(), g['sweep'][i].decode(), int(g['B'][i]), g['kernel'][i].decode(), g['variant'][i].decode())
+    # T and a too: the verify sweeps repeat a variant name over T
+    key = lambda i: (g['model'][i].decode(), g['sweep'][i].decode(), int(g['B'][i]), g['kernel'][i].decode(),
+                     g['variant'][i].decode() + (f"-T{int(g['T'][i])}" if g['sweep'][i].decode() in ('verify', 'tcv') else ''))
     return {key(i): float(g['median_us'][i]) for i in range(n)}
 r = {(t, k): rows(f'bench_{t}_r{k}.h5') for t in 'ab' for k in (1, 2)}
 keys = list(r[('a', 1)]) or list(r[('b', 1)])

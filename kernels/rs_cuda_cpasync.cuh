@@ -1,0 +1,20 @@
+/* rs_cuda_cpasync.cuh — cp.async helpers (sm_80+): copies global -> shared that bypass registers, used by the
+ * low-precision read pipeline (rs_cuda_lpread.cuh) and the tensor-core verification's tile staging
+ * (rs_cuda_verify_tc.cuh). A lane's own copies are visible to it after rs_cp_wait; another lane's only after a
+ * __syncwarp / __syncthreads as well. */
+#ifndef RS_CUDA_CPASYNC_CUH
+#define RS_CUDA_CPASYNC_CUH
+
+__device__ __forceinline__ unsigned rs_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void rs_cp16(void *dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void rs_cp4(void *dst, const void *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void rs_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void rs_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+#endif /* RS_CUDA_CPASYNC_CUH */
