@@ -62,8 +62,7 @@ template <int FAM, int NT> __host__ __device__ constexpr bool vtc_fast_split()
 template <bool FAST> __device__ __forceinline__ void rs_tf32_split_k(float x, uint32_t &hi, uint32_t &lo)
 {
     if constexpr (FAST) {
-        hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-        lo = __float_as_uint(__fsub_rn(x, __uint_as_float(hi)));
+        rs_codec_tf32_split(x, &hi, &lo); /* the shared codec's (rs_codec.h; tested on every float32) */
     } else {
         rs_tf32_split(x, hi, lo);
     }

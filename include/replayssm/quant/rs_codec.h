@@ -63,6 +63,15 @@ RS_HD_INLINE float rs_codec_mul(float a, float b)
 #endif
 }
 
+RS_HD_INLINE float rs_codec_sub(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
 RS_HD_INLINE float rs_codec_div(float a, float b)
 {
 #ifdef __CUDA_ARCH__
@@ -336,6 +345,21 @@ RS_HD_INLINE uint32_t rs_codec_bf16_sr(float x, uint32_t r, int k)
         return ((b >> 16) & 0x8000u) | (v >> 16);
     }
     return rs_codec_encode(RS_ELEM_BF16, x, 1, r, k);
+}
+
+/* ---- TF32 split (the 3xTF32 products of the tensor-core verification, kernels/rs_cuda_verify_tc.cuh)
+ * hi = x rounded to TF32 (8-bit exponent, 10 explicit mantissa bits; subnormals keep the float32 field's top
+ * 10 bits) to nearest, ties away from zero, by integer ops alone: the same bits as PTX cvt.rna.tf32.f32 for
+ * every finite x and for +-Inf, where cvt.rna costs four instructions on sm_90 (FSETP, IADD, SEL, LOP3) and
+ * this two. A finite x whose rounding carries out of the largest binade gives +-Inf, as cvt.rna. For a NaN hi
+ * may be a NaN or +-0 (the add can carry into the sign), but lo = x - hi is then NaN, so the NaN still
+ * reaches every product. lo = x - hi is exact (|lo| <= half a TF32 quantum of x), returned unrounded: a
+ * tensor core reads its top 19 bits (truncation), an error <= 2^-21 |x| for |x| >= 2^-115 (< 2^-136 below).
+ * tests/test_codec_tf32.c checks all of this on every float32. */
+RS_HD_INLINE void rs_codec_tf32_split(float x, uint32_t *hi, uint32_t *lo)
+{
+    *hi = (rs_codec_f2u(x) + 0x1000u) & 0xFFFFE000u;
+    *lo = rs_codec_f2u(rs_codec_sub(x, rs_codec_u2f(*hi)));
 }
 
 /* ---- exact decoders ------------------------------------------------------------------------------
