@@ -23,13 +23,6 @@
 
 #include "replayssm/quant/rs_codec.h"
 
-static float u2f(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* cvt.rna.tf32 in double arithmetic: |x| = m 2^e with m in [1, 2); quantum q = 2^(max(e, -126) - 10) */
 static double tf32_rna_ref(double ax, double q)
 {
@@ -51,10 +44,10 @@ static uint64_t check_binade(uint32_t ef, char *msg, size_t msz)
     for (uint32_t s = 0; s < 2; ++s)
         for (uint32_t m = 0; m < (1u << 23); ++m) {
             const uint32_t bits = (s << 31) | (ef << 23) | m;
-            const float x = u2f(bits);
+            const float x = rs_codec_u2f(bits);
             uint32_t hi, lo;
             rs_codec_tf32_split(x, &hi, &lo);
-            const float hf = u2f(hi), lf = u2f(lo);
+            const float hf = rs_codec_u2f(hi), lf = rs_codec_u2f(lo);
             int ok;
             if (isnan(x)) {
                 ok = isnan(hf) || isnan(lf);
@@ -65,11 +58,10 @@ static uint64_t check_binade(uint32_t ef, char *msg, size_t msz)
                 double r = tf32_rna_ref(ax, q);
                 float rf = r >= 0x1p128 ? INFINITY : (float)r; /* (float)r is exact: r has <= 11 bits */
                 if (s) rf = -rf;
-                uint32_t rb;
-                memcpy(&rb, &rf, sizeof rb);
+                const uint32_t rb = rs_codec_f2u(rf);
                 ok = hi == rb && (hi & 0x1FFFu) == 0;
                 if (ok && !isinf(hf)) {
-                    const double dl = (double)lf, tl = (double)u2f(lo & 0xFFFFE000u);
+                    const double dl = (double)lf, tl = (double)rs_codec_u2f(lo & 0xFFFFE000u);
                     const double te = fabs(dl - tl);
                     ok = (double)x - (double)hf == dl && fabs(dl) <= q / 2 &&
                          (rel ? te <= tbound && te <= ax * 0x1p-21 : te < tbound);
@@ -106,19 +98,19 @@ static void test_known_cases(void **state)
 {
     (void)state;
     uint32_t hi, lo;
-    rs_codec_tf32_split(u2f(0x3F801000u), &hi, &lo); /* 1 + 2^-11: half a TF32 quantum above 1 */
+    rs_codec_tf32_split(rs_codec_u2f(0x3F801000u), &hi, &lo); /* 1 + 2^-11: half a TF32 quantum above 1 */
     assert_int_equal(hi, 0x3F802000u);               /* -> 1 + 2^-10 (away from zero) */
-    assert_true(u2f(lo) == -0x1p-11f);
-    rs_codec_tf32_split(u2f(0xBF801000u), &hi, &lo); /* the negative tie */
+    assert_true(rs_codec_u2f(lo) == -0x1p-11f);
+    rs_codec_tf32_split(rs_codec_u2f(0xBF801000u), &hi, &lo); /* the negative tie */
     assert_int_equal(hi, 0xBF802000u);
-    rs_codec_tf32_split(u2f(0x3FFFF000u), &hi, &lo); /* 2 - 2^-11: a tie, up into the next binade */
+    rs_codec_tf32_split(rs_codec_u2f(0x3FFFF000u), &hi, &lo); /* 2 - 2^-11: a tie, up into the next binade */
     assert_int_equal(hi, 0x40000000u);
-    rs_codec_tf32_split(u2f(0x7F7FFFFFu), &hi, &lo); /* FLT_MAX -> +Inf */
+    rs_codec_tf32_split(rs_codec_u2f(0x7F7FFFFFu), &hi, &lo); /* FLT_MAX -> +Inf */
     assert_int_equal(hi, 0x7F800000u);
-    rs_codec_tf32_split(u2f(0x7FFFFFFFu), &hi, &lo); /* NaN: hi wraps to -0, lo is NaN */
+    rs_codec_tf32_split(rs_codec_u2f(0x7FFFFFFFu), &hi, &lo); /* NaN: hi wraps to -0, lo is NaN */
     assert_int_equal(hi, 0x80000000u);
-    assert_true(isnan(u2f(lo)));
-    rs_codec_tf32_split(u2f(0x00000001u), &hi, &lo); /* the smallest subnormal: below half of 2^-136 */
+    assert_true(isnan(rs_codec_u2f(lo)));
+    rs_codec_tf32_split(rs_codec_u2f(0x00000001u), &hi, &lo); /* the smallest subnormal: below half of 2^-136 */
     assert_int_equal(hi, 0u);
     assert_int_equal(lo, 1u);
 }
