@@ -312,19 +312,26 @@ int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; ++i) {
         /* every format with the default choices (lp_kernel and launch AUTO), then forced to the separate
          * prologue (suffix -prep) and to the fused launch (-fused), both with the v4 read for low-precision
-         * formats (lp_kernel 4), v3 (suffix -v3, which keeps the prologue) and v7 (-tc: the dot products on
-         * tensor cores, with the prologue) */
-        for (int mode = 0; mode < 5; ++mode) {
+         * formats (lp_kernel 4; -prep with one head, or a slice of one, a warp), v3 (suffix -v3, which keeps
+         * the prologue), v7 (-tc: the dot products on tensor cores, with the prologue) and v4 with the prologue
+         * and 4 heads a warp (-hpw4: rs_cuda_set_lp_heads_per_warp, one pipeline across the heads of a key
+         * group; tenth session: the default choice takes it for GDN and nvfp4) */
+        for (int mode = 0; mode < 6; ++mode) {
             if (mode == 3 && fs[i] == RS_FMT_FP32) break;
-            static const char *sfx[] = {"", "-prep", "-fused", "-v3", "-tc"};
+            static const char *sfx[] = {"", "-prep", "-fused", "-v3", "-tc", "-hpw4"};
             rs_bench_case k = bn_case(RS_BENCH_REPLAY, m, 256, c->reps);
             k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7, k.read_fmt = fs[i];
             k.lp_kernel = mode == 3 ? 3 : mode == 4 ? 7 : mode == 0 ? 0 : 4;
-            k.launch = mode == 1 ? RS_CUDA_LAUNCH_PROLOGUE : mode == 2 ? RS_CUDA_LAUNCH_FUSED : RS_CUDA_LAUNCH_AUTO;
+            k.launch = mode == 1 || mode == 5 ? RS_CUDA_LAUNCH_PROLOGUE
+                       : mode == 2            ? RS_CUDA_LAUNCH_FUSED
+                                              : RS_CUDA_LAUNCH_AUTO;
             /* each format with its own chunk size (rs_cuda.h rows_per_warp) */
             char v[24];
             snprintf(v, sizeof v, "nonflush-h7-%s%s", fmtname(fs[i]), sfx[mode]);
+            /* read when the step is captured: -prep one head (or slice) a warp, -hpw4 four, else the automatic rule */
+            rs_cuda_set_lp_heads_per_warp(mode == 1 ? 1 : mode == 5 ? 4 : 0);
             bn_row *r = bn_run(c, "lp", m, &k, v);
+            rs_cuda_set_lp_heads_per_warp(0);
             if (!r) return 1;
             if (i == 0 && mode == 0) base = r->median_us;
             r->speedup = base / r->median_us;

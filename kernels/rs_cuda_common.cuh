@@ -29,6 +29,40 @@ extern "C" rs_status rs_cuda_check_ckpt_round(const rs_cuda_ckpt_round *c, const
 extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, const int32_t *fill, int lim, int T,
                                                const rs_cuda_ckpt_round *c, cudaStream_t s);
 
+/* Programmatic dependent launch (sm_90; issue 18, tenth session, docs/kernels-notes.md "v4d"). A kernel launched
+ * by rs_launch_pdl may start while the kernel before it in the stream (its primary) still runs, once every
+ * block of that primary has called rs_pdl_trigger (or exited); it must call rs_pdl_wait before it reads
+ * anything the primary writes (and before it writes anything the primary reads): the wait returns when the
+ * primary has completed and its memory is visible. Launched normally, the wait returns at once and the
+ * trigger does nothing, so one kernel serves both launches. Work after the secondary in the stream waits
+ * for both, as for any launch. */
+__device__ __forceinline__ void rs_pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void rs_pdl_trigger()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+/* `k<<<grid, block, smem, s>>>(args...)` with the programmatic-serialization attribute; a failure is left for
+ * rs_cuda_launch_status (cudaGetLastError), as with <<<>>> */
+template <typename... KP, typename... A>
+static inline void rs_launch_pdl(void (*k)(KP...), unsigned grid, unsigned block, size_t smem, cudaStream_t s,
+                                 A &&...args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid), cfg.blockDim = dim3(block), cfg.dynamicSmemBytes = smem, cfg.stream = s;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&cfg, k, static_cast<A &&>(args)...);
+}
+
 __device__ __forceinline__ float rs_dev_warp_sum(float x)
 {
 #pragma unroll

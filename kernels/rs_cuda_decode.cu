@@ -273,6 +273,7 @@ __global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_di
     extern __shared__ float psm[];
     float *kq_s = psm, *kk_s = psm + RS_CUDA_LMAX, *al_s = psm + 2 * RS_CUDA_LMAX; /* al_s [grp][L] */
     const int L = st.L;
+    rs_pdl_trigger(); /* the v4 read (launched with rs_launch_pdl) may start: it waits before it reads `work` */
     const unsigned kg = blockIdx.x; /* b * G + g */
     const unsigned b = kg / (unsigned)d.key_heads, g = kg % (unsigned)d.key_heads;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -664,6 +665,7 @@ __global__ void __launch_bounds__(128, rs_replay_minb<FAM, CKF, RPW, TWO, FUSED,
     const rs_lv<DK> q4 = rs_ldv<DK>(io.q + kg * DK + rs_loff<DK>(lane));
     float P0 = 0.f, P1 = 0.f, c0 = 0.f, c1 = 0.f, k0 = 0.f, k1 = 0.f;
     if constexpr (!FUSED) {
+        rs_pdl_wait(); /* the prologue's programmatic dependent (rs_launch_pdl): `work` and ring_k's slot hn are its */
         if (lane <= last) {
             P0 = w[lane], c0 = w[L + lane];
             if (FAM == RS_SSM_GDN) k0 = w[2 * L + lane];
@@ -835,8 +837,33 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
         }
     }
     replay_prep_launch<FAM, RDT, DK>(d, io, st, s);
-    if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, false, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
-    else rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+    /* the prologue's programmatic dependent (v4d): its warps start, read fill and q while the prologue runs */
+    if (st->L > 32) rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, true, false, DK>, blocks, 128, 0, s, *d, *io, *st, src, g);
+    else rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK>, blocks, 128, 0, s, *d, *io, *st, src, g);
+}
+
+/* v4's heads per warp (rs_cuda_replay_lp_heads_per_warp): the knob, or under 0 the automatic rule: up to 4 whole
+ * heads of a key group for GDN and for nvfp4 after the separate prologue while the grid keeps >= 16 warps per SM.
+ * Measured at B = 256 (H200, tenth session, kernels-notes "v4d"; the head tables copied by cp.async, so the hpw
+ * heads' set-up is no longer serial as in v4b): GDN fp8 / nvfp4 0.79 / 0.78x (Qwen3.5-4B, 2 heads) and 0.92 /
+ * 0.89x (Qwen3.5-122B) the time of one head (or slice) a warp, Mamba-2 nvfp4 0.95-0.98x; Mamba-2 fp8 0.97x
+ * (Super) but 1.04x (Nano), fp16 1.02-1.05x (except Qwen3.5-4B): those keep one head. Fused and v7 launches:
+ * not measured with more heads, one head. */
+static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims *d)
+{
+    int want = g_rs_lp_hpw;
+    const unsigned grp = (unsigned)(d->heads / d->key_heads);
+    if (want == 0) {
+        want = 1;
+        if (!fused && !tc && (fam == RS_SSM_GDN || ckf == RS_FMT_NVFP4)) {
+            unsigned h = 1;
+            while (2 * h <= 4u && grp % (2 * h) == 0) h *= 2;
+            if ((size_t)d->batch * (size_t)d->heads / h >= 16u * (size_t)rs_sm_count()) want = (int)h;
+        }
+    }
+    unsigned hpw = 1;
+    while (want > 1 && 2 * hpw <= (unsigned)want && grp % (2 * hpw) == 0) hpw *= 2;
+    return hpw;
 }
 
 /* v4: a warp walks the 16-row chunks of one head, or of a power-of-two slice of it (rs_replay_geom:
@@ -852,11 +879,8 @@ static void replay_launch_wide(bool fused, bool tc, const rs_ssm_dims *d, const 
     if (tc) fused = false; /* v7 runs with the prologue (rs_cuda_replay_launches says 2) */
     if (!fused) replay_prep_launch<FAM, RDT>(d, io, st, s);
     rs_geom g = rs_replay_geom(d, RS_LPW_ROWS);
-    unsigned hpw = 1;
-    if (g_rs_lp_hpw) {
-        while (2 * hpw <= (unsigned)g_rs_lp_hpw && g.grp % (2 * hpw) == 0) hpw *= 2;
-        g.wph = 1, g.rows = d->d_v;
-    }
+    const unsigned hpw = lp_hpw(FAM, CKF, fused, tc, d);
+    if (hpw > 1) g.wph = 1, g.rows = d->d_v;
     const int sb = rs_lpw_stage_bytes(CKF, RDT, st->L);
     const int cb = (int)((sizeof(float) * hpw * rs_lpw_head_floats(st->L) + 15) / 16 * 16);
     const size_t per_warp = (size_t)cb + (size_t)rs_lpw_stages<CKF>() * sb;
@@ -866,17 +890,16 @@ static void replay_launch_wide(bool fused, bool tc, const rs_ssm_dims *d, const 
     const unsigned blocks = (unsigned)((warps + wpb - 1) / wpb);
     const size_t smem = wpb * per_warp;
     const bool two = st->L > 32;
-    if (tc && two)
-        rs_k_replay_lpw<FAM, RDT, CKF, true, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
-    else if (tc)
-        rs_k_replay_lpw<FAM, RDT, CKF, false, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
-    else if (fused && two)
-        rs_k_replay_lpw<FAM, RDT, CKF, true, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
-    else if (fused)
-        rs_k_replay_lpw<FAM, RDT, CKF, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
-    else if (two)
-        rs_k_replay_lpw<FAM, RDT, CKF, true, false><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
-    else rs_k_replay_lpw<FAM, RDT, CKF, false, false><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+    if (fused) {
+        if (two) rs_k_replay_lpw<FAM, RDT, CKF, true, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+        else rs_k_replay_lpw<FAM, RDT, CKF, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
+        return;
+    }
+    /* after the prologue: its programmatic dependent (v4d: the warps' first loads go out while it runs) */
+    void (*k)(rs_ssm_dims, rs_ssm_step_io, rs_cuda_replay_state, rs_ckpt_src, rs_geom, int, int, int) =
+        tc ? (two ? rs_k_replay_lpw<FAM, RDT, CKF, true, false, true> : rs_k_replay_lpw<FAM, RDT, CKF, false, false, true>)
+           : (two ? rs_k_replay_lpw<FAM, RDT, CKF, true, false> : rs_k_replay_lpw<FAM, RDT, CKF, false, false>);
+    rs_launch_pdl(k, blocks, 32 * wpb, smem, s, *d, *io, *st, src, g, (int)hpw, sb, cb);
 }
 
 template <int FAM, int RDT>
@@ -987,6 +1010,15 @@ extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dim
     const rs_geom g = rs_replay_geom(dims, rpw);
     const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
     return one_wave || g.rows / rpw >= 16 ? 1 : 2;
+}
+
+extern "C" int rs_cuda_replay_lp_heads_per_warp(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
+                                                const rs_cuda_replay_state *st)
+{
+    if (!dims || !io || !st || !st->ckpt_read || dims->key_heads <= 0) return 0;
+    if (rs_cuda_replay_lp_version(fam, io, st) != 4) return 0;
+    const bool fused = rs_cuda_replay_launches(fam, dims, io, st) == 1;
+    return (int)lp_hpw((int)fam, (int)st->ckpt_read->fmt.kind, fused, false, dims);
 }
 
 extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,

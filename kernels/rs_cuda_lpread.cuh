@@ -86,18 +86,12 @@ template <int CKF> __device__ __forceinline__ void rs_lpw_decode(uint4 raw, floa
         } else if constexpr (CKF == RS_FMT_BF16) {
             e[2 * i] = rs_bf16lo(w[i]), e[2 * i + 1] = rs_bf16hi(w[i]);
         } else if constexpr (CKF == RS_FMT_FP8) {
-            const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w[i] & 0xFFFFu), __NV_E4M3);
-            const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w[i] >> 16), __NV_E4M3);
-            const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h0));
-            const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h1));
+            const float2 a = rs_h2f2(rs_e4m3x2_h2(w[i])), b = rs_h2f2(rs_e4m3x2_h2(w[i] >> 16));
             e[4 * i] = a.x, e[4 * i + 1] = a.y, e[4 * i + 2] = b.x, e[4 * i + 3] = b.y;
-        } else { /* E2M1: nibble k of w = element 8i + k */
+        } else { /* E2M1: nibble k of w = element 8i + k; pairs (0, 4), (1, 5), (2, 6), (3, 7) */
             const uint32_t x = w[i];
-            const uint32_t ha = ((x << 9) & 0x0E000E00u) | ((x << 12) & 0x80008000u); /* (0, 4) */
-            const uint32_t hb = ((x << 5) & 0x0E000E00u) | ((x << 8) & 0x80008000u);  /* (1, 5) */
-            const uint32_t hc = ((x << 1) & 0x0E000E00u) | ((x << 4) & 0x80008000u);  /* (2, 6) */
-            const uint32_t hd = ((x >> 3) & 0x0E000E00u) | (x & 0x80008000u);         /* (3, 7) */
-            const float2 a = rs_h2f2(ha), b = rs_h2f2(hb), c = rs_h2f2(hc), d = rs_h2f2(hd);
+            const float2 a = rs_h2f2(rs_e2m1w_h2(x, 0)), b = rs_h2f2(rs_e2m1w_h2(x, 1)), c = rs_h2f2(rs_e2m1w_h2(x, 2)),
+                         d = rs_h2f2(rs_e2m1w_h2(x, 3));
             e[8 * i] = a.x, e[8 * i + 1] = a.y, e[8 * i + 2] = b.x, e[8 * i + 3] = b.y;
             e[8 * i + 4] = c.x, e[8 * i + 5] = c.y, e[8 * i + 6] = d.x, e[8 * i + 7] = d.y;
         }
@@ -155,9 +149,17 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
 
     /* chunk c = head c / nch of the warp, rows (c % nch) * 16 of its slice: its first row's offset from the
      * warp's first (bh0 * dv + r_begin) and its head. With one head a warp (the default) no division: the
-     * division and its 64-bit products were ~50 of the ~230 instructions that issue a chunk's copies. */
-    auto chunk_head = [&](int c) { return hpw == 1 ? 0 : c / nch; };
-    auto chunk_rows = [&](int c) { return hpw == 1 ? c * RS_LPW_ROWS : (c / nch) * dv + (c % nch) * RS_LPW_ROWS; };
+     * division and its 64-bit products were ~50 of the ~230 instructions that issue a chunk's copies. With
+     * hpw > 1 the quotient in float: (c + 1/2) / nch is at least 1/(2 nch) from an integer, and (c + 1/2) times
+     * the correctly rounded 1/nch is within a relative 2^-23 of it, i.e. closer than 1/(2 nch) while
+     * c + 1/2 < 2^22 (here c < hpw * nch <= 16 * 16), so the truncation is exact (tenth session: v4b's integer
+     * division cost ~50 instructions a chunk). */
+    const float inv_nch = 1.f / (float)nch;
+    auto chunk_head = [&](int c) { return hpw == 1 ? 0 : (int)(((float)c + 0.5f) * inv_nch); };
+    auto chunk_rows = [&](int c) {
+        const int hh = chunk_head(c);
+        return hpw == 1 ? c * RS_LPW_ROWS : hh * dv + (c - hh * nch) * RS_LPW_ROWS;
+    };
     const size_t wrow0 = bh0 * dv + r_begin; /* the warp's first row (of B * H * d_v) */
     const unsigned char *codes0 = src.codes + wrow0 * F::RB;
     /* the checkpoint pieces of the first EARLY chunks do not depend on fill: issue them first */
@@ -183,6 +185,7 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
     }
 
     if (hn + 1 == L) { /* flush: v3's path (fp32 S_ckpt read and written), head by head */
+        if constexpr (!FUSED) rs_pdl_wait(); /* `work` and ring_k's slot hn are the prologue's */
         rs_cp_commit();
         rs_cp_wait<0>(); /* the early pieces are not used */
         if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
@@ -222,13 +225,11 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
 #pragma unroll
         for (int i = 0; i < F::E; ++i) qv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
         if constexpr (FAM == RS_SSM_GDN) {
-            if constexpr (FUSED) { /* this step's k rounded as the ring stores it (slot hn is written in this launch) */
-                rs_ring_ld<RS_CUDA_F32, F::E>(io.k, kg * RS_CUDA_DK + (size_t)li * F::E, t);
+            /* this step's k rounded as the ring stores it: the value the prologue (or, FUSED, a warp of this
+             * launch) writes to ring_k's slot hn, read from io.k so that nothing here waits for either */
+            rs_ring_ld<RS_CUDA_F32, F::E>(io.k, kg * RS_CUDA_DK + (size_t)li * F::E, t);
 #pragma unroll
-                for (int i = 0; i < F::E; ++i) t[i] = rs_ring_round<RDT>(t[i]);
-            } else {
-                rs_ring_ld<RDT, F::E>(st.ring_k, (kg * L + hn) * RS_CUDA_DK + (size_t)li * F::E, t);
-            }
+            for (int i = 0; i < F::E; ++i) t[i] = rs_ring_round<RDT>(t[i]);
 #pragma unroll
             for (int i = 0; i < F::E; ++i) kv[i] = t[(i & ~7) + rs_lpw_perm<CKF>(i & 7)];
         }
@@ -236,26 +237,32 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
     uint32_t bfr[TC ? 16 : 1];
     float tinv = 1.f;
 
-    /* !FUSED: the head tables (from the prologue's `work`), q and k, before the first stages' copies. (Issuing
-     * the copies first so that these loads overlap them was measured 1.02-1.28x slower on every v4 row, H200,
-     * eighth session: docs/kernels-notes.md, v7.) */
+    /* !FUSED: q and k (io's: nothing the prologue writes) into registers, then the wait for the prologue
+     * (rs_pdl_wait: this kernel is launched as its programmatic dependent, v4d), then the head tables copied
+     * from `work` by cp.async into the first group, which chunk 0 waits for anyway: one memory round trip
+     * fewer before the first chunk than loading them into registers and storing them (v4 to the ninth session).
+     * The loads go before the first stages' copies (issuing those first was measured 1.02-1.28x slower on every
+     * v4 row, H200, eighth session: docs/kernels-notes.md, v7). */
+    if constexpr (!FUSED && !TC) load_qk();
     if constexpr (!FUSED) { /* (FUSED: formed below) */
+        rs_pdl_wait();
         for (int hh = 0; hh < hpw; ++hh) {
             const size_t bh = bh0 + hh;
             const float *w = st.work + bh * WS;
             float *t = tab + hh * HF;
             for (int j = lane; j <= last; j += 32) {
-                t[j] = w[L + j];
-                if (FAM == RS_SSM_GDN) t[L + j] = w[2 * L + j];
+                rs_cp4(t + j, w + L + j);
+                if (FAM == RS_SSM_GDN) rs_cp4(t + L + j, w + 2 * L + j);
             }
-            if (lane == 0) {
-                t[2 * L] = w[3 * L];
-                if (FAM == RS_SSM_GDN) t[2 * L + 1] = io.alpha[bh], t[2 * L + 2] = io.beta[bh], t[2 * L + 3] = w[3 * L + 1];
-                if (CKF == RS_FMT_NVFP4) t[2 * L + 4] = src.sdec[bh];
+            if (lane == 0) rs_cp4(t + 2 * L, w + 3 * L);
+            if (FAM == RS_SSM_GDN) {
+                if (lane == 1) rs_cp4(t + 2 * L + 1, io.alpha + bh);
+                if (lane == 2) rs_cp4(t + 2 * L + 2, io.beta + bh);
+                if (lane == 3) rs_cp4(t + 2 * L + 3, w + 3 * L + 1);
             }
+            if (CKF == RS_FMT_NVFP4 && lane == 4) rs_cp4(t + 2 * L + 4, src.sdec + bh);
         }
     }
-    if constexpr (!FUSED && !TC) load_qk();
     /* v7: B fragments (lane role n = lane / 4: q's parts for n < 3, GDN's k's for 4 <= n < 7), and the
      * factors that undo their scaling for the accumulator columns of this lane (2c, 2c + 1) */
     if constexpr (TC) {

@@ -104,26 +104,11 @@ template <int CKF> __device__ __forceinline__ float rs_lpt_bfrag(float (&x)[32],
     return inv;
 }
 
-/* E2M1 pairs of a code word as binary16 * 2^-14 (rs_lpw_decode's bit moves): w = 0..3 gives the
- * columns (w, w + 4) of the word's 8 */
-__device__ __forceinline__ uint32_t rs_lpt_e2m1(uint32_t x, int w)
-{
-    const uint32_t y = w == 0 ? x << 9 : w == 1 ? x << 5 : w == 2 ? x << 1 : x >> 3;
-    const uint32_t s = w == 0 ? x << 12 : w == 1 ? x << 8 : w == 2 ? x << 4 : x;
-    return (y & 0x0E000E00u) | (s & 0x80008000u);
-}
 __device__ __forceinline__ uint32_t rs_lpt_hmul2(uint32_t a, __half2 s)
 {
     __half2 h;
     memcpy(&h, &a, 4);
     h = __hmul2(h, s);
-    uint32_t r;
-    memcpy(&r, &h, 4);
-    return r;
-}
-__device__ __forceinline__ uint32_t rs_lpt_e4m3x2(uint32_t two)
-{
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)two, __NV_E4M3);
     uint32_t r;
     memcpy(&r, &h, 4);
     return r;
@@ -145,7 +130,7 @@ __device__ __forceinline__ void rs_lpt_dot(const unsigned char *ra, const unsign
     }
     __half2 sa[2], sb[2];
     if constexpr (CKF == RS_FMT_NVFP4) {
-        uint32_t ha = rs_lpt_e4m3x2(s2a), hb = rs_lpt_e4m3x2(s2b);
+        uint32_t ha = rs_e4m3x2_h2(s2a), hb = rs_e4m3x2_h2(s2b);
         __half2 a2, b2;
         memcpy(&a2, &ha, 4);
         memcpy(&b2, &hb, 4);
@@ -157,14 +142,14 @@ __device__ __forceinline__ void rs_lpt_dot(const unsigned char *ra, const unsign
         if constexpr (CKF == RS_FMT_FP16 || CKF == RS_FMT_BF16) {
             a[0] = wa[2 * m], a[2] = wa[2 * m + 1], a[1] = wb[2 * m], a[3] = wb[2 * m + 1];
         } else if constexpr (CKF == RS_FMT_FP8) {
-            a[0] = rs_lpt_e4m3x2(wa[m] & 0xFFFFu), a[2] = rs_lpt_e4m3x2(wa[m] >> 16);
-            a[1] = rs_lpt_e4m3x2(wb[m] & 0xFFFFu), a[3] = rs_lpt_e4m3x2(wb[m] >> 16);
+            a[0] = rs_e4m3x2_h2(wa[m]), a[2] = rs_e4m3x2_h2(wa[m] >> 16);
+            a[1] = rs_e4m3x2_h2(wb[m]), a[3] = rs_e4m3x2_h2(wb[m] >> 16);
         } else {
             const int i = m >> 1, w0 = 2 * (m & 1); /* code word i; pairs w0, w0 + 1 */
-            a[0] = rs_lpt_hmul2(rs_lpt_e2m1(wa[i], w0), sa[i >> 1]);
-            a[2] = rs_lpt_hmul2(rs_lpt_e2m1(wa[i], w0 + 1), sa[i >> 1]);
-            a[1] = rs_lpt_hmul2(rs_lpt_e2m1(wb[i], w0), sb[i >> 1]);
-            a[3] = rs_lpt_hmul2(rs_lpt_e2m1(wb[i], w0 + 1), sb[i >> 1]);
+            a[0] = rs_lpt_hmul2(rs_e2m1w_h2(wa[i], w0), sa[i >> 1]);
+            a[2] = rs_lpt_hmul2(rs_e2m1w_h2(wa[i], w0 + 1), sa[i >> 1]);
+            a[1] = rs_lpt_hmul2(rs_e2m1w_h2(wb[i], w0), sb[i >> 1]);
+            a[3] = rs_lpt_hmul2(rs_e2m1w_h2(wb[i], w0 + 1), sb[i >> 1]);
         }
         rs_mma_16816<CKF == RS_FMT_BF16>(acc, a, b[2 * m], b[2 * m + 1]);
     }

@@ -430,6 +430,24 @@ __device__ __forceinline__ float2 rs_h2f2(uint32_t w)
     memcpy(&h, &w, 4);
     return __half22float2(h);
 }
+/* two E4M3 codes (the low 16 bits of `two`, element 0 in the low byte) as binary16 bits, exact: the packed
+ * cvt.rn.f16x2.e4m3x2 (one instruction); v3, v4 and v7 all decode fp8 through it */
+__device__ __forceinline__ uint32_t rs_e4m3x2_h2(uint32_t two)
+{
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(two & 0xFFFFu), __NV_E4M3);
+    uint32_t r;
+    memcpy(&r, &h, 4);
+    return r;
+}
+/* E2M1 pair w (0..3) of a code word x (nibble k = element k) as binary16 bits, value * 2^-14: elements w (low
+ * half) and w + 4 (high half), by word-wide bit moves: the 3 magnitude bits of each nibble to binary16 bits 9..11,
+ * the sign to bit 15 (v4's and v7's decoders) */
+__device__ __forceinline__ uint32_t rs_e2m1w_h2(uint32_t x, int w)
+{
+    const uint32_t y = w == 0 ? x << 9 : w == 1 ? x << 5 : w == 2 ? x << 1 : x >> 3;
+    const uint32_t s = w == 0 ? x << 12 : w == 1 ? x << 8 : w == 2 ? x << 4 : x;
+    return (y & 0x0E000E00u) | (s & 0x80008000u);
+}
 /* two E2M1 codes (low byte: element 2i low nibble) as binary16 bits (value * 2^-14) */
 __device__ __forceinline__ uint32_t rs_e2m1x2_h2(uint32_t byte)
 {
@@ -455,10 +473,7 @@ __device__ __forceinline__ rs_lv<DK> rs_raw_dec(const rs_raw<CKF, DK> &r, float 
         return make_float4(rs_bf16lo(r.v.x), rs_bf16hi(r.v.x), rs_bf16lo(r.v.y), rs_bf16hi(r.v.y));
     } else if constexpr (CKF == RS_FMT_FP8) {
         mult = r.s;
-        const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(r.v & 0xFFFFu), __NV_E4M3);
-        const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(r.v >> 16), __NV_E4M3);
-        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h0));
-        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h1));
+        const float2 a = rs_h2f2(rs_e4m3x2_h2(r.v)), b = rs_h2f2(rs_e4m3x2_h2(r.v >> 16));
         return make_float4(a.x, a.y, b.x, b.y);
     } else {
         const __half_raw sb = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(r.v >> 16), __NV_E4M3);

@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(32 * RS_VPREP_WARPS) rs_k_verify_prep(rs_ssm_d
 {
     __shared__ float kq_s[RS_VCAP_MAX][TP], kk_s[RS_VCAP_MAX][TP];
     extern __shared__ float al_s[]; /* [grp][C] decays of the group's heads, physical slots */
+    rs_pdl_trigger(); /* the tensor-core main kernel (rs_launch_pdl) may start: it waits before it reads `work` */
     const unsigned kgu = blockIdx.x;
     const size_t kg = kgu;
     const unsigned b = kgu / (unsigned)d.key_heads, g = kgu % (unsigned)d.key_heads;
@@ -449,9 +450,10 @@ extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int 
 {
     if (!st) return 0;
     if (st->kernel != RS_CUDA_VERIFY_AUTO) return st->kernel;
-    /* the H200 runs of v6 (docs/kernels-notes.md): at T = 1 the CUDA-core kernel is 1.18-1.55x faster (B = 256),
-     * at T = 8 and 16 the tensor-core kernel v6a is 1.09-2.8x faster; T = 2..7 were not timed */
-    return T <= 1 ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC_V6A;
+    /* the H200 runs (docs/kernels-notes.md, v6 and v6c): at T = 1 the CUDA-core kernel is 1.18-1.55x faster
+     * (B = 256), at T = 2 0.83-0.94x the time of v6a on the four paper shapes (ninth session), at T = 8 and 16
+     * the tensor-core kernel v6a is 1.09-2.8x faster; T = 3..7 were not timed against each other */
+    return T <= 2 ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC_V6A;
 }
 
 static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs_ssm_family fam, int T, int rpw,
@@ -503,7 +505,8 @@ static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *
         g.rows = d->d_v / (int)g.wph;
     }
     const size_t warps = (size_t)g.BH * g.wph;
-    rs_k_verify_tc<FAM, RDT, NT, PF><<<(unsigned)((warps + 3) / 4), 128, smem, s>>>(*d, T, *io, *st, g);
+    /* the prologue's programmatic dependent: the first checkpoint tile's loads go out while it runs */
+    rs_launch_pdl(rs_k_verify_tc<FAM, RDT, NT, PF>, (unsigned)((warps + 3) / 4), 128, smem, s, *d, T, *io, *st, g);
 }
 
 template <int FAM, int RDT, int TP>

@@ -120,12 +120,12 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
  * 1: the next tile is copied into shared memory by cp.async while this one is computed (one 8 KB stage a warp:
  *    each lane copies and later reads back its own float4s, so no warp barrier) instead of loaded into registers
  *    after the products; B split in the loop; 14 KB a warp, 56 KB a block, 4 blocks an SM as before. Measured
- *    0.975-0.991x the time of 0 on the Mamba-2 rows, tests and sanitizers clean; not the default only because
- *    the committed benchmark is 0's (the device was not lent again for the re-run).
- * 0 (default): the tile loaded into registers after the products, B staged pre-split (12 KB a warp, 48 KB a
- *    block; measured no faster than splitting in the loop, kept as the build that was benchmarked). */
+ *    0.975-0.991x the time of 0 on the Mamba-2 rows, tests and sanitizers clean (ninth session); the default
+ *    since the tenth, whose benchmark is this build's.
+ * 0: the tile loaded into registers after the products, B staged pre-split (12 KB a warp, 48 KB a block;
+ *    measured no faster than splitting in the loop; the default to the ninth session). */
 #ifndef RS_VTC_STAGE
-#define RS_VTC_STAGE 0
+#define RS_VTC_STAGE 1
 #endif
 template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presplit()
 {
@@ -223,6 +223,9 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 #pragma unroll
         for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
     }
+    /* launched as the prologue's programmatic dependent (rs_launch_pdl): everything below reads what it writes
+     * (`work`, the drafts' ring slots); the checkpoint tile above it does not (tenth session, kernels-notes v4d) */
+    rs_pdl_wait();
 
     /* B operands of this lane: draft s = 8 nt + g at columns 16 i + 4 t + 2 p (+1) */
 #pragma unroll

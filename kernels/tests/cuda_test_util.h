@@ -80,6 +80,28 @@ template <typename T> static inline void d2h(std::vector<T> &h, const T *d)
     CK(cudaMemcpy(h.data(), d, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
 }
 
+/* f(stream) captured into a CUDA graph on a fresh stream, the graph launched once and synchronised; returns its
+ * node count (the kernel launches f made; a capture that f broke fails CK) */
+template <typename F> static inline size_t ct_run_as_graph(F f)
+{
+    cudaStream_t cs;
+    cudaGraph_t gr;
+    cudaGraphExec_t ex;
+    size_t nodes = 0;
+    CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+    f(cs);
+    CK(cudaStreamEndCapture(cs, &gr));
+    CK(cudaGraphGetNodes(gr, nullptr, &nodes));
+    CK(cudaGraphInstantiate(&ex, gr, 0));
+    CK(cudaGraphLaunch(ex, cs));
+    CK(cudaStreamSynchronize(cs));
+    CK(cudaGraphExecDestroy(ex));
+    CK(cudaGraphDestroy(gr));
+    CK(cudaStreamDestroy(cs));
+    return nodes;
+}
+
 /* ---- shapes and inputs -------------------------------------------------------------------------- */
 struct Shape {
     const char *name;

@@ -201,18 +201,7 @@ static void graph_check(Rig &g, int want, const char *what, int extra = 0)
     d2h(o1, io.o), d2h(S1, g.Sr), d2h(r1, (const uint8_t *)g.rv);
     CK(cudaMemcpy(g.Sr, Ssave, g.nS * sizeof(float), cudaMemcpyDeviceToDevice));
     io.upload(in); /* NaN poison again */
-    cudaStream_t cs;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    size_t nodes = 0;
-    CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-    CK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
-    RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, cs));
-    CK(cudaStreamEndCapture(cs, &graph));
-    CK(cudaGraphGetNodes(graph, nullptr, &nodes));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    CK(cudaGraphLaunch(exec, cs));
-    CK(cudaStreamSynchronize(cs));
+    const size_t nodes = ct_run_as_graph([&](cudaStream_t cs) { RSK(rs_cuda_replay_decode(s.fam, &d, &sio, &st, cs)); });
     d2h(o2, io.o), d2h(S2, g.Sr), d2h(r2, (const uint8_t *)g.rv);
     const size_t bo = ct_bits_differ(o1.data(), o2.data(), nout), bs = ct_bits_differ(S1.data(), S2.data(), g.nS);
     const bool rsame = !memcmp(r1.data(), r2.data(), rvb);
@@ -225,9 +214,6 @@ static void graph_check(Rig &g, int want, const char *what, int extra = 0)
               "%zu kernel nodes (want %d + %d; rs_cuda_replay_launches %d); graph vs direct: %zu output, %zu checkpoint bits "
               "differ, ring %s",
               nodes, want, extra, launches, bo, bs, rsame ? "equal" : "DIFFERS");
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
-    CK(cudaStreamDestroy(cs));
     cudaFree(Ssave);
     io.free_all();
 }

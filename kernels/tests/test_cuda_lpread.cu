@@ -91,8 +91,10 @@ static int want_version(const Shape &s, const char *fmtstr, int lpk)
  * fp32 path; engine "split:<fmt>/fp32" (rs_replay_gdn_fold_recompute) instead of split-naive */
 /* launch: rs_cuda_replay_state.launch (FUSED: v4's fused launch, given no `work`; PROLOGUE; AUTO, which
  * takes the prologue for low-precision reads). v3 (lpk 3) always keeps the prologue launch. */
+/* graph: the joint step's decode captured into a CUDA graph and launched from it (the prologue path's main
+ * kernel is the prologue's programmatic dependent since the tenth session: the capture must keep that edge) */
 static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag,
-                          bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED)
+                          bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED, bool graph = false)
 {
     const int want_ver = want_version(s, fmtstr, lpk);
     const bool two = launch != RS_CUDA_LAUNCH_FUSED || want_ver == 3 || want_ver == 7; /* launches: 2, else the fused 1 */
@@ -171,7 +173,9 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     st4.ring_vraw = drvraw, st4.ring_beta = drbeta, st4.launch = launch;
     const int version = rs_cuda_replay_lp_version(s.fam, &sio4, &st4); /* the kernel that ran */
     const int launches = rs_cuda_replay_launches(s.fam, &d4, &sio4, &st4);
-    RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
+    size_t gnodes = 0;
+    if (graph) gnodes = ct_run_as_graph([&](cudaStream_t cs) { RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, cs)); });
+    else RSK(rs_cuda_replay_decode(s.fam, &d4, &sio4, &st4, nullptr));
     RSK(rs_cuda_replay_requant(&d4, &st4, nullptr));
     RSK(rs_cuda_replay_advance(dfill, B, L, nullptr));
     bank.decode(0, B, in, oe.data());
@@ -261,16 +265,18 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
                     raw_ok &= rbeta[bh * L + hn] == in.beta[bh];
                     for (int i = 0; i < dv; ++i) raw_ok &= rvraw[(bh * L + hn) * dv + i] == in.v[bh * dv + i];
                 }
-    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s %s", version, tag, ct_fam(s), s.name, fmtstr,
+    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s %s%s", version, tag, ct_fam(s), s.name, fmtstr,
              bf16ring ? " bf16 ring" : "", recompute ? " two-precision records (u recomputed at flush)" : "",
-             launches == 1 ? "fused" : "prologue+main");
+             launches == 1 ? "fused" : "prologue+main", graph ? " as a CUDA graph" : "");
+    /* a graph holds the step's kernel nodes: the launches (and the recompute pass of two-precision records) */
+    const bool nodes_ok = !graph || gnodes == (size_t)launches + (recompute ? 1 : 0);
     ct_report(name,
               version == want_ver && launches == (two ? 2 : 1) && lp_bits == 0 && e_eng <= k_tol_engine && e64 <= k_tol64 && es_eng <= k_tol_engine && es64 <= k_tol64 &&
-                  kept_bits == 0 && rq_ok && fill_ok && raw_ok,
+                  kept_bits == 0 && rq_ok && fill_ok && raw_ok && nodes_ok,
               "vs engine %s (L-1): LP %zu bits differ, out %.2e, flushed state %.2e; vs f64: out %.2e state %.2e; "
-              "kept ckpt %zu bits differ; requant %s; fill %s",
+              "kept ckpt %zu bits differ; requant %s; fill %s; graph nodes %zu",
               pol, lp_bits, e_eng, es_eng, e64, es64, kept_bits, rq_ok ? "bit-identical" : "WRONG",
-              fill_ok ? "ok" : "WRONG");
+              fill_ok ? "ok" : "WRONG", gnodes);
     rs_cuda_qtensor_free(&dq);
     rs_qtensor_free(&hq), rs_qtensor_free(&hq2), rs_qtensor_free(&hq3);
     cudaFree(dS), cudaFree(drv), cudaFree(drk), cudaFree(dra), cudaFree(dfill), cudaFree(dwork);
@@ -278,10 +284,66 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     io1.free_all(), io4.free_all();
 }
 
+/* rs_cuda_replay_lp_heads_per_warp (host only, no launch): the rule of its documentation restated here from
+ * the device's SM count: under the default knob, v4 after the separate prologue takes h = the largest power of two
+ * <= 4 dividing H / G whole heads a warp for GDN and for nvfp4 if B H / h >= 16 x SMs, else 1; the fused launch
+ * and v7 one; 0 when v4 does not run (v3: GDN fp16 under AUTO, lp_kernel 3; v7); the knob forces its value. On
+ * the H200 at B = 256: GDN 2 (Qwen3.5-4B) / 4 (Qwen3.5-122B), Mamba-2 nvfp4 4, Mamba-2 fp8 / fp16 1. */
+static void test_hpw_rule()
+{
+    int sms = 0, dev = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    void *p = (void *)(uintptr_t)4096;
+    rs_ssm_step_io io = {(const float *)p, (const float *)p, (const float *)p, (const float *)p, (const float *)p, (float *)p};
+    bool ok = true;
+    int n = 0;
+    char bad[256] = "";
+    for (const Shape &s : ct_shapes)
+        for (int B : {1, 4, 64, 256})
+            for (const char *f : {"fp16-rtn", "fp8-rtn", "nvfp4-rtn"})
+                for (int lpk : {0, 4, 7})
+                    for (int launch : {RS_CUDA_LAUNCH_AUTO, RS_CUDA_LAUNCH_FUSED})
+                        for (int knob : {0, 1, 4}) {
+                            rs_qtensor q;
+                            memset(&q, 0, sizeof q);
+                            RSK(rs_format_parse(f, &q.fmt));
+                            q.codes = (uint8_t *)p;
+                            rs_cuda_replay_state st;
+                            memset(&st, 0, sizeof st);
+                            st.S_ckpt = (float *)p, st.ring_v = p, st.ring_k = p, st.ring_alpha = (float *)p, st.L = 16;
+                            st.ckpt_read = &q, st.lp_kernel = lpk, st.launch = launch;
+                            const rs_ssm_dims d = {B, s.H, s.G, s.dv, DK};
+                            rs_cuda_set_lp_heads_per_warp(knob);
+                            const int got = rs_cuda_replay_lp_heads_per_warp(s.fam, &d, &io, &st);
+                            rs_cuda_set_lp_heads_per_warp(0);
+                            const int grp = s.H / s.G;
+                            const int ver = rs_cuda_replay_lp_version(s.fam, &io, &st);
+                            const bool fused = rs_cuda_replay_launches(s.fam, &d, &io, &st) == 1;
+                            int h4 = 1;
+                            while (2 * h4 <= 4 && grp % (2 * h4) == 0) h4 *= 2;
+                            int want = 0;
+                            if (ver == 4) {
+                                if (knob == 4) want = h4;
+                                else if (knob == 1) want = 1;
+                                else want = !fused && (s.fam == RS_SSM_GDN || f[0] == 'n') && (long)B * s.H / h4 >= 16L * sms ? h4 : 1;
+                            }
+                            ++n;
+                            if (got != want && ok) {
+                                ok = false;
+                                snprintf(bad, sizeof bad, "%s B=%d %s lp_kernel %d launch %d knob %d: got %d, want %d", s.name, B, f,
+                                         lpk, launch, knob, got, want);
+                            }
+                        }
+    ct_report("rs_cuda_replay_lp_heads_per_warp: the documented rule (4 shapes x B x format x kernel x launch x knob)", ok,
+              "%d cases%s%s", n, ok ? "" : "; first wrong: ", bad);
+}
+
 int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_lpread");
     if (rc) return rc;
+    test_hpw_rule();
     /* both kernel versions: v4 (lp_kernel 4) with its automatic geometry and with 4 heads
      * per warp (one pipeline across the heads of a key group: 2 for Qwen3.5-4B's groups), both as the
      * fused launch, the default choices (mode 3: lp_kernel 0 and launch AUTO, which take v3 for GDN's
@@ -291,12 +353,14 @@ int main(int argc, char **argv)
      * default choice on fp8 / nvfp4 and fp8 only */
     /* mode 4: v7 (lp_kernel 7, the dot products on tensor cores; prologue only), automatic geometry, and
      * (mode 5) 4 heads per warp; --quick runs mode 4 on the two middle shapes */
-    for (int mode = 0; mode < 6; ++mode) {
-        if (ct_quick && (mode == 2 || mode == 5)) continue;
-        const int lpk = mode == 2 ? 3 : mode == 3 ? 0 : mode >= 4 ? 7 : 4;
+    /* mode 6 (tenth session): v4 with the prologue and 4 heads per warp (the head tables of all heads copied
+     * into the first group, the chunk's head by a float quotient) */
+    for (int mode = 0; mode < 7; ++mode) {
+        if (ct_quick && (mode == 2 || mode == 5 || mode == 6)) continue;
+        const int lpk = mode == 2 ? 3 : mode == 3 ? 0 : mode == 4 || mode == 5 ? 7 : 4;
         /* mode 3: the default choice (AUTO: the prologue for low-precision reads, as measured faster) */
         const int launch = mode == 3 ? RS_CUDA_LAUNCH_AUTO : mode >= 4 ? RS_CUDA_LAUNCH_PROLOGUE : RS_CUDA_LAUNCH_FUSED;
-        rs_cuda_set_lp_heads_per_warp(mode == 1 || mode == 5 ? 4 : 0);
+        rs_cuda_set_lp_heads_per_warp(mode == 1 || mode == 5 || mode == 6 ? 4 : 0);
         for (const Shape &s : ct_shapes)
             for (const char *f : {"fp16-rtn", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
                 if (ct_quick && (&s == &ct_shapes[0] || &s == &ct_shapes[3])) continue;
@@ -306,13 +370,26 @@ int main(int argc, char **argv)
                  * rows a chunk, v4 chunks of 16 rows through its 3-4-stage pipeline, slots reused at
                  * d_v >= 80); fp16/bf16: the automatic geometry (one chunk a warp at these B) */
                 rs_cuda_set_warps_per_head(f[0] == 'f' && f[2] == '1' ? 0 : f[0] == 'b' ? 0 : 1);
-                const char *tag = mode == 1 ? " hpw4" : mode == 3 ? " auto" : mode == 4 ? " v7" : mode == 5 ? " v7 hpw4" : "";
+                const char *tag = mode == 1   ? " hpw4"
+                                  : mode == 3 ? " auto"
+                                  : mode == 4 ? " v7"
+                                  : mode == 5 ? " v7 hpw4"
+                                  : mode == 6 ? " hpw4"
+                                              : "";
                 test_lp_reads(s, f, lpk, false, tag, false, launch);
                 if (s.fam == RS_SSM_MAMBA2 && !(ct_quick && mode)) test_lp_reads(s, f, lpk, true, tag, false, launch);
             }
     }
     rs_cuda_set_lp_heads_per_warp(0);
     rs_cuda_set_warps_per_head(0);
+    /* the joint step as a CUDA graph: the default choice (the prologue and v4 as its programmatic dependent) on
+     * every shape for fp8 (and nvfp4 on the GDN shapes), v7 after the prologue on one shape of each family */
+    for (const Shape &s : ct_shapes) {
+        if (ct_quick && (&s == &ct_shapes[0] || &s == &ct_shapes[3])) continue;
+        test_lp_reads(s, "fp8-rtn", 0, false, " auto", false, RS_CUDA_LAUNCH_AUTO, true);
+        if (s.fam == RS_SSM_GDN) test_lp_reads(s, "nvfp4-rtn", 0, false, " auto", false, RS_CUDA_LAUNCH_AUTO, true);
+        if (&s == &ct_shapes[1] || &s == &ct_shapes[2]) test_lp_reads(s, "nvfp4-rtn", 7, false, " v7", false, RS_CUDA_LAUNCH_PROLOGUE, true);
+    }
     /* GDN two-precision records: v4 (automatic geometry and one warp per head) and v3, both GDN
      * shapes; the engine's split policy recomputes u at the flush, so a kernel that folded the
      * cached u would miss the flushed state (vs engine and vs float64) by the effect of the LP

@@ -26,6 +26,9 @@
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
 static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kernel of the runs */
+/* each round's rs_cuda_replay_verify captured into a CUDA graph and launched from it (the tensor-core kernel is
+ * the prologue's programmatic dependent since the tenth session: the capture must keep that edge) */
+static bool g_graph = false;
 static const char *vk_name(int k)
 {
     return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc-v6b";
@@ -116,7 +119,8 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     CK(cudaMemcpy(g.os, io.o, nv * sizeof(float), cudaMemcpyDeviceToDevice)); /* NaN poison */
     const rs_cuda_verify_state vst = g.view(b0);
     float *Sc = g.Sc + b0 * g.row, *snap = nb == 1 ? g.snap1 : g.snap;
-    RSK(rs_cuda_replay_verify(s.fam, &d, T, &io_r, &vst, nullptr));
+    if (g_graph) ct_run_as_graph([&](cudaStream_t cs) { RSK(rs_cuda_replay_verify(s.fam, &d, T, &io_r, &vst, cs)); });
+    else RSK(rs_cuda_replay_verify(s.fam, &d, T, &io_r, &vst, nullptr));
     RSK(rs_cuda_snapshot_verify(s.fam, &d, T, &io_s, Sc, snap, nullptr));
     std::vector<int32_t> acc(nb);
     for (int b = 0; b < nb; ++b) acc[b] = 1 + (int)(ct_rnd64() % (uint64_t)T);
@@ -257,8 +261,8 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         io1.free_all(), io4.free_all();
         return;
     }
-    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d", vk_name(vk), fam, s.name, L, T,
-             rs_cuda_get_warps_per_head());
+    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d%s", vk_name(vk), fam, s.name, L, T,
+             rs_cuda_get_warps_per_head(), g_graph ? " as CUDA graphs" : "");
     ct_report(name,
               e.ntok >= min_tok && e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
                   es_rep <= 2 * es_cpu + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -296,7 +300,9 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[1], vr, 16, 8);
     test_verify_shape(ct_shapes[2], vr, 16, 8);
     test_verify_shape(ct_shapes[0], ct_quick ? 3 : 48, 16, 1);
-    test_verify_shape(ct_shapes[3], ct_quick ? 3 : 48, 16, 2);
+    /* T = 2 (the CUDA-core kernel under AUTO since the tenth session) on the four paper shapes, >= 1000 accepted
+     * tokens a row with flushes (a = 1..2: ~1.5 tokens a round, 720 rounds, 4 rows: >= 4000 in all) */
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 720, 16, 2, nullptr, ct_quick ? 0 : 4000);
     test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 8, 6); /* T not a power of two, small window */
     /* T > 8 (rows per warp halved: Mamba-2 2, GDN 1) and L + T = 64 (lanes hold two records) */
     test_verify_shape(ct_shapes[0], ct_quick ? 2 : 48, 16, 12);
@@ -304,6 +310,10 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[1], ct_quick ? 2 : 48, 48, 16);
     test_verify_shape(ct_shapes[2], ct_quick ? 2 : 48, 48, 16);
     test_verify_shape(ct_shapes[2], ct_quick ? 2 : 32, 56, 8);
+    g_graph = true; /* the default choice at T = 8 (v6a) and T = 2 (CUDA cores), every round a graph */
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 48, 16, 8);
+    test_verify_shape(ct_shapes[1], ct_quick ? 3 : 48, 16, 2);
+    g_graph = false;
     /* checkpoint rounded at flush (fp16/bf16 SR and RTN), exact inputs, bit for bit */
     static const RoundCfg rf[3] = {{"fp16-sr", RS_CUDA_F16, RS_ROUND_SR, 32},
                                    {"bf16-sr", RS_CUDA_BF16, RS_ROUND_SR, 32},
@@ -313,9 +323,10 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 96, 16, 4, &rf[0]);
     test_verify_shape(ct_shapes[0], ct_quick ? 6 : 48, 16, 8, &rf[1]);
     test_verify_shape(ct_shapes[3], ct_quick ? 6 : 48, 8, 6, &rf[1]);
+    test_verify_shape(ct_shapes[1], ct_quick ? 8 : 96, 16, 2, &rf[0]); /* T = 2: the CUDA-core kernel */
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
-    /* the runs above used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T = 1, the tensor-core
-     * kernel v6a at T >= 2). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
+    /* the runs above used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T <= 2, the tensor-core
+     * kernel v6a at T >= 3). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
      * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
      * alternating shapes; then v6b and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes and
      * their T > 8 instances. --tc-only stops after the v6a runs. */

@@ -234,6 +234,16 @@ int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const
 int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                             const rs_cuda_replay_state *st);
 
+/*! rs_cuda_replay_lp_heads_per_warp() : the value heads a warp of the v4 low-precision read walks in
+ *  rs_cuda_replay_decode(fam, dims, io, st): 0 when v4 does not run (rs_cuda_replay_lp_version != 4), 1 for
+ *  one head or a slice of one (the automatic geometry of rs_cuda_set_warps_per_head), else 2 or 4 whole heads of
+ *  one key group as one pipeline. Under rs_cuda_set_lp_heads_per_warp(0) (the default): up to 4 (the largest
+ *  power of two <= 4 dividing H / G) for GDN reads and nvfp4 reads after the separate prologue when the grid
+ *  keeps >= 16 warps per SM (B * H / hpw >= 16 x SMs), else 1: measured 0.78-0.92x the time of one head a warp
+ *  on the GDN shapes and 0.95-0.98x on nvfp4 Mamba-2 at B = 256 (H200, docs/kernels-notes.md "v4d"). */
+int rs_cuda_replay_lp_heads_per_warp(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
+                                     const rs_cuda_replay_state *st);
+
 /*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
  *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to
  *  rs_quantize with the descriptor's format forced to RTN). Call after the decode, before
@@ -312,10 +322,11 @@ rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *a
 void rs_cuda_set_warps_per_head(int wph);
 int rs_cuda_get_warps_per_head(void);
 
-/*! rs_cuda_set_lp_heads_per_warp() : tuning and testing knob of the v4 low-precision read kernel: each
- *  warp walks hpw whole value heads of one key group (the largest power of two <= hpw dividing H/G;
- *  it overrides rs_cuda_set_warps_per_head there). 0 (default): one head, or a slice of one, a warp.
- *  Process-wide, not thread-safe. */
+/*! rs_cuda_set_lp_heads_per_warp() : tuning and testing knob of the v4 low-precision read kernel: hpw >= 2:
+ *  each warp walks hpw whole value heads of one key group (the largest power of two <= hpw dividing H/G;
+ *  it overrides rs_cuda_set_warps_per_head there); 1: one head, or a slice of one, a warp (the geometry of
+ *  rs_cuda_set_warps_per_head); 0 (default): the automatic choice that rs_cuda_replay_lp_heads_per_warp
+ *  reports (since the tenth session; before, 0 meant 1). Process-wide, not thread-safe. */
 void rs_cuda_set_lp_heads_per_warp(int hpw);
 
 /*! rs_cuda_dtype_bytes() : 4, 2, 2. */

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# run_gpu_stages.sh — one bounded device call for issue 18's kernel work, in stages chosen by RS_STAGES, so that
+# the one-off scripts of earlier sessions (run_gpu_v6c.sh, run_gpu_v6d.sh, ...) need no successor:
+#   kernels/run_gpu_stages.sh PACK [PACK_B] OUTDIR     (make_gpu_pack.sh or build_static.sh folders)
+# The pack under test is PACK_B when given, else PACK. Stages (RS_STAGES, a space-separated list, run in
+# this order; default "ab verify lpread san"):
+#   ab      kernels/run_gpu_ab.sh PACK PACK_B (RS_SWEEPS, default "lp,verify"; no tests) -> ab/table.txt
+#   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s)
+#   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick) and test_cuda_dk_refuse
+#   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only
+#   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line) of the v4
+#           low-precision reads (rs_k_replay_lpw, Mamba-2, bf16 ring, fp8 and nvfp4, the separate-prologue
+#           path, one launch each) on Nemotron-3-Super at B = 256 -> ncusrc_*.csv (+ the SpeedOfLight etc.
+#           sections in ncusrc_*.txt)
+#   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape), after everything else
+# RS_DEADLINE: seconds from the start by which the stages before bench have ended (default 420; a stage
+# that would start later is skipped and says so). OUTDIR: summary.txt, all.tar.xz (logs, ab/, ncu output),
+# and bench.h5 + bench.log with the bench stage: four files, within the eight a device call brings back.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PA=${1:?pack}
+if [ $# -ge 3 ]; then PB=$2 OUTD=$3; else PB=$1 OUTD=${2:?outdir}; fi
+W=/tmp/rs_stages
+rm -rf "$W" && mkdir -p "$W" "$OUTD"
+S="$OUTD/summary.txt"
+: > "$S"
+T0=$(date +%s)
+DL=${RS_DEADLINE:-420}
+STAGES=" ${RS_STAGES:-ab verify lpread san} "
+want() { case "$STAGES" in *" $1 "*) return 0 ;; esac; return 1; }
+left() { echo $(( DL - ($(date +%s) - T0) )); }
+STAGE_TMP=$W STAGE_ALL="$W/tests.log"
+: > "$STAGE_ALL"
+. eval/cuda/tests/gpu_stage.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$S" 2>&1
+BT=$(gpu_pack_bindir "$PB" t "$W") || { echo "no binaries in $PB" >> "$S"; exit 2; }
+LD_LIBRARY_PATH=
+gpu_cublas_path
+CUB=$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH="$BT$CUB"
+echo "pack under test: $PB (pack A: $PA); stages:$STAGES" >> "$S"
+
+if want ab && [ "$PA" != "$PB" ]; then
+  t0=$(date +%s)
+  RS_SWEEPS=${RS_SWEEPS:-lp,verify} RS_SKIP_TESTS=1 RS_DEADLINE=${RS_AB_S:-150} \
+    bash kernels/run_gpu_ab.sh "$PA" "$PB" "$W/ab" > "$W/ab.out" 2>&1
+  echo "ab: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
+  [ -f "$W/ab/table.txt" ] && grep -E "^model| 256 " "$W/ab/table.txt" >> "$S"
+fi
+if want verify; then
+  if [ "$(left)" -gt 40 ]; then stage test_cuda_verify $(( $(left) < ${RS_VERIFY_S:-240} ? $(left) : ${RS_VERIFY_S:-240} )) "$BT/test_cuda_verify"
+  else echo "test_cuda_verify: skipped (no time left)" >> "$S"; fi
+fi
+if want lpread; then
+  for t in "test_cuda_lpread" "test_cuda_decode ${RS_DECODE_ARGS:---quick}" "test_cuda_dk_refuse"; do
+    set -- $t
+    if [ "$(left)" -gt 30 ]; then stage "$1" $(( $(left) < 150 ? $(left) : 150 )) "$BT/$1" "${@:2}"
+    else echo "$1: skipped (no time left)" >> "$S"; fi
+  done
+fi
+if want san; then
+  for t in test_cuda_lpread test_cuda_verify; do
+    for tool in memcheck racecheck; do
+      lim=$(( $(left) < 90 ? $(left) : 90 ))
+      san_stage $tool $lim $t "$BT/$t" --quick $([ $t = test_cuda_verify ] && echo --tc-only)
+    done
+  done
+fi
+if want ncusrc; then
+  NCU="ncu --clock-control none --kernel-name-base mangled --import-source no --section SpeedOfLight
+       --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats
+       --section InstructionStats --section SourceCounters"
+  for f in 3:fp8 4:nvfp4; do
+    c=${f%%:*} n=${f#*:}
+    if [ "$(left)" -lt 40 ]; then echo "ncusrc $n: skipped (no time left)" >> "$S"; continue; fi
+    t0=$(date +%s)
+    # (mangled: the demangled names of the tenth session's first try matched nothing)
+    timeout 90 $NCU -k "regex:_Z15rs_k_replay_lpwILi0ELi2ELi${c}ELb0ELb0ELb0E" --launch-skip 4 --launch-count 1 \
+      -o "$W/ncusrc_$n" "$BT/replayssm" bench --shape nemotron-3-super --sweep lp --reps 2 --out "$W/ncu_$n.h5" --force \
+      > "$W/ncusrc_$n.txt" 2>&1
+    r=$?
+    ncu -i "$W/ncusrc_$n.ncu-rep" --page details >> "$W/ncusrc_$n.txt" 2>&1
+    ncu -i "$W/ncusrc_$n.ncu-rep" --page source --csv --print-source sass > "$W/ncusrc_$n.csv" 2> "$W/ncusrc_${n}_err.txt" ||
+      ncu -i "$W/ncusrc_$n.ncu-rep" --page source --csv > "$W/ncusrc_$n.csv" 2>> "$W/ncusrc_${n}_err.txt"
+    echo "ncusrc $n: exit $r ($(( $(date +%s) - t0 )) s), csv $(wc -l < "$W/ncusrc_$n.csv") lines" >> "$S"
+    grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|No Eligible|Issued Warp|Executed Ipc A" \
+      "$W/ncusrc_$n.txt" | head -12 | cut -c1-150 >> "$S"
+  done
+fi
+tar -cJf "$OUTD/all.tar.xz" -C "$W" --exclude='bin_*' --exclude='*.h5' . 2>> "$S"
+if want bench; then
+  t0=$(date +%s)
+  timeout 240 "$BT/replayssm" bench --out "$OUTD/bench.h5" --force > "$OUTD/bench.log" 2>&1
+  echo "replayssm bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
+  sed -n '/## summary/,/^$/p' "$OUTD/bench.log" | cut -c1-200 >> "$S"
+fi
+echo "total $(( $(date +%s) - T0 )) s" >> "$S"
+cat "$S"
