@@ -22,7 +22,10 @@ rm -f "$OUT"/obj/*.o "$OUT"/obj/*.ptxas
 A=/usr/lib/x86_64-linux-gnu
 H5INC=/usr/include/hdf5/serial
 GOMP=$(ls /usr/lib/gcc/x86_64-linux-gnu/*/libgomp.a | tail -1)
+# the commit, with -dirty when the tree differs from it (a build of uncommitted changes is not that commit's:
+# the tenth session's benchmark carried its parent's hash)
 GIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[ "$GIT" != unknown ] && ! git diff --quiet HEAD -- . 2>/dev/null && GIT="$GIT-dirty"
 CF="-std=c11 -O2 -fPIC -fopenmp -Wall -Wextra -Wpedantic -ffp-contract=off -fno-fast-math -fno-finite-math-only -frounding-math -DNDEBUG -D_POSIX_C_SOURCE=200809L"
 CF="$CF -DRS_VERSION_STRING=\"0.1.0\" -DRS_GIT_COMMIT=\"$GIT\" -DRS_HAVE_CUDA"
 PCRE2_A=$A/libpcre2-8.a # the BPE tokenizers' regex (libpcre2-dev), static as HDF5
