@@ -78,7 +78,8 @@ def rows(f):
                      g['variant'][i].decode() + (f"-T{int(g['T'][i])}" if g['sweep'][i].decode() in ('verify', 'tcv') else ''))
     return {key(i): float(g['median_us'][i]) for i in range(n)}
 r = {(t, k): rows(f'bench_{t}_r{k}.h5') for t in 'ab' for k in (1, 2)}
-keys = list(r[('a', 1)]) or list(r[('b', 1)])
+# every row of either build (rows only B has, e.g. a new variant, show with '-' for A)
+keys = list(dict.fromkeys(k for t in 'ab' for j in (1, 2) for k in r[(t, j)]))
 print(f"{'model':20s} {'sweep':5s} {'B':>4s} {'kernel':12s} {'variant':28s} {'a_r1':>8s} {'b_r1':>8s} {'a_r2':>8s} {'b_r2':>8s} {'b/a_r1':>7s} {'b/a_r2':>7s}")
 for k in keys:
     v = [r[(t, j)].get(k) for j in (1, 2) for t in 'ab']
