@@ -851,19 +851,16 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
  * not measured with more heads, one head. */
 static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims *d)
 {
-    int want = g_rs_lp_hpw;
     const unsigned grp = (unsigned)(d->heads / d->key_heads);
-    if (want == 0) {
-        want = 1;
-        if (!fused && !tc && (fam == RS_SSM_GDN || ckf == RS_FMT_NVFP4)) {
-            unsigned h = 1;
-            while (2 * h <= 4u && grp % (2 * h) == 0) h *= 2;
-            if ((size_t)d->batch * (size_t)d->heads / h >= 16u * (size_t)rs_sm_count()) want = (int)h;
-        }
-    }
-    unsigned hpw = 1;
-    while (want > 1 && 2 * hpw <= (unsigned)want && grp % (2 * hpw) == 0) hpw *= 2;
-    return hpw;
+    auto pow2_in_group = [grp](unsigned cap) { /* the largest power of two <= cap dividing the key group */
+        unsigned h = 1;
+        while (2 * h <= cap && grp % (2 * h) == 0) h *= 2;
+        return h;
+    };
+    if (g_rs_lp_hpw > 0) return pow2_in_group((unsigned)g_rs_lp_hpw);
+    const unsigned h = pow2_in_group(4);
+    const bool wide = !fused && !tc && (fam == RS_SSM_GDN || ckf == RS_FMT_NVFP4);
+    return wide && (size_t)d->batch * (size_t)d->heads / h >= 16u * (size_t)rs_sm_count() ? h : 1;
 }
 
 /* v4: a warp walks the 16-row chunks of one head, or of a power-of-two slice of it (rs_replay_geom:

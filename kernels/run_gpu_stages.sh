@@ -34,9 +34,7 @@ STAGE_TMP=$W STAGE_ALL="$W/tests.log"
 . eval/cuda/tests/gpu_stage.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$S" 2>&1
 BT=$(gpu_pack_bindir "$PB" t "$W") || { echo "no binaries in $PB" >> "$S"; exit 2; }
-LD_LIBRARY_PATH=
-gpu_cublas_path
-CUB=$LD_LIBRARY_PATH
+CUB=$(gpu_cublas_ld)
 export LD_LIBRARY_PATH="$BT$CUB"
 echo "pack under test: $PB (pack A: $PA); stages:$STAGES" >> "$S"
 

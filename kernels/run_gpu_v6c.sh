@@ -27,9 +27,7 @@ STAGE_TMP=$W STAGE_ALL="$W/tests.log"
 . eval/cuda/tests/gpu_stage.sh
 BN=$(gpu_pack_bindir "$NEW" n "$W") || { echo "no binaries in $NEW" >> "$S"; exit 2; }
 B0=$(gpu_pack_bindir "$S0" z "$W") || { echo "no binaries in $S0" >> "$S"; exit 2; }
-LD_LIBRARY_PATH=
-gpu_cublas_path
-CUB=$LD_LIBRARY_PATH
+CUB=$(gpu_cublas_ld)
 export LD_LIBRARY_PATH="$BN$CUB"
 t0=$(date +%s)
 timeout ${RS_VERIFY_S:-200} "$BN/test_cuda_verify" --tc-only > "$W/verify_new.log" 2>&1

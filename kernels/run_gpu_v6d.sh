@@ -22,9 +22,7 @@ STAGE_TMP=$W STAGE_ALL="$W/tests.log"
 . eval/cuda/tests/gpu_stage.sh
 BC=$(gpu_pack_bindir "$PC" c "$W") || { echo "no binaries in $PC" >> "$S"; exit 2; }
 BD=$(gpu_pack_bindir "$PD" d "$W") || { echo "no binaries in $PD" >> "$S"; exit 2; }
-LD_LIBRARY_PATH=
-gpu_cublas_path
-CUB=$LD_LIBRARY_PATH
+CUB=$(gpu_cublas_ld)
 export LD_LIBRARY_PATH="$BD$CUB"
 ok=1
 t0=$(date +%s)

@@ -80,6 +80,24 @@ template <typename T> static inline void d2h(std::vector<T> &h, const T *d)
     CK(cudaMemcpy(h.data(), d, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
 }
 
+/* Host-only rule checks (rs_cuda_replay_launches, _lp_version, _lp_heads_per_warp read the descriptors, never
+ * the data): an aligned dummy address, step inputs all pointing at it, and a replay state (L = 16) whose arrays
+ * point at it with every other field zero */
+static inline void *ct_dummy_ptr() { return (void *)(uintptr_t)4096; }
+static inline rs_ssm_step_io ct_dummy_io()
+{
+    const float *p = (const float *)ct_dummy_ptr();
+    return rs_ssm_step_io{p, p, p, p, p, (float *)ct_dummy_ptr()};
+}
+static inline rs_cuda_replay_state ct_dummy_replay_state()
+{
+    void *p = ct_dummy_ptr();
+    rs_cuda_replay_state st;
+    memset(&st, 0, sizeof st);
+    st.S_ckpt = (float *)p, st.ring_v = p, st.ring_k = p, st.ring_alpha = (float *)p, st.L = 16;
+    return st;
+}
+
 /* f(stream) captured into a CUDA graph on a fresh stream, the graph launched once and synchronised; returns its
  * node count (the kernel launches f made; a capture that f broke fails CK) */
 template <typename F> static inline size_t ct_run_as_graph(F f)

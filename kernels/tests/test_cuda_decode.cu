@@ -230,11 +230,9 @@ static void test_auto_choice()
     int sms = 0, dev = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    void *p = (void *)(uintptr_t)4096;
-    rs_ssm_step_io io = {(const float *)p, (const float *)p, (const float *)p, (const float *)p, (const float *)p, (float *)p};
-    rs_cuda_replay_state st;
-    memset(&st, 0, sizeof st);
-    st.S_ckpt = (float *)p, st.ring_v = p, st.ring_k = p, st.ring_alpha = (float *)p, st.L = 16;
+    void *p = ct_dummy_ptr();
+    rs_ssm_step_io io = ct_dummy_io();
+    rs_cuda_replay_state st = ct_dummy_replay_state();
     rs_qtensor q;
     memset(&q, 0, sizeof q);
     q.fmt.kind = RS_FMT_FP8, q.codes = (uint8_t *)p;

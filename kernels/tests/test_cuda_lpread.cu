@@ -294,8 +294,7 @@ static void test_hpw_rule()
     int sms = 0, dev = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    void *p = (void *)(uintptr_t)4096;
-    rs_ssm_step_io io = {(const float *)p, (const float *)p, (const float *)p, (const float *)p, (const float *)p, (float *)p};
+    const rs_ssm_step_io io = ct_dummy_io();
     bool ok = true;
     int n = 0;
     char bad[256] = "";
@@ -308,10 +307,8 @@ static void test_hpw_rule()
                             rs_qtensor q;
                             memset(&q, 0, sizeof q);
                             RSK(rs_format_parse(f, &q.fmt));
-                            q.codes = (uint8_t *)p;
-                            rs_cuda_replay_state st;
-                            memset(&st, 0, sizeof st);
-                            st.S_ckpt = (float *)p, st.ring_v = p, st.ring_k = p, st.ring_alpha = (float *)p, st.L = 16;
+                            q.codes = (uint8_t *)ct_dummy_ptr();
+                            rs_cuda_replay_state st = ct_dummy_replay_state();
                             st.ckpt_read = &q, st.lp_kernel = lpk, st.launch = launch;
                             const rs_ssm_dims d = {B, s.H, s.G, s.dv, DK};
                             rs_cuda_set_lp_heads_per_warp(knob);

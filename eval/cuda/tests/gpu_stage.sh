@@ -25,6 +25,10 @@ gpu_cublas_path() {
   return 1
 }
 
+# gpu_cublas_ld: print what gpu_cublas_path appends to an empty LD_LIBRARY_PATH (":DIR", or nothing), for the
+# scripts that put one build's folder first: export LD_LIBRARY_PATH="$BIN$(gpu_cublas_ld)"
+gpu_cublas_ld() { (LD_LIBRARY_PATH=; gpu_cublas_path; printf '%s' "$LD_LIBRARY_PATH"); }
+
 # fuzz_campaign_start PACK_TAR SECS JOBS DIR: tests/fuzz/campaign.sh of a make_campaign_pack.sh pack in
 # the background at nice 19 (unpacked into /tmp/rs_fz), results in DIR; a line in the summary $S
 fuzz_campaign_start() {
