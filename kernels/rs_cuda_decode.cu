@@ -849,6 +849,9 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
  * 0.89x (Qwen3.5-122B) the time of one head (or slice) a warp, Mamba-2 nvfp4 0.95-0.98x; Mamba-2 fp8 0.97x
  * (Super) but 1.04x (Nano), fp16 1.02-1.05x (except Qwen3.5-4B): those keep one head. Fused and v7 launches:
  * not measured with more heads, one head. */
+/* fp16 / bf16 (eleventh session, v4e, kernels-notes "v4e"): at most 2 heads (a warp's stages are 2x those of fp8,
+ * 10 warps an SM: Qwen3.5-122B GDN fp16 at 4 heads 174.7 us against 167.4 at one; Qwen3.5-4B's 2 heads 96.0
+ * against 105.3). */
 static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims *d)
 {
     const unsigned grp = (unsigned)(d->heads / d->key_heads);
@@ -858,7 +861,7 @@ static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims 
         return h;
     };
     if (g_rs_lp_hpw > 0) return pow2_in_group((unsigned)g_rs_lp_hpw);
-    const unsigned h = pow2_in_group(4);
+    const unsigned h = pow2_in_group(ckf == RS_FMT_FP16 || ckf == RS_FMT_BF16 ? 2 : 4);
     const bool wide = !fused && !tc && (fam == RS_SSM_GDN || ckf == RS_FMT_NVFP4);
     return wide && (size_t)d->batch * (size_t)d->heads / h >= 16u * (size_t)rs_sm_count() ? h : 1;
 }
@@ -879,7 +882,7 @@ static void replay_launch_wide(bool fused, bool tc, const rs_ssm_dims *d, const 
     const unsigned hpw = lp_hpw(FAM, CKF, fused, tc, d);
     if (hpw > 1) g.wph = 1, g.rows = d->d_v;
     const int sb = rs_lpw_stage_bytes(CKF, RDT, st->L);
-    const int cb = (int)((sizeof(float) * hpw * rs_lpw_head_floats(st->L) + 15) / 16 * 16);
+    const int cb = rs_lpw_align32((int)(sizeof(float) * hpw * rs_lpw_head_floats(st->L))); /* stages 32-aligned */
     const size_t per_warp = (size_t)cb + (size_t)rs_lpw_stages<CKF>() * sb;
     unsigned wpb = 4;
     while (wpb > 1 && wpb * per_warp > 48u * 1024u) wpb /= 2;
@@ -971,16 +974,16 @@ static int replay_rpw(rs_ssm_family fam, int ckf, int knob)
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* v4 needs 16-byte aligned codes, ring values and v (its 16-byte cp.async pieces); else v3 runs.
- * lp_kernel 0 (AUTO) follows the H200 lp sweeps of issue 18 (docs/kernels-notes.md, "v4 since v4a"; B = 256,
- * L = 16, fill 7): v4 everywhere except GDN's fp16 / bf16 reads, where v3 (8 rows a chunk, 4 columns a
- * lane) was faster on both GDN shapes (Qwen3.5-4B 107.9 vs 141.4 us, Qwen3.5-122B 192.9 vs 207.2 us);
- * B = 1 low-precision reads were not measured. */
+ * lp_kernel 0 (AUTO) follows the H200 lp sweeps of issue 18 (B = 256, L = 16, fill 7): v4 on every format and
+ * family. Until the eleventh session GDN's fp16 / bf16 reads took v3 (faster than v4a there: Qwen3.5-4B 107.9
+ * vs 141.4 us, Qwen3.5-122B 192.9 vs 207.2 us, docs/kernels-notes.md "v4 since v4a"); v4e with its heads a
+ * warp (lp_hpw) measured 96.0 vs 107.0 us (Qwen3.5-4B, 2 heads) and 167.4 (one head) / 174.7 (4 heads) vs
+ * 191.6 us (Qwen3.5-122B) against v3 (kernels-notes "v4e"); B = 1 low-precision reads were not measured. */
 extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
 {
     if (!io || !st || !st->ckpt_read || st->ckpt_read->fmt.kind == RS_FMT_FP32) return 0;
     if (st->lp_kernel == 3) return 3;
     const int k = st->ckpt_read->fmt.kind;
-    if (st->lp_kernel == 0 && fam == RS_SSM_GDN && (k == RS_FMT_FP16 || k == RS_FMT_BF16)) return 3;
     if (!(aligned16(st->ckpt_read->codes) && aligned16(st->ring_v) && aligned16(io->v))) return 3;
     return st->lp_kernel == 7 ? 7 : 4;
 }

@@ -32,18 +32,10 @@
 
 #define RS_LPW_ROWS 16  /* rows per chunk */
 #define RS_LPW_STAGES 4 /* chunks in flight per warp (3 loading while one is computed) */
-/* Chunks whose checkpoint pieces are issued before fill is read (build-time; issue 18). Those pieces join
- * the first cp.async group, so chunk 0 waits for all of them; at B = 256 a warp walks only ~4 chunks (one
- * head of 64 rows), so that wait is most of its work. 1 (the default until the ninth session): chunk 0's pieces early, every later
- * chunk's with its own group. RS_LPW_STAGES - 1 (3) is what cab45fc introduced and ran until the seventh
- * session; against it, 1 measured 0.86-0.97x the time of the separate-prologue fp8 / fp16 / nvfp4 reads on
- * the four shapes (H200, B = 256; Qwen3.5-122B nvfp4 1.016x) and 0.96-1.03x the fused ones
- * (docs/kernels-notes.md, "RS_LPW_EARLY"). 0 (the default since the ninth session): none early, the order
- * before cab45fc; against 1 it measured 0.93-0.98x on every v4 row (seventh session) and again in the ninth
- * (docs/kernels-notes.md, "v7"): issuing any piece before fill costs more than it hides. */
-#ifndef RS_LPW_EARLY
-#define RS_LPW_EARLY 0
-#endif
+/* Every chunk's pieces are issued after fill is read, each chunk in its own cp.async group: issuing the first
+ * chunks' checkpoint pieces before fill (the build-time knob RS_LPW_EARLY = 1 or 3 of the sixth to ninth sessions)
+ * measured 0.93-0.98x slower on every v4 row in three sessions (docs/kernels-notes.md, "RS_LPW_EARLY" and "v7"), so
+ * the knob went with v4e's counters (one issue order to keep track of). */
 
 #include "rs_cuda_lpread_tc.cuh" /* v7: the dot products on tensor cores (TC) */
 
@@ -60,12 +52,24 @@ template <int CKF> struct rs_lpw {
 };
 /* ring record stride in a stage: 16 rows + 16 bytes of padding (bank spread of the record reads) */
 __host__ __device__ __forceinline__ int rs_lpw_rstride(int rdt) { return rdt == RS_CUDA_F32 ? 80 : 48; }
+/* Every piece of a stage that a 32-byte global sector fills sits at a 32-byte boundary of shared memory (v4e): a
+ * 16-byte cp.async whose source and destination differ by 16 modulo 32 costs its sector twice (Nsight Compute, H200,
+ * eleventh session: the odd stages' checkpoint pieces 2x the ideal L2 sectors, 30 % of the fp8 read's sectors in
+ * excess, L2 at 86 % of its throughput). The stage size, the head tables' size and the offsets of v and the scales
+ * are therefore multiples of 32; the ring records keep their 48 / 80-byte stride (every other record straddles, a
+ * small share of the bytes; a 32-byte stride would serialise the record reads 2-4 ways on shared-memory banks). */
+__host__ __device__ __forceinline__ int rs_lpw_align32(int x) { return (x + 31) & ~31; }
+/* offset of this step's v (16 floats) in a stage; the scales follow it */
+__host__ __device__ __forceinline__ int rs_lpw_vc_off(int ckf, int rdt, int L)
+{
+    const int rb = ckf == RS_FMT_NVFP4 ? 64 : ckf == RS_FMT_FP8 ? 128 : 256;
+    return RS_LPW_ROWS * rb + rs_lpw_align32((L - 1) * rs_lpw_rstride(rdt));
+}
 /* bytes of one stage: checkpoint pieces, L - 1 ring records, this step's v (16 floats), scales */
 __host__ __device__ __forceinline__ int rs_lpw_stage_bytes(int ckf, int rdt, int L)
 {
-    const int rb = ckf == RS_FMT_NVFP4 ? 64 : ckf == RS_FMT_FP8 ? 128 : 256;
     const int scb = ckf == RS_FMT_FP8 ? 64 : ckf == RS_FMT_NVFP4 ? 128 : 0;
-    return RS_LPW_ROWS * rb + (L - 1) * rs_lpw_rstride(rdt) + 64 + scb;
+    return rs_lpw_align32(rs_lpw_vc_off(ckf, rdt, L) + 64 + scb);
 }
 
 /* decoder element order within 8 consecutive columns (nvfp4: the four half2 words of a code word) */
@@ -142,36 +146,12 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
     const int nch = (r_end - r_begin) / RS_LPW_ROWS, ntot = nch * hpw;
     constexpr int ESZ = RDT == RS_CUDA_F32 ? 4 : 2, PR = ESZ; /* 16-byte pieces per ring record (16 rows) */
     const int rstr = rs_lpw_rstride(RDT);
-    const int ring_off = RS_LPW_ROWS * F::RB, vc_off = ring_off + (L - 1) * rstr, sc_off = vc_off + 64;
+    const int ring_off = RS_LPW_ROWS * F::RB, vc_off = rs_lpw_vc_off(CKF, RDT, L), sc_off = vc_off + 64;
     unsigned char *wsm = rs_lpw_sm + (size_t)wib * (coef_bytes + NS * stage_bytes);
     float *tab = reinterpret_cast<float *>(wsm);
     unsigned char *stg = wsm + coef_bytes;
 
-    /* chunk c = head c / nch of the warp, rows (c % nch) * 16 of its slice: its first row's offset from the
-     * warp's first (bh0 * dv + r_begin) and its head. With one head a warp (the default) no division: the
-     * division and its 64-bit products were ~50 of the ~230 instructions that issue a chunk's copies. With
-     * hpw > 1 the quotient in float: (c + 1/2) / nch is at least 1/(2 nch) from an integer, and (c + 1/2) times
-     * the correctly rounded 1/nch is within a relative 2^-23 of it, i.e. closer than 1/(2 nch) while
-     * c + 1/2 < 2^22 (here c < hpw * nch <= 16 * 16), so the truncation is exact (tenth session: v4b's integer
-     * division cost ~50 instructions a chunk). */
-    const float inv_nch = 1.f / (float)nch;
-    auto chunk_head = [&](int c) { return hpw == 1 ? 0 : (int)(((float)c + 0.5f) * inv_nch); };
-    auto chunk_rows = [&](int c) {
-        const int hh = chunk_head(c);
-        return hpw == 1 ? c * RS_LPW_ROWS : hh * dv + (c - hh * nch) * RS_LPW_ROWS;
-    };
     const size_t wrow0 = bh0 * dv + r_begin; /* the warp's first row (of B * H * d_v) */
-    const unsigned char *codes0 = src.codes + wrow0 * F::RB;
-    /* the checkpoint pieces of the first EARLY chunks do not depend on fill: issue them first */
-    auto issue_codes = [&](int c) {
-        unsigned char *sg = stg + (c % NS) * stage_bytes;
-        const unsigned char *cb = codes0 + chunk_rows(c) * F::RB;
-#pragma unroll
-        for (int p = 0; p < F::NP; ++p) rs_cp16(sg + (p * 32 + lane) * 16, cb + (p * 32 + lane) * 16);
-    };
-    constexpr int EARLY = RS_LPW_EARLY < NS - 1 ? RS_LPW_EARLY : NS - 1;
-    const int npre = ntot < EARLY ? ntot : EARLY;
-    for (int c = 0; c < npre; ++c) issue_codes(c);
 
     const int hn = st.fill[b];
     const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
@@ -186,8 +166,6 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
 
     if (hn + 1 == L) { /* flush: v3's path (fp32 S_ckpt read and written), head by head */
         if constexpr (!FUSED) rs_pdl_wait(); /* `work` and ring_k's slot hn are the prologue's */
-        rs_cp_commit();
-        rs_cp_wait<0>(); /* the early pieces are not used */
         if (FAM == RS_SSM_GDN && st.ring_vraw) return; /* two-precision records: rs_k_replay_flush_recompute */
         const float4 q4 = rs_ld4(io.q + kg * RS_CUDA_DK + 4 * lane);
         float4 kc4 = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -274,32 +252,45 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
         const float qinv = __shfl_sync(RS_FULL_MASK, inv, 0), kinv = __shfl_sync(RS_FULL_MASK, inv, 16);
         tinv = (lane & 3) < 2 ? qinv : kinv;
     }
-    /* the rest of a chunk: ring records 0..hn-1 and v of its 16 rows, scales */
-    /* ring values of record j, head hh, row r of the warp's slice: rv0 + ((hh * L + j) * dv + r) * ESZ */
-    const unsigned char *rv0 = static_cast<const unsigned char *>(st.ring_v) + (bh0 * L * dv + r_begin) * ESZ;
-    auto issue_rest = [&](int c) {
-        unsigned char *sg = stg + (c % NS) * stage_bytes;
-        const int hh = chunk_head(c), rr0 = chunk_rows(c) - hh * dv; /* rows of the chunk within its head's slice */
-        const size_t grow0 = wrow0 + chunk_rows(c);
-        const unsigned char *rvc = rv0 + (size_t)((hh * L * dv + rr0) * ESZ);
-        for (int t = lane; t < hn * PR; t += 32) {
-            const int j = t / PR, qq = t % PR;
-            rs_cp16(sg + ring_off + j * rstr + qq * 16, rvc + j * dv * ESZ + qq * 16);
-        }
+    /* v4e: a chunk's copies from counters and fixed per-lane offsets. Chunk c is the 16 rows from row `rl` of the
+     * warp's slice of its head `hh` (hh = c / nch, rl = 16 (c % nch)), walked in order by an issue position
+     * (ih, irl) and a compute position (ch, crl), each advanced by 16 rows a chunk and wrapped to the next head.
+     * Every 64-bit address is a per-warp (or per-lane) base plus a 32-bit offset formed once a chunk: the
+     * general chunk index (a division by nch with hpw > 1) and the per-piece 64-bit products were ~230 of v4d's
+     * ~740 static instructions a chunk (docs/kernels-notes.md, "v4e"). */
+    static_assert((NS & (NS - 1)) == 0, "stage slot = chunk & (NS - 1)");
+    const int rows_w = r_end - r_begin, hstr = L * dv; /* slice rows; ring elements from a head's records to the next's */
+    const int nring = hn * PR;                        /* 16-byte ring pieces a chunk: records 0..hn-1 */
+    const unsigned char *codes_l = src.codes + wrow0 * F::RB + lane * 16; /* piece p of a chunk: + 512 p */
+    /* ring pieces t = lane + 32 k: record t / PR, part t % PR; in global memory
+     * ring_v + (((bh0 + hh) L + j) dv + r_begin + rl) ESZ + 16 part, in the stage ring_off + j rstr + 16 part */
+    const unsigned char *ring_l = static_cast<const unsigned char *>(st.ring_v) + (bh0 * L * dv + r_begin) * ESZ +
+                                  (size_t)((lane / PR) * dv * ESZ + (lane % PR) * 16);
+    const int ring_sl = ring_off + (lane / PR) * rstr + (lane % PR) * 16;
+    const int ring_gstep = (32 / PR) * dv * ESZ, ring_sstep = (32 / PR) * rstr;
+    int ic = 0, ih = 0, irl = 0; /* the next chunk to issue */
+    auto issue_next = [&]() {
+        unsigned char *sg = stg + (ic & (NS - 1)) * stage_bytes;
+        const int crow = ih * dv + irl; /* the chunk's first row from the warp's first */
+        const unsigned char *cb = codes_l + (unsigned)(crow * F::RB);
+#pragma unroll
+        for (int p = 0; p < F::NP; ++p) rs_cp16(sg + (p * 32 + lane) * 16, cb + p * 512);
+        const unsigned char *rg = ring_l + (unsigned)((ih * hstr + irl) * ESZ);
+#pragma unroll 1 /* (one or two trips at L = 16: unrolled, the trip-count set-up cost more than the loop) */
+        for (int t = lane, so = ring_sl, go = 0; t < nring; t += 32, so += ring_sstep, go += ring_gstep)
+            rs_cp16(sg + so, rg + go);
+        const size_t grow0 = wrow0 + (unsigned)crow;
         if (lane < 4) rs_cp16(sg + vc_off + lane * 16, io.v + grow0 + 4 * lane);
         if constexpr (CKF == RS_FMT_FP8) {
             if (lane < 16) rs_cp4(sg + sc_off + 4 * lane, src.scale_inv + grow0 + lane);
         } else if constexpr (CKF == RS_FMT_NVFP4) {
             rs_cp4(sg + sc_off + 4 * lane, src.bscale + grow0 * (RS_CUDA_DK / RS_NVFP4_BLOCK) + 4 * lane);
         }
+        ++ic, irl += RS_LPW_ROWS;
+        if (irl == rows_w) irl = 0, ++ih;
     };
     for (int s = 0; s < NS - 1; ++s) {
-        if (s < ntot) {
-            if constexpr (EARLY < NS - 1) { /* (EARLY = NS - 1 compiles to cab45fc's order exactly) */
-                if (s >= EARLY) issue_codes(s);
-            }
-            issue_rest(s);
-        }
+        if (s < ntot) issue_next();
         rs_cp_commit();
     }
     if constexpr (FUSED) {
@@ -330,23 +321,23 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
         }
         load_qk(); /* the tables are read after the loop's first __syncwarp */
     }
+    /* this step's record of the chunk's first row: ring_v element rec0 + ch * hstr + crl */
+    const size_t rec0 = (bh0 * L + hn) * dv + r_begin;
+    int ch = 0, crl = 0; /* the chunk being computed */
     for (int c = 0; c < ntot; ++c) {
         rs_cp_wait<NS - 2>(); /* chunk c has landed (this lane's copies) */
         __syncwarp();         /* ... and every lane's; all lanes are done with chunk c - 1 and the tables */
-        if (c + NS - 1 < ntot) { /* into chunk c - 1's slot */
-            issue_codes(c + NS - 1);
-            issue_rest(c + NS - 1);
-        }
+        if (c + NS - 1 < ntot) issue_next(); /* into chunk c - 1's slot */
         rs_cp_commit();
 
-        const unsigned char *sg = stg + (c % NS) * stage_bytes;
+        const unsigned char *sg = stg + (c & (NS - 1)) * stage_bytes;
         const float *vc = reinterpret_cast<const float *>(sg + vc_off);
-        const int hh = chunk_head(c);
-        const size_t bh = bh0 + hh;
-        const float *t = tab + hh * HF;
+        const float *t = tab + ch * HF;
         const float pck = t[2 * L];
-        const int row = r_begin + chunk_rows(c) - hh * dv;
-        const size_t grow0 = wrow0 + chunk_rows(c);
+        const size_t grow0 = wrow0 + (unsigned)(ch * dv + crl);
+        const size_t erec = rec0 + (unsigned)(ch * hstr + crl);
+        crl += RS_LPW_ROWS;
+        if (crl == rows_w) crl = 0, ++ch;
         if constexpr (TC) {
             const int g = lane >> 2, cg = lane & 3; /* rows g, g + 8; columns 32 cg .. 32 cg + 31 */
             const unsigned char *ra = sg + g * F::RB + cg * (F::RB / 4);
@@ -368,17 +359,20 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
             const float pa = __fmul_rn(ma, acc[0] + acc[1]), pb = __fmul_rn(mb, acc[2] + acc[3]);
             const bool kcol = FAM == RS_SSM_GDN && cg >= 2;
             float qa = kcol ? 0.f : pa, qb = kcol ? 0.f : pb, ka = kcol ? pa : 0.f, kb = kcol ? pb : 0.f;
-            for (int j = cg; j <= last; j += 4) { /* the lane's share of the record sums */
+#pragma unroll 1
+            for (int j = cg; j < hn; j += 4) { /* the lane's share of the record sums: the ring's records */
                 const unsigned char *rp = sg + ring_off + j * rstr;
-                const bool cur = FAM == RS_SSM_MAMBA2 && j == hn;
-                const float va = cur ? rs_ring_round<RDT>(vc[g]) : rs_lpw_ringval<RDT>(rp, g);
-                const float vb = cur ? rs_ring_round<RDT>(vc[g + 8]) : rs_lpw_ringval<RDT>(rp, g + 8);
+                const float va = rs_lpw_ringval<RDT>(rp, g), vb = rs_lpw_ringval<RDT>(rp, g + 8);
                 const float cq = t[j];
                 qa = __fmaf_rn(cq, va, qa), qb = __fmaf_rn(cq, vb, qb);
                 if constexpr (FAM == RS_SSM_GDN) {
                     const float ck = t[L + j];
                     ka = __fmaf_rn(ck, va, ka), kb = __fmaf_rn(ck, vb, kb);
                 }
+            }
+            if (FAM == RS_SSM_MAMBA2 && (hn & 3) == cg) { /* Mamba-2's record hn (this step's v), last in order */
+                const float cq = t[hn];
+                qa = __fmaf_rn(cq, rs_ring_round<RDT>(vc[g]), qa), qb = __fmaf_rn(cq, rs_ring_round<RDT>(vc[g + 8]), qb);
             }
 #pragma unroll
             for (int o = 1; o <= 2; o *= 2) {
@@ -389,20 +383,14 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
             const int rr = g + 8 * cg; /* lanes cg 0 and 1 finish rows g and g + 8 */
             if constexpr (FAM == RS_SSM_MAMBA2) {
                 if (cg < 2) io.o[grow0 + rr] = cg ? qb : qa;
-                if (lane < RS_LPW_ROWS) { /* this step's record */
-                    const float v = rs_ring_round<RDT>(vc[lane]);
-                    const size_t e = (bh * L + hn) * dv + row + lane;
-                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = v;
-                    else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(v);
-                }
+                if (lane < RS_LPW_ROWS) rs_ring_st1<RDT>(st.ring_v, erec + lane, rs_ring_round<RDT>(vc[lane])); /* this step's record */
             } else if (cg < 2) {
                 const float alpha = t[2 * L + 1], beta = t[2 * L + 2], kqc = t[2 * L + 3];
                 const float xq = cg ? qb : qa, xk = cg ? kb : ka;
                 const float u = rs_ring_round<RDT>(beta * (vc[rr] - alpha * xk));
                 io.o[grow0 + rr] = __fmaf_rn(u, kqc, alpha * xq);
-                const size_t e = (bh * L + hn) * dv + row + rr;
-                if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = u;
-                else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(u);
+                const size_t e = erec + rr;
+                rs_ring_st1<RDT>(st.ring_v, e, u);
                 if (st.ring_vraw) rs_ring_st1<RDT>(st.ring_vraw, e, rs_ring_round<RDT>(vc[rr])); /* two-precision records */
             }
         } else { /* v4: per-lane E-column dots, one transposed reduction */
@@ -445,26 +433,26 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
                 }
             }
             /* the lane's share of the record sum: records li, li + LPR, ... */
-            for (int j = li; j <= last; j += F::LPR) {
+#pragma unroll 1
+            for (int j = li; j < hn; j += F::LPR) { /* the ring's records (one or two a lane at L = 16) */
                 const float cq = t[j], ck = FAM == RS_SSM_GDN ? t[L + j] : 0.f;
                 const unsigned char *rp = sg + ring_off + j * rstr;
 #pragma unroll
                 for (int p = 0; p < F::NP; ++p) {
-                    const int rr = p * F::RA + grp;
-                    const float v = FAM == RS_SSM_MAMBA2 && j == hn ? rs_ring_round<RDT>(vc[rr]) : rs_lpw_ringval<RDT>(rp, rr);
+                    const float v = rs_lpw_ringval<RDT>(rp, p * F::RA + grp);
                     xq[p] = __fmaf_rn(cq, v, xq[p]);
                     if constexpr (FAM == RS_SSM_GDN) xk[p] = __fmaf_rn(ck, v, xk[p]);
                 }
             }
+            if (FAM == RS_SSM_MAMBA2 && (hn & (F::LPR - 1)) == li) { /* Mamba-2's record hn (this step's v), last */
+                const float cq = t[hn];
+#pragma unroll
+                for (int p = 0; p < F::NP; ++p) xq[p] = __fmaf_rn(cq, rs_ring_round<RDT>(vc[p * F::RA + grp]), xq[p]);
+            }
             if constexpr (FAM == RS_SSM_MAMBA2) {
                 rs_wsum_step<F::NP, F::LPR / 2>::run(xq, lane); /* lane li holds piece li / 2 of its row group */
                 if ((li & 1) == 0) io.o[grow0 + (li >> 1) * F::RA + grp] = xq[0];
-                if (lane < RS_LPW_ROWS) { /* this step's record */
-                    const float v = rs_ring_round<RDT>(vc[lane]);
-                    const size_t e = (bh * L + hn) * dv + row + lane;
-                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = v;
-                    else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(v);
-                }
+                if (lane < RS_LPW_ROWS) rs_ring_st1<RDT>(st.ring_v, erec + lane, rs_ring_round<RDT>(vc[lane])); /* this step's record */
             } else {
                 const float alpha = t[2 * L + 1], beta = t[2 * L + 2], kqc = t[2 * L + 3];
                 float x[2 * F::NP];
@@ -476,9 +464,8 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
                     const int rr = li * F::RA + grp;
                     const float u = rs_ring_round<RDT>(beta * (vc[rr] - alpha * x[0]));
                     io.o[grow0 + rr] = __fmaf_rn(u, kqc, alpha * sq);
-                    const size_t e = (bh * L + hn) * dv + row + rr;
-                    if (RDT == RS_CUDA_F32) static_cast<float *>(st.ring_v)[e] = u;
-                    else static_cast<uint16_t *>(st.ring_v)[e] = (uint16_t)rs_bf16bits(u);
+                    const size_t e = erec + rr;
+                    rs_ring_st1<RDT>(st.ring_v, e, u);
                     if (st.ring_vraw) rs_ring_st1<RDT>(st.ring_vraw, e, rs_ring_round<RDT>(vc[rr])); /* two-precision records */
                 }
             }

@@ -6,7 +6,8 @@
 # this order; default "ab verify lpread san"):
 #   ab      kernels/run_gpu_ab.sh PACK PACK_B (RS_SWEEPS, default "lp,verify"; no tests) -> ab/table.txt
 #   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s)
-#   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick) and test_cuda_dk_refuse
+#   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
+#           and test_cuda_dk_refuse
 #   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only
 #   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line) of the v4
 #           low-precision reads (rs_k_replay_lpw, Mamba-2, bf16 ring, fp8 and nvfp4, the separate-prologue
@@ -50,7 +51,7 @@ if want verify; then
   else echo "test_cuda_verify: skipped (no time left)" >> "$S"; fi
 fi
 if want lpread; then
-  for t in "test_cuda_lpread" "test_cuda_decode ${RS_DECODE_ARGS:---quick}" "test_cuda_dk_refuse"; do
+  for t in "test_cuda_lpread" "test_cuda_decode ${RS_DECODE_ARGS---quick}" "test_cuda_dk_refuse"; do
     set -- $t
     if [ "$(left)" -gt 30 ]; then stage "$1" $(( $(left) < 150 ? $(left) : 150 )) "$BT/$1" "${@:2}"
     else echo "$1: skipped (no time left)" >> "$S"; fi

@@ -75,14 +75,9 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
     }
 }
 
-/* the version lp_kernel lpk must run (rs_cuda.h: AUTO takes v3 for GDN's fp16 / bf16 reads, v4 else;
- * every buffer here is 16-byte aligned, so a forced v4 runs v4) */
-static int want_version(const Shape &s, const char *fmtstr, int lpk)
-{
-    if (lpk == 3 || lpk == 4 || lpk == 7) return lpk;
-    const bool half = !strncmp(fmtstr, "fp16", 4) || !strncmp(fmtstr, "bf16", 4);
-    return s.fam == RS_SSM_GDN && half ? 3 : 4;
-}
+/* the version lp_kernel lpk must run (rs_cuda.h: AUTO takes v4, on every format since v4e; every buffer here
+ * is 16-byte aligned, so a forced v4 runs v4) */
+static int want_version(const Shape &, const char *, int lpk) { return lpk == 3 || lpk == 7 ? lpk : 4; }
 
 /* lpk: rs_cuda_replay_state.lp_kernel (0 = AUTO, 3 = v3, 4 = v4); bf16ring (Mamba-2 only): a bf16 ring with
  * bf16-exact v and k, so the ring stores them unchanged and the engine (fp32 records) stays the
@@ -94,13 +89,14 @@ static int want_version(const Shape &s, const char *fmtstr, int lpk)
 /* graph: the joint step's decode captured into a CUDA graph and launched from it (the prologue path's main
  * kernel is the prologue's programmatic dependent since the tenth session: the capture must keep that edge) */
 static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag,
-                          bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED, bool graph = false)
+                          bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED, bool graph = false, int win = 16)
 {
     const int want_ver = want_version(s, fmtstr, lpk);
     const bool two = launch != RS_CUDA_LAUNCH_FUSED || want_ver == 3 || want_ver == 7; /* launches: 2, else the fused 1 */
     const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
-    const int B = 4, H = s.H, G = s.G, dv = s.dv, L = 16;
-    const int fill0[B] = {3, 7, L - 1, 0}; /* row 2 flushes in the joint step */
+    const int B = 4, H = s.H, G = s.G, dv = s.dv, L = win;
+    /* row 2 flushes in the joint step; at L > 32 row 0 reads with 35 records (the kernels' second lane of records) */
+    const int fill0[B] = {L > 32 ? 35 : 3, 7, L - 1, 0};
     const size_t E = (size_t)dv * DK, row = (size_t)H * E, nS = B * row, nout1 = (size_t)H * dv;
     rs_format fmt;
     RSK(rs_format_parse(fmtstr, &fmt));
@@ -254,7 +250,7 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
         rq_ok &= same_row_bytes(hq2, b == bf ? hq3 : hq, row, b);
         fill_ok &= fill[b] == (fill0[b] + 1) % L;
     }
-    char name[128];
+    char name[192];
     /* the raw records the GPU stored: the inputs of every step, exactly (fp32 ring) */
     bool raw_ok = true;
     if (recompute)
@@ -265,7 +261,9 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
                     raw_ok &= rbeta[bh * L + hn] == in.beta[bh];
                     for (int i = 0; i < dv; ++i) raw_ok &= rvraw[(bh * L + hn) * dv + i] == in.v[bh * dv + i];
                 }
-    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s %s%s", version, tag, ct_fam(s), s.name, fmtstr,
+    char wtag[16] = "";
+    if (L != 16) snprintf(wtag, sizeof wtag, " L=%d", L);
+    snprintf(name, sizeof name, "lp-read v%d%s %s %s %s%s%s%s %s%s", version, tag, ct_fam(s), s.name, fmtstr, wtag,
              bf16ring ? " bf16 ring" : "", recompute ? " two-precision records (u recomputed at flush)" : "",
              launches == 1 ? "fused" : "prologue+main", graph ? " as a CUDA graph" : "");
     /* a graph holds the step's kernel nodes: the launches (and the recompute pass of two-precision records) */
@@ -286,9 +284,9 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
 
 /* rs_cuda_replay_lp_heads_per_warp (host only, no launch): the rule of its documentation restated here from
  * the device's SM count: under the default knob, v4 after the separate prologue takes h = the largest power of two
- * <= 4 dividing H / G whole heads a warp for GDN and for nvfp4 if B H / h >= 16 x SMs, else 1; the fused launch
- * and v7 one; 0 when v4 does not run (v3: GDN fp16 under AUTO, lp_kernel 3; v7); the knob forces its value. On
- * the H200 at B = 256: GDN 2 (Qwen3.5-4B) / 4 (Qwen3.5-122B), Mamba-2 nvfp4 4, Mamba-2 fp8 / fp16 1. */
+ * <= 4 (fp16 / bf16: <= 2) dividing H / G whole heads a warp for GDN and for nvfp4 if B H / h >= 16 x SMs, else
+ * 1; the fused launch and v7 one; 0 when v4 does not run (lp_kernel 3; v7); the knob forces its value. On the
+ * H200 at B = 256: GDN 2 (Qwen3.5-4B) / 4 (Qwen3.5-122B; fp16 2), Mamba-2 nvfp4 4, Mamba-2 fp8 / fp16 1. */
 static void test_hpw_rule()
 {
     int sms = 0, dev = 0;
@@ -317,11 +315,13 @@ static void test_hpw_rule()
                             const int grp = s.H / s.G;
                             const int ver = rs_cuda_replay_lp_version(s.fam, &io, &st);
                             const bool fused = rs_cuda_replay_launches(s.fam, &d, &io, &st) == 1;
-                            int h4 = 1;
-                            while (2 * h4 <= 4 && grp % (2 * h4) == 0) h4 *= 2;
+                            const int cap = f[0] == 'f' && f[2] == '1' ? 2 : 4; /* fp16: 2 */
+                            int h4 = 1, hk = 1;
+                            while (2 * h4 <= cap && grp % (2 * h4) == 0) h4 *= 2;
+                            while (2 * hk <= 4 && grp % (2 * hk) == 0) hk *= 2;
                             int want = 0;
                             if (ver == 4) {
-                                if (knob == 4) want = h4;
+                                if (knob == 4) want = hk;
                                 else if (knob == 1) want = 1;
                                 else want = !fused && (s.fam == RS_SSM_GDN || f[0] == 'n') && (long)B * s.H / h4 >= 16L * sms ? h4 : 1;
                             }
@@ -343,9 +343,9 @@ int main(int argc, char **argv)
     test_hpw_rule();
     /* both kernel versions: v4 (lp_kernel 4) with its automatic geometry and with 4 heads
      * per warp (one pipeline across the heads of a key group: 2 for Qwen3.5-4B's groups), both as the
-     * fused launch, the default choices (mode 3: lp_kernel 0 and launch AUTO, which take v3 for GDN's
-     * fp16 / bf16 reads and v4 else, and the separate prologue for low-precision reads), and v3 (kept for side-by-side benchmarks, always with the
-     * prologue) */
+     * fused launch, the default choices (mode 3: lp_kernel 0 and launch AUTO, which take v4 with its automatic
+     * heads a warp after the separate prologue; GDN's fp16 / bf16 reads took v3 until v4e), and v3 (kept for
+     * side-by-side benchmarks, always with the prologue) */
     /* --quick (compute-sanitizer): v4 only, one Mamba-2 and one GDN shape; 4 heads per warp and the
      * default choice on fp8 / nvfp4 and fp8 only */
     /* mode 4: v7 (lp_kernel 7, the dot products on tensor cores; prologue only), automatic geometry, and
@@ -387,6 +387,19 @@ int main(int argc, char **argv)
         if (s.fam == RS_SSM_GDN) test_lp_reads(s, "nvfp4-rtn", 0, false, " auto", false, RS_CUDA_LAUNCH_AUTO, true);
         if (&s == &ct_shapes[1] || &s == &ct_shapes[2]) test_lp_reads(s, "nvfp4-rtn", 7, false, " v7", false, RS_CUDA_LAUNCH_PROLOGUE, true);
     }
+    /* a window of L = 40 (the kernels' L > 32 variants: two records a lane in the coefficient tables, 39 ring
+     * records, 35 of them read in the joint step, up to 5 rounds of a chunk's ring-piece copies with an fp32
+     * ring): v4 fused and after the prologue with its automatic heads a warp, v7, on every shape; fp16, fp8
+     * and nvfp4 (bf16 shares fp16's geometry); Mamba-2 also with a bf16 ring. --quick: fp8 on the two middle
+     * shapes. */
+    for (const Shape &s : ct_shapes)
+        for (const char *f : {"fp16-rtn", "fp8-rtn", "nvfp4-rtn"}) {
+            if (ct_quick && (&s == &ct_shapes[0] || &s == &ct_shapes[3] || f[2] != '8')) continue;
+            test_lp_reads(s, f, 4, false, "", false, RS_CUDA_LAUNCH_FUSED, false, 40);
+            test_lp_reads(s, f, 0, false, " auto", false, RS_CUDA_LAUNCH_AUTO, false, 40);
+            if (!ct_quick) test_lp_reads(s, f, 7, false, " v7", false, RS_CUDA_LAUNCH_PROLOGUE, false, 40);
+            if (s.fam == RS_SSM_MAMBA2) test_lp_reads(s, f, 0, true, " auto", false, RS_CUDA_LAUNCH_AUTO, false, 40);
+        }
     /* GDN two-precision records: v4 (automatic geometry and one warp per head) and v3, both GDN
      * shapes; the engine's split policy recomputes u at the flush, so a kernel that folded the
      * cached u would miss the flushed state (vs engine and vs float64) by the effect of the LP

@@ -188,8 +188,8 @@ typedef struct rs_cuda_replay_state {
                                    (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
     int rows_per_warp;         /* tuning, fp32 reads at d_k = 128 only (64 / 256: 4): rows per prefetched chunk, 4 (0 = default) or 8;
                                   low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
-    int lp_kernel;             /* low-precision read kernel: 0 = AUTO (default: v4, except GDN fp16 / bf16
-                                  reads, which take v3: measured faster there), 4 = v4 (16-byte pieces per
+    int lp_kernel;             /* low-precision read kernel: 0 = AUTO (default: v4; GDN's fp16 / bf16
+                                  reads took v3 until v4e, measured slower since), 4 = v4 (16-byte pieces per
                                   lane through a per-warp cp.async pipeline; needs 16-byte aligned codes,
                                   ring_v and io->v, else v3 runs), 3 = v3 (4 columns per lane, register
                                   prefetch), 7 = v7 (v4's pipeline, the dot products as mma.sync on tensor
@@ -237,10 +237,11 @@ int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs
 /*! rs_cuda_replay_lp_heads_per_warp() : the value heads a warp of the v4 low-precision read walks in
  *  rs_cuda_replay_decode(fam, dims, io, st): 0 when v4 does not run (rs_cuda_replay_lp_version != 4), 1 for
  *  one head or a slice of one (the automatic geometry of rs_cuda_set_warps_per_head), else 2 or 4 whole heads of
- *  one key group as one pipeline. Under rs_cuda_set_lp_heads_per_warp(0) (the default): up to 4 (the largest
- *  power of two <= 4 dividing H / G) for GDN reads and nvfp4 reads after the separate prologue when the grid
- *  keeps >= 16 warps per SM (B * H / hpw >= 16 x SMs), else 1: measured 0.78-0.92x the time of one head a warp
- *  on the GDN shapes and 0.95-0.98x on nvfp4 Mamba-2 at B = 256 (H200, docs/kernels-notes.md "v4d"). */
+ *  one key group as one pipeline. Under rs_cuda_set_lp_heads_per_warp(0) (the default): up to 4 (fp16 / bf16:
+ *  up to 2; the largest power of two <= that dividing H / G) for GDN reads and nvfp4 reads after the separate
+ *  prologue when the grid keeps >= 16 warps per SM (B * H / hpw >= 16 x SMs), else 1: measured 0.78-0.92x the
+ *  time of one head a warp on the GDN shapes and 0.95-0.98x on nvfp4 Mamba-2 at B = 256 (H200,
+ *  docs/kernels-notes.md "v4d", "v4e"). */
 int rs_cuda_replay_lp_heads_per_warp(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
                                      const rs_cuda_replay_state *st);
 
