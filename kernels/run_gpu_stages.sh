@@ -9,6 +9,7 @@
 #   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
 #           and test_cuda_dk_refuse
 #   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only
+#           (RS_SAN_TESTS: another list of test programs, each run with --quick)
 #   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line) of the v4
 #           low-precision reads (rs_k_replay_lpw, Mamba-2, bf16 ring, fp8 and nvfp4, the separate-prologue
 #           path, one launch each) on Nemotron-3-Super at B = 256 -> ncusrc_*.csv (+ the SpeedOfLight etc.
@@ -58,7 +59,7 @@ if want lpread; then
   done
 fi
 if want san; then
-  for t in test_cuda_lpread test_cuda_verify; do
+  for t in ${RS_SAN_TESTS:-test_cuda_lpread test_cuda_verify}; do
     for tool in memcheck racecheck; do
       lim=$(( $(left) < 90 ? $(left) : 90 ))
       san_stage $tool $lim $t "$BT/$t" --quick $([ $t = test_cuda_verify ] && echo --tc-only)
