@@ -850,8 +850,8 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
  * (Super) but 1.04x (Nano), fp16 1.02-1.05x (except Qwen3.5-4B): those keep one head. Fused and v7 launches:
  * not measured with more heads, one head. */
 /* fp16 / bf16 (eleventh session, v4e, kernels-notes "v4e"): at most 2 heads (a warp's stages are 2x those of fp8,
- * 10 warps an SM: Qwen3.5-122B GDN fp16 at 4 heads 174.7 us against 167.4 at one; Qwen3.5-4B's 2 heads 96.0
- * against 105.3). */
+ * 10 warps an SM: Qwen3.5-122B GDN fp16 at 4 heads 167.5 us, 2 heads 162.6, one 160.0; Qwen3.5-4B's 2 heads 90.3
+ * against one 104.7). */
 static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims *d)
 {
     const unsigned grp = (unsigned)(d->heads / d->key_heads);
@@ -977,8 +977,8 @@ static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
  * lp_kernel 0 (AUTO) follows the H200 lp sweeps of issue 18 (B = 256, L = 16, fill 7): v4 on every format and
  * family. Until the eleventh session GDN's fp16 / bf16 reads took v3 (faster than v4a there: Qwen3.5-4B 107.9
  * vs 141.4 us, Qwen3.5-122B 192.9 vs 207.2 us, docs/kernels-notes.md "v4 since v4a"); v4e with its heads a
- * warp (lp_hpw) measured 96.0 vs 107.0 us (Qwen3.5-4B, 2 heads) and 167.4 (one head) / 174.7 (4 heads) vs
- * 191.6 us (Qwen3.5-122B) against v3 (kernels-notes "v4e"); B = 1 low-precision reads were not measured. */
+ * warp (lp_hpw) measured 90.3 vs 107.4 us (Qwen3.5-4B, 2 heads) and 162.6 (2 heads; one head 160.0, 4 heads
+ * 167.5) vs 191.9 us (Qwen3.5-122B) against v3 (kernels-notes "v4e"); B = 1 low-precision reads were not measured. */
 extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
 {
     if (!io || !st || !st->ckpt_read || st->ckpt_read->fmt.kind == RS_FMT_FP32) return 0;
