@@ -50,8 +50,15 @@ template <int CKF> struct rs_lpw {
     static constexpr int NP = RS_LPW_ROWS / RA;                                        /* pieces per lane and chunk */
     static constexpr int SCB = CKF == RS_FMT_FP8 ? 64 : CKF == RS_FMT_NVFP4 ? 128 : 0; /* scale bytes per chunk */
 };
-/* ring record stride in a stage: 16 rows + 16 bytes of padding (bank spread of the record reads) */
-__host__ __device__ __forceinline__ int rs_lpw_rstride(int rdt) { return rdt == RS_CUDA_F32 ? 80 : 48; }
+/* ring record stride in a stage: 16 rows + 16 bytes of padding (bank spread of the record reads), except a bf16
+ * ring under fp8 / nvfp4 (v4f): 32 bytes, so a record's two 16-byte pieces fill one 32-byte shared segment (at 48
+ * bytes every other record straddled two: 5x the ideal shared wavefronts of the ring copies, Nsight Compute,
+ * eleventh session); their record reads stay within 2-way bank conflicts (8 or 4 lanes a row, records li) while
+ * fp16's 16 lanes a row would read 4-way, so fp16 / bf16 keep 48 */
+__host__ __device__ __forceinline__ int rs_lpw_rstride(int ckf, int rdt)
+{
+    return rdt == RS_CUDA_F32 ? 80 : ckf == RS_FMT_FP8 || ckf == RS_FMT_NVFP4 ? 32 : 48;
+}
 /* Every piece of a stage that a 32-byte global sector fills sits at a 32-byte boundary of shared memory (v4e): a
  * 16-byte cp.async whose source and destination differ by 16 modulo 32 costs its sector twice (Nsight Compute, H200,
  * eleventh session: the odd stages' checkpoint pieces 2x the ideal L2 sectors, 30 % of the fp8 read's sectors in
@@ -63,7 +70,7 @@ __host__ __device__ __forceinline__ int rs_lpw_align32(int x) { return (x + 31) 
 __host__ __device__ __forceinline__ int rs_lpw_vc_off(int ckf, int rdt, int L)
 {
     const int rb = ckf == RS_FMT_NVFP4 ? 64 : ckf == RS_FMT_FP8 ? 128 : 256;
-    return RS_LPW_ROWS * rb + rs_lpw_align32((L - 1) * rs_lpw_rstride(rdt));
+    return RS_LPW_ROWS * rb + rs_lpw_align32((L - 1) * rs_lpw_rstride(ckf, rdt));
 }
 /* bytes of one stage: checkpoint pieces, L - 1 ring records, this step's v (16 floats), scales */
 __host__ __device__ __forceinline__ int rs_lpw_stage_bytes(int ckf, int rdt, int L)
@@ -136,16 +143,19 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
     extern __shared__ __align__(16) unsigned char rs_lpw_sm[];
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (gw >= gm.BH / (unsigned)hpw * gm.wph) return; /* whole warps */
-    const unsigned item = gw / gm.wph, part = gw % gm.wph;
-    const size_t bh0 = (size_t)item * hpw; /* first value head of the warp */
-    const unsigned b = (unsigned)(bh0 / gm.H), hd0 = (unsigned)(bh0 % gm.H);
+    /* hpw and wph are powers of two (lp_hpw, rs_replay_geom): shifts, and one 32-bit division (B H < 2^32) where
+     * v4d divided four times, once in 64 bits (v4f) */
+    const unsigned lh = (unsigned)__ffs(hpw) - 1u, lw = (unsigned)__ffs((int)gm.wph) - 1u;
+    if (gw >= (gm.BH >> lh) << lw) return; /* whole warps */
+    const unsigned item = gw >> lw, part = gw & (gm.wph - 1u);
+    const unsigned bh0u = item << lh, b = bh0u / gm.H, hd0 = bh0u - b * gm.H;
+    const size_t bh0 = bh0u; /* first value head of the warp */
     const size_t kg = (size_t)b * gm.G + hd0 / gm.grp;
     const int dv = d.d_v, L = st.L;
     const int r_begin = (int)part * gm.rows, r_end = r_begin + gm.rows;
     const int nch = (r_end - r_begin) / RS_LPW_ROWS, ntot = nch * hpw;
     constexpr int ESZ = RDT == RS_CUDA_F32 ? 4 : 2, PR = ESZ; /* 16-byte pieces per ring record (16 rows) */
-    const int rstr = rs_lpw_rstride(RDT);
+    const int rstr = rs_lpw_rstride(CKF, RDT);
     const int ring_off = RS_LPW_ROWS * F::RB, vc_off = rs_lpw_vc_off(CKF, RDT, L), sc_off = vc_off + 64;
     unsigned char *wsm = rs_lpw_sm + (size_t)wib * (coef_bytes + NS * stage_bytes);
     float *tab = reinterpret_cast<float *>(wsm);
