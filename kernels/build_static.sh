@@ -38,7 +38,7 @@ if [ "${RS_MPI:-0}" = 1 ]; then CF="$CF -DRS_HAVE_MPI $(mpicc --showme:compile)"
 ARCH="-gencode=arch=compute_90,code=sm_90"
 NVF="-std=c++17 -O3 $ARCH --fmad=false --ftz=false --prec-div=true --prec-sqrt=true -Iinclude -Icommon -Iengine -Ikernels"
 NVF="$NVF -Xcompiler=-Wall,-ffp-contract=off,-fno-fast-math,-fopenmp,-fPIC"
-# RS_NVCC_DEFS: extra nvcc definitions for a build-time experiment, e.g. "-DRS_LPW_EARLY=0"
+# RS_NVCC_DEFS: extra nvcc definitions for a build-time experiment, e.g. "-DRS_VTC_STAGE=0"
 # (kernels/rs_cuda_decode.cu); recorded in OUT/nvcc_defs.txt
 NVF="$NVF ${RS_NVCC_DEFS:-}"
 obj() { echo "$OUT/obj/$(echo "$1" | tr / _ | sed 's/\.cu$/.cu.o/; s/\.c$/.o/')"; }

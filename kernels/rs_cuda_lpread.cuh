@@ -124,9 +124,10 @@ template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stag
 
 /* A warp owns a slice of gm.rows rows of one head (hpw = 1, the default), or `hpw` consecutive value
  * heads of one (row, key head) (hpw | H/G; they share fill, q and k), and walks their chunks as one
- * sequence through its pipeline (the start-up latency, fill -> ring pieces -> first chunk, paid
- * once per hpw heads; but the head tables below are filled head after head, serially, which cost
- * more than that saved at B = 256: docs/kernels-notes.md v4b). coef_bytes: the per-warp tables. */
+ * sequence through its pipeline (the start-up latency, fill -> tables -> first chunk, paid once per hpw
+ * heads; v4b filled the head tables head after head, serially, and lost at B = 256; since v4d they are copied
+ * together by cp.async and lp_hpw takes 2-4 heads for GDN and nvfp4: docs/kernels-notes.md v4b, v4d). hpw and
+ * gm.wph are powers of two. coef_bytes: the per-warp tables (a multiple of 32). */
 /* FUSED (issue 18, RS_CUDA_LAUNCH_FUSED): no prologue launch; the warp forms its heads' coefficients itself
  * (replay_key_dots once for its key head, replay_head_coefs per value head) after issuing its first
  * stages' copies, and warps of part 0 store this step's record; !FUSED reads them from `work`. */

@@ -351,7 +351,7 @@ int main(int argc, char **argv)
     /* mode 4: v7 (lp_kernel 7, the dot products on tensor cores; prologue only), automatic geometry, and
      * (mode 5) 4 heads per warp; --quick runs mode 4 on the two middle shapes */
     /* mode 6 (tenth session): v4 with the prologue and 4 heads per warp (the head tables of all heads copied
-     * into the first group, the chunk's head by a float quotient) */
+     * into the first group; since v4e the chunk positions by counters across the heads) */
     for (int mode = 0; mode < 7; ++mode) {
         if (ct_quick && (mode == 2 || mode == 5 || mode == 6)) continue;
         const int lpk = mode == 2 ? 3 : mode == 3 ? 0 : mode == 4 || mode == 5 ? 7 : 4;
