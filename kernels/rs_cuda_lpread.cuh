@@ -42,13 +42,15 @@
 #include "rs_cuda_cpasync.cuh" /* cp.async helpers (shared with the verify kernels) */
 
 /* ---- per-format geometry ---- */
+/* row bytes of the copy and scale bytes a chunk: the kernel's constants (rs_lpw) and the host's stage sizes */
+__host__ __device__ __forceinline__ constexpr int rs_lpw_rb(int ckf) { return ckf == RS_FMT_NVFP4 ? 64 : ckf == RS_FMT_FP8 ? 128 : 256; }
+__host__ __device__ __forceinline__ constexpr int rs_lpw_scb(int ckf) { return ckf == RS_FMT_FP8 ? 64 : ckf == RS_FMT_NVFP4 ? 128 : 0; }
 template <int CKF> struct rs_lpw {
-    static constexpr int RB = CKF == RS_FMT_NVFP4 ? 64 : CKF == RS_FMT_FP8 ? 128 : 256; /* row bytes */
+    static constexpr int RB = rs_lpw_rb(CKF);                                          /* row bytes */
     static constexpr int E = RB == 64 ? 32 : RB == 128 ? 16 : 8;                       /* columns per lane */
     static constexpr int LPR = RS_CUDA_DK / E;                                         /* lanes per row */
     static constexpr int RA = 32 / LPR;                                                /* rows per piece */
     static constexpr int NP = RS_LPW_ROWS / RA;                                        /* pieces per lane and chunk */
-    static constexpr int SCB = CKF == RS_FMT_FP8 ? 64 : CKF == RS_FMT_NVFP4 ? 128 : 0; /* scale bytes per chunk */
 };
 /* ring record stride in a stage: 16 rows + 16 bytes of padding (bank spread of the record reads), except a bf16
  * ring under fp8 / nvfp4 (v4f): 32 bytes, so a record's two 16-byte pieces fill one 32-byte shared segment (at 48
@@ -63,20 +65,18 @@ __host__ __device__ __forceinline__ int rs_lpw_rstride(int ckf, int rdt)
  * 16-byte cp.async whose source and destination differ by 16 modulo 32 costs its sector twice (Nsight Compute, H200,
  * eleventh session: the odd stages' checkpoint pieces 2x the ideal L2 sectors, 30 % of the fp8 read's sectors in
  * excess, L2 at 86 % of its throughput). The stage size, the head tables' size and the offsets of v and the scales
- * are therefore multiples of 32; the ring records keep their 48 / 80-byte stride (every other record straddles, a
- * small share of the bytes; a 32-byte stride would serialise the record reads 2-4 ways on shared-memory banks). */
+ * are therefore multiples of 32, and so are the ring records under fp8 / nvfp4 with a bf16 ring (v4f,
+ * rs_lpw_rstride above; the other rings keep 48 / 80 bytes for the banks of their record reads). */
 __host__ __device__ __forceinline__ int rs_lpw_align32(int x) { return (x + 31) & ~31; }
 /* offset of this step's v (16 floats) in a stage; the scales follow it */
 __host__ __device__ __forceinline__ int rs_lpw_vc_off(int ckf, int rdt, int L)
 {
-    const int rb = ckf == RS_FMT_NVFP4 ? 64 : ckf == RS_FMT_FP8 ? 128 : 256;
-    return RS_LPW_ROWS * rb + rs_lpw_align32((L - 1) * rs_lpw_rstride(ckf, rdt));
+    return RS_LPW_ROWS * rs_lpw_rb(ckf) + rs_lpw_align32((L - 1) * rs_lpw_rstride(ckf, rdt));
 }
 /* bytes of one stage: checkpoint pieces, L - 1 ring records, this step's v (16 floats), scales */
 __host__ __device__ __forceinline__ int rs_lpw_stage_bytes(int ckf, int rdt, int L)
 {
-    const int scb = ckf == RS_FMT_FP8 ? 64 : ckf == RS_FMT_NVFP4 ? 128 : 0;
-    return rs_lpw_align32(rs_lpw_vc_off(ckf, rdt, L) + 64 + scb);
+    return rs_lpw_align32(rs_lpw_vc_off(ckf, rdt, L) + 64 + rs_lpw_scb(ckf));
 }
 
 /* decoder element order within 8 consecutive columns (nvfp4: the four half2 words of a code word) */

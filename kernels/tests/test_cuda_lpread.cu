@@ -77,7 +77,7 @@ static bool same_row_bytes(const rs_qtensor &a, const rs_qtensor &b, size_t row_
 
 /* the version lp_kernel lpk must run (rs_cuda.h: AUTO takes v4, on every format since v4e; every buffer here
  * is 16-byte aligned, so a forced v4 runs v4) */
-static int want_version(const Shape &, const char *, int lpk) { return lpk == 3 || lpk == 7 ? lpk : 4; }
+static int want_version(int lpk) { return lpk == 3 || lpk == 7 ? lpk : 4; }
 
 /* lpk: rs_cuda_replay_state.lp_kernel (0 = AUTO, 3 = v3, 4 = v4); bf16ring (Mamba-2 only): a bf16 ring with
  * bf16-exact v and k, so the ring stores them unchanged and the engine (fp32 records) stays the
@@ -91,7 +91,7 @@ static int want_version(const Shape &, const char *, int lpk) { return lpk == 3 
 static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16ring, const char *tag,
                           bool recompute = false, int launch = RS_CUDA_LAUNCH_FUSED, bool graph = false, int win = 16)
 {
-    const int want_ver = want_version(s, fmtstr, lpk);
+    const int want_ver = want_version(lpk);
     const bool two = launch != RS_CUDA_LAUNCH_FUSED || want_ver == 3 || want_ver == 7; /* launches: 2, else the fused 1 */
     const rs_cuda_dtype rdt = bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32;
     const int B = 4, H = s.H, G = s.G, dv = s.dv, L = win;
@@ -315,10 +315,12 @@ static void test_hpw_rule()
                             const int grp = s.H / s.G;
                             const int ver = rs_cuda_replay_lp_version(s.fam, &io, &st);
                             const bool fused = rs_cuda_replay_launches(s.fam, &d, &io, &st) == 1;
-                            const int cap = f[0] == 'f' && f[2] == '1' ? 2 : 4; /* fp16: 2 */
-                            int h4 = 1, hk = 1;
-                            while (2 * h4 <= cap && grp % (2 * h4) == 0) h4 *= 2;
-                            while (2 * hk <= 4 && grp % (2 * hk) == 0) hk *= 2;
+                            auto pow2_in_group = [grp](int cap) { /* the largest power of two <= cap dividing H / G */
+                                int h = 1;
+                                while (2 * h <= cap && grp % (2 * h) == 0) h *= 2;
+                                return h;
+                            };
+                            const int h4 = pow2_in_group(f[0] == 'f' && f[2] == '1' ? 2 : 4), hk = pow2_in_group(4); /* fp16: 2 */
                             int want = 0;
                             if (ver == 4) {
                                 if (knob == 4) want = hk;
