@@ -10,6 +10,10 @@ __device__ __forceinline__ void rs_cp16(void *dst, const void *src)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
 }
+__device__ __forceinline__ void rs_cp8(void *dst, const void *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
+}
 __device__ __forceinline__ void rs_cp4(void *dst, const void *src)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");

@@ -481,14 +481,19 @@ template <int FAM, int RDT, int NT, bool PF>
 static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
                              cudaStream_t s)
 {
-    const size_t smem = 4 * sizeof(float) * (size_t)vtc_smem_floats<FAM, NT, PF>();
+    const int rb = st->ring_dtype == RS_CUDA_F32 ? 4 : 2;
+    const size_t smem = 4 * sizeof(float) * (size_t)vtc_layout<FAM, NT, PF>(st->L, T, rb).total;
     static bool raised = false; /* per instantiation; a repeated call is harmless */
-    if (!raised && smem > 48 * 1024) {
-        if (cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
-            cudaSuccess)
+    if (!raised) {
+        /* the limit once, at the largest L (cap <= RS_VCAP_MAX) and an fp32 ring; the launch's own size (by L, T and
+         * the ring type) sets the blocks an SM */
+        const size_t most = 4 * sizeof(float) * (size_t)vtc_layout<FAM, NT, PF>(RS_VCAP_MAX, 8 * NT, 4).total;
+        if (most > 48 * 1024 &&
+            cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) !=
+                cudaSuccess)
             return; /* the launch below then fails and rs_cuda_launch_status reports it */
         /* staged (RS_VTC_STAGE): all of the unified L1 / shared memory as shared (a hint): v6a's staged Mamba-2
-         * tiles need 4 x (56 + 1) KB of the 228 KB to keep 4 blocks an SM */
+         * tiles need 4 x (55 + 1) KB of the 228 KB to keep 4 blocks an SM (L = 16, T = 8, bf16 ring) */
         if (vtc_staged<FAM, NT, PF>())
             (void)cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                        cudaSharedmemCarveoutMaxShared);

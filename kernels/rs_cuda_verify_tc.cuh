@@ -135,29 +135,68 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_stage
 {
     return RS_VTC_STAGE && !PF && FAM == RS_SSM_MAMBA2 && NT == 1;
 }
-/* shared floats per warp */
-template <int FAM, int NT, bool PF> __host__ __device__ constexpr int vtc_smem_floats()
+/* The per-warp shared memory (offsets in floats; host and device compute it alike from L and T):
+ *   bq [NT][16][32] B entries of the queries, bk (GDN) the drafts' keys, cq [NT][krc][32] the record
+ *   coefficients, ce (GDN) the k.k_d sums, tk / tq (GDN) the solve's tables, stile (staged Mamba-2) the next
+ *   checkpoint tile, drf [TP][16] the drafts' v of the tile's rows (fp32, io->v), rec [rmax][16] the committed
+ *   records' values of the tile's rows (ring type).
+ * krc record k-steps cover the most records a sum can have (Mamba-2 L + T, GDN L: the commit keeps h <= L) and
+ * rmax = L committed records are staged (v6e, eleventh session: sized by L and T instead of the cap of 64, which
+ * pays for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8, bf16 ring). */
+struct vtc_lay {
+    int bq, bk, cq, ce, tk, tq, stile, drf, rec, desc, total, krc, rmax;
+};
+/* the record stage's warp-uniform sources, kept in shared memory: held in registers across the tile loop they
+ * made ptxas spill ~130 bytes at the 128-register cap (a test compile) */
+struct vtc_sdesc {
+    const char *rb; /* ring_v of this (b, head): slot x at rb + x d_v (ring bytes) */
+    const char *vb; /* io->v of this (b, head): draft s at vb + s vs */
+    size_t vs;
+    int st0, hs;
+};
+template <int FAM, int NT, bool PF> __host__ __device__ inline vtc_lay vtc_layout(int L, int T, int ring_bytes)
 {
-    return (vtc_presplit<FAM, NT, PF>() ? 2 : 1) * (FAM == RS_SSM_GDN ? NT * (2 * 1024 + 2 * 64 * RS_VTC_KR)
-                                                                  : NT * (1024 + 64 * RS_VTC_KR)) +
-           (FAM == RS_SSM_GDN ? 2 * (8 * NT) * (8 * NT) : 0) + (vtc_staged<FAM, NT, PF>() ? 16 * RS_CUDA_DK : 0);
+    constexpr bool GDN = FAM == RS_SSM_GDN;
+    constexpr int TP = 8 * NT, BW = vtc_presplit<FAM, NT, PF>() ? 4 : 2; /* floats a lane's B entry */
+    vtc_lay y;
+    const int nmax = GDN ? L : L + T, krc = (nmax + 7) / 8;
+    y.krc = krc < RS_VTC_KR ? krc : RS_VTC_KR;
+    y.rmax = L;
+    int o = 0;
+    y.bq = o, o += NT * 16 * 32 * BW;
+    y.bk = o, o += GDN ? NT * 16 * 32 * BW : 0;
+    y.cq = o, o += NT * y.krc * 32 * BW;
+    y.ce = o, o += GDN ? NT * y.krc * 32 * BW : 0;
+    y.tk = o, o += GDN ? TP * TP : 0;
+    y.tq = o, o += GDN ? TP * TP : 0;
+    y.stile = o, o += vtc_staged<FAM, NT, PF>() ? 16 * RS_CUDA_DK : 0;
+    y.drf = o, o += TP * 16;
+    y.rec = o, o += y.rmax * 16 * ring_bytes / 4; /* every region a multiple of 4 floats: 16-byte copies */
+    y.desc = o, o += (int)(sizeof(vtc_sdesc) / 4);
+    y.total = o;
+    return y;
 }
 
-/* record j of row `row` as the mma operand: committed from the ring, Mamba-2 drafts from the inputs
- * (rounded to the ring type, and stored as their record: each (row, j) is loaded by one thread once) */
+/* record j of row row0 + ro as the mma operand: committed from the record stage (or the ring past it: only a fill
+ * above L, which the commit never leaves), Mamba-2 drafts from the staged inputs (rounded to the ring type, and
+ * stored as their record: each (row, j) is read by one thread once) */
 template <int FAM, int RDT>
-__device__ __forceinline__ float vtc_rec(const rs_ssm_step_io &io, const rs_cuda_verify_state &st, size_t bh,
-                                         size_t BH, int dv, int row, int j, int h, int nrec, int st0)
+__device__ __forceinline__ float vtc_rec(const rs_cuda_verify_state &st, const float *sdrf, const void *srec, size_t bh,
+                                         int dv, int row0, int ro, int j, int h, int hs, int nrec, int st0)
 {
     const int C = st.cap;
+    float x;
+    if (j < hs) {
+        rs_ring_ld<RDT, 1>(srec, (size_t)j * 16 + ro, &x);
+        return x;
+    }
     if (j < h) {
-        float x;
-        rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + ring_slot(st0, j, C)) * dv + row, &x);
+        rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + ring_slot(st0, j, C)) * dv + row0 + ro, &x);
         return x;
     }
     if (j < nrec) { /* Mamba-2 drafts only (GDN: nrec = h) */
-        const float x = rs_ring_round<RDT>(io.v[((size_t)(j - h) * BH + bh) * dv + row]);
-        rs_ring_st1<RDT>(st.ring_v, (bh * C + ring_slot(st0, j, C)) * dv + row, x);
+        x = rs_ring_round<RDT>(sdrf[(j - h) * 16 + ro]);
+        rs_ring_st1<RDT>(st.ring_v, (bh * C + ring_slot(st0, j, C)) * dv + row0 + ro, x);
         return x;
     }
     return 0.f;
@@ -177,13 +216,15 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     if (gw >= gm.BH * gm.wph) return;
     constexpr bool PS = vtc_presplit<FAM, NT, PF>();
     using BT = typename std::conditional<PS, uint4, float2>::type; /* one lane's B entry of a k-step */
-    float *sm = vtc_sm + (threadIdx.x >> 5) * vtc_smem_floats<FAM, NT, PF>();
-    BT *bq = reinterpret_cast<BT *>(sm);                        /* [NT][16][32] */
-    BT *bk = bq + NT * 16 * 32;                                 /* GDN: [NT][16][32] */
-    BT *cq = bq + (GDN ? 2 : 1) * NT * 16 * 32;                 /* [NT][KR][32] */
-    BT *ce = cq + NT * RS_VTC_KR * 32;                          /* GDN: [NT][KR][32] */
-    float *tk = reinterpret_cast<float *>(ce + NT * RS_VTC_KR * 32); /* GDN: [TP][TP] */
-    float *tq = tk + TP * TP;
+    constexpr int RB = RDT == RS_CUDA_F32 ? 4 : 2; /* bytes a ring element */
+    const vtc_lay ly = vtc_layout<FAM, NT, PF>(st.L, T, RB);
+    const int KRC = ly.krc;
+    float *sm = vtc_sm + (threadIdx.x >> 5) * ly.total;
+    BT *bq = reinterpret_cast<BT *>(sm + ly.bq), *bk = reinterpret_cast<BT *>(sm + ly.bk); /* [NT][16][32] */
+    BT *cq = reinterpret_cast<BT *>(sm + ly.cq), *ce = reinterpret_cast<BT *>(sm + ly.ce); /* [NT][KRC][32] */
+    float *tk = sm + ly.tk, *tq = sm + ly.tq;                                             /* GDN: [TP][TP] */
+    float *sdrf = sm + ly.drf;
+    void *srec = sm + ly.rec;
     auto put = [](float2 x) -> BT {
         if constexpr (PS) return rs_tf32_split2(x);
         else return x;
@@ -200,11 +241,12 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     const bool flush = n > st.L;
     const float *w = st.work + bh * verify_ws(T, C);
     const int nrec = GDN ? h : n;
-    const int kr = (nrec + 7) >> 3;
+    const int kr = min((nrec + 7) >> 3, KRC); /* KRC covers every fill the commit leaves (h <= L) */
+    const int hs = min(h, ly.rmax);           /* committed records staged */
 
     /* the first tile's loads go out before the set-up */
     constexpr bool STG = vtc_staged<FAM, NT, PF>();
-    float4 *stile = reinterpret_cast<float4 *>(sm + vtc_smem_floats<FAM, NT, PF>() - (STG ? 16 * RS_CUDA_DK : 0));
+    float4 *stile = reinterpret_cast<float4 *>(sm + ly.stile);
     /* the copies of the tile at row0 into this lane's slots of the stage: [i][lane] rows g, then g + 8 */
     auto stage_tile = [&](int row0) {
         const float *p = st.S_ckpt + (bh * dv + row0 + g) * RS_CUDA_DK + 4 * t;
@@ -223,8 +265,59 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 #pragma unroll
         for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
     }
+    /* The record stage (v6e, eleventh session; docs/kernels-notes.md "v6e"): the tile's committed records (ring) and
+     * the drafts' v (io->v) of its 16 rows, copied by cp.async one tile ahead, one commit group a tile. The
+     * source-level profile of v6c (Nemotron-3-Super, T = 8, a = 1) had ~48 % of the warps' stall samples on
+     * these loads, issued inside the record loop one k-step at a time. 16-byte copies where ring_v and io->v are
+     * 16-byte aligned (every 16-row piece then is: d_v % 16 == 0), else 4-byte ones. Lanes read what other lanes
+     * copied: wait, then __syncwarp; and __syncwarp before the next tile's copies overwrite the stage. */
+    vtc_sdesc *sdesc = reinterpret_cast<vtc_sdesc *>(sm + ly.desc);
+    if (lane == 0)
+        *sdesc = vtc_sdesc{static_cast<const char *>(st.ring_v) + bh * C * dv * RB,
+                           reinterpret_cast<const char *>(io.v + bh * dv), BH * dv * sizeof(float), st0, hs};
+    __syncwarp();
+    auto stage_rec = [&](int row0) {
+        const vtc_sdesc q = *sdesc;
+        const bool al16 = (((uintptr_t)q.rb | (uintptr_t)q.vb) & 15) == 0; /* as ring_v's and io->v's */
+        const int csh = al16 ? 4 : 2;            /* log2 bytes a copy */
+        const int rsh = (RB == 4 ? 6 : 5) - csh; /* log2 copies a record (16 elements) */
+        const int dsh = 6 - csh;                 /* log2 copies a draft's 16 fp32 values */
+        const int nr = q.hs << rsh, nall = nr + (T << dsh);
+        for (int u = lane; u < nall; u += 32) {
+            const char *src;
+            char *dst;
+            if (u < nr) {
+                const int j = u >> rsh, pc = (u & ((1 << rsh) - 1)) << csh;
+                src = q.rb + ((size_t)ring_slot(q.st0, j, C) * dv + row0) * RB + pc;
+                dst = static_cast<char *>(srec) + j * 16 * RB + pc;
+            } else {
+                const int x = u - nr, s = x >> dsh, pc = (x & ((1 << dsh) - 1)) << csh;
+                src = q.vb + s * q.vs + row0 * sizeof(float) + pc;
+                dst = reinterpret_cast<char *>(sdrf + s * 16) + pc;
+            }
+            if (al16) rs_cp16(dst, src);
+            else rs_cp4(dst, src);
+        }
+        rs_cp_commit();
+    };
+    /* the queries' B entries (io->q: no output of the prologue) copied as they are where not pre-split */
+    if constexpr (!PS) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            const int s = 8 * nt + g;
+            const float *qp = io.q + ((size_t)s * BG + kg) * RS_CUDA_DK + 4 * t;
+#pragma unroll
+            for (int kk = 0; kk < 16; ++kk) {
+                BT *e = &bq[(nt * 16 + kk) * 32 + lane];
+                if (s < T) rs_cp8(e, qp + 16 * (kk >> 1) + 2 * (kk & 1));
+                else *e = put(make_float2(0.f, 0.f));
+            }
+        }
+    }
+    stage_rec(r_begin); /* with the queries: one group */
     /* launched as the prologue's programmatic dependent (rs_launch_pdl): everything below reads what it writes
-     * (`work`, the drafts' ring slots); the checkpoint tile above it does not (tenth session, kernels-notes v4d) */
+     * (`work`, the drafts' ring slots: keys); the checkpoint tile, the queries and the record stage above do not
+     * (tenth session, kernels-notes v4d) */
     rs_pdl_wait();
 
     /* B operands of this lane: draft s = 8 nt + g at columns 16 i + 4 t + 2 p (+1) */
@@ -237,9 +330,11 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 #pragma unroll
         for (int kk = 0; kk < 16; ++kk) {
             const int col = 16 * (kk >> 1) + 2 * (kk & 1);
-            float2 x = make_float2(0.f, 0.f);
-            if (on) x = *reinterpret_cast<const float2 *>(qp + col);
-            bq[(nt * 16 + kk) * 32 + lane] = put(x);
+            if (PS) {
+                float2 x = make_float2(0.f, 0.f);
+                if (on) x = *reinterpret_cast<const float2 *>(qp + col);
+                bq[(nt * 16 + kk) * 32 + lane] = put(x);
+            }
             if (GDN) {
                 float y[2] = {0.f, 0.f};
                 if (on) rs_ring_ld<RDT, 2>(st.ring_k, ke + col, y);
@@ -250,10 +345,10 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
         for (int r = 0; r < kr; ++r) {
             const int j0 = 8 * r + t, j1 = j0 + 4;
             const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
-            cq[(nt * RS_VTC_KR + r) * 32 + lane] =
+            cq[(nt * KRC + r) * 32 + lane] =
                 put(make_float2(on && j0 <= lim ? w[T + s * C + j0] : 0.f, on && j1 <= lim ? w[T + s * C + j1] : 0.f));
             if (GDN)
-                ce[(nt * RS_VTC_KR + r) * 32 + lane] = put(make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
+                ce[(nt * KRC + r) * 32 + lane] = put(make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
                                                                        on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f));
         }
     }
@@ -281,11 +376,16 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 
     for (int row0 = r_begin; row0 < r_end; row0 += 16) {
         const bool more = row0 + 16 < r_end;
+        /* groups in flight: [tile (staged)], then [records] of this tile (the first tile: [tile], [queries +
+         * records], both needed now) */
         if constexpr (STG) { /* this tile from the stage, then the next one's copies into it */
-            rs_cp_wait<0>();
+            if (row0 == r_begin) rs_cp_wait<0>();
+            else rs_cp_wait<1>();
 #pragma unroll
             for (int i = 0; i < 8; ++i) xa[i] = stile[i * 32 + lane], xb[i] = stile[(8 + i) * 32 + lane];
             if (more) stage_tile(row0 + 16);
+        } else if (!PS) {
+            if (row0 == r_begin) rs_cp_wait<0>(); /* the queries */
         }
         /* the next tile's loads go out before this tile's products (registers: two tiles) */
         float4 na[8], nb[8];
@@ -328,19 +428,22 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                 ak[nt][e] = __fmul_rn(ak[nt][e], Dd[nt][e & 1]);
             }
         /* ---- + records . coefficients ---- */
+        if (STG && more) rs_cp_wait<1>(); /* the next tile's copies may stay in flight */
+        else rs_cp_wait<0>();
+        __syncwarp();
         for (int r = 0; r < kr; ++r) {
             const int j0 = 8 * r + t, j1 = j0 + 4;
-            const float a[4] = {vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g, j0, h, nrec, st0),
-                                vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g + 8, j0, h, nrec, st0),
-                                vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g, j1, h, nrec, st0),
-                                vtc_rec<FAM, RDT>(io, st, bh, BH, dv, row0 + g + 8, j1, h, nrec, st0)};
+            const float a[4] = {vtc_rec<FAM, RDT>(st, sdrf, srec, bh, dv, row0, g, j0, h, hs, nrec, st0),
+                                vtc_rec<FAM, RDT>(st, sdrf, srec, bh, dv, row0, g + 8, j0, h, hs, nrec, st0),
+                                vtc_rec<FAM, RDT>(st, sdrf, srec, bh, dv, row0, g, j1, h, hs, nrec, st0),
+                                vtc_rec<FAM, RDT>(st, sdrf, srec, bh, dv, row0, g + 8, j1, h, hs, nrec, st0)};
             uint32_t ah[4], al[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) rs_tf32_split_k<FS>(a[e], ah[e], al[e]);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                rs_mma_3xtf32<VEX, FS>(aq[nt], ah, al, cq[(nt * RS_VTC_KR + r) * 32 + lane]);
-                if (GDN) rs_mma_3xtf32<VEX, FS>(ak[nt], ah, al, ce[(nt * RS_VTC_KR + r) * 32 + lane]);
+                rs_mma_3xtf32<VEX, FS>(aq[nt], ah, al, cq[(nt * KRC + r) * 32 + lane]);
+                if (GDN) rs_mma_3xtf32<VEX, FS>(ak[nt], ah, al, ce[(nt * KRC + r) * 32 + lane]);
             }
         }
         if (GDN) { /* ---- UT solve: u_s = round(beta_s (v_s - a_s)), a and o of later drafts updated ---- */
@@ -350,7 +453,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int s = 8 * nt + 2 * t + (e & 1);
-                    vv[nt][e] = s < T ? io.v[((size_t)s * BH + bh) * dv + row0 + g + 8 * (e >> 1)] : 0.f;
+                    vv[nt][e] = s < T ? sdrf[s * 16 + g + 8 * (e >> 1)] : 0.f;
                 }
 #pragma unroll
             for (int sp = 0; sp < TP; ++sp) {
@@ -398,8 +501,13 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
             for (int j = 0; j < h; ++j) {
                 const size_t slot = ring_slot(st0, j, C);
                 float u0, u1;
-                rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + slot) * dv + row0 + g, &u0);
-                rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + slot) * dv + row0 + g + 8, &u1);
+                if (j < hs) {
+                    rs_ring_ld<RDT, 1>(srec, (size_t)j * 16 + g, &u0);
+                    rs_ring_ld<RDT, 1>(srec, (size_t)j * 16 + g + 8, &u1);
+                } else {
+                    rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + slot) * dv + row0 + g, &u0);
+                    rs_ring_ld<RDT, 1>(st.ring_v, (bh * C + slot) * dv + row0 + g + 8, &u1);
+                }
                 const float P = pf[j], cp0 = __fmul_rn(P, u0), cp1 = __fmul_rn(P, u1);
                 float4 kj[8];
 #pragma unroll
@@ -422,6 +530,10 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
         if (PF && more) {
 #pragma unroll
             for (int i = 0; i < 8; ++i) xa[i] = na[i], xb[i] = nb[i];
+        }
+        if (more) { /* every lane is done with this tile's record stage */
+            __syncwarp();
+            stage_rec(row0 + 16);
         }
     }
 }

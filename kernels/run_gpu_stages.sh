@@ -5,15 +5,17 @@
 # The pack under test is PACK_B when given, else PACK. Stages (RS_STAGES, a space-separated list, run in
 # this order; default "ab verify lpread san"):
 #   ab      kernels/run_gpu_ab.sh PACK PACK_B (RS_SWEEPS, default "lp,verify"; no tests) -> ab/table.txt
-#   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s)
+#   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s; RS_VERIFY_ARGS, e.g. --tc-only)
 #   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
-#           and test_cuda_dk_refuse
+#           and test_cuda_dk_refuse (RS_LPREAD_TESTS: a subset of these three)
 #   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only
-#           (RS_SAN_TESTS: another list of test programs, each run with --quick)
-#   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line) of the v4
-#           low-precision reads (rs_k_replay_lpw, Mamba-2, bf16 ring, fp8 and nvfp4, the separate-prologue
-#           path, one launch each) on Nemotron-3-Super at B = 256 -> ncusrc_*.csv (+ the SpeedOfLight etc.
-#           sections in ncusrc_*.txt)
+#           (RS_SAN_TESTS: another list of test programs, each run with --quick; RS_SAN_S: each run's limit, 90 s)
+#   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line), one launch
+#           each of the kernels named in RS_NCU (default "fp8 nvfp4"): fp8 / nvfp4 the v4 low-precision reads
+#           (rs_k_replay_lpw, Mamba-2, bf16 ring, the separate-prologue path) on Nemotron-3-Super at B = 256;
+#           vtc_m2 / vtc_gdn the tensor-core verification (rs_k_verify_tc, bf16 ring, T <= 8, the first
+#           T = 8 case of `bench --sweep verify --quick`: B = 256, a = 1) on Nemotron-3-Super / Qwen3.5-4B
+#           -> ncusrc_*.csv (+ the SpeedOfLight etc. sections in ncusrc_*.txt)
 #   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape), after everything else
 # RS_DEADLINE: seconds from the start by which the stages before bench have ended (default 420; a stage
 # that would start later is skipped and says so). OUTDIR: summary.txt, all.tar.xz (logs, ab/, ncu output),
@@ -48,11 +50,12 @@ if want ab && [ "$PA" != "$PB" ]; then
   [ -f "$W/ab/table.txt" ] && grep -E "^model| 256 " "$W/ab/table.txt" >> "$S"
 fi
 if want verify; then
-  if [ "$(left)" -gt 40 ]; then stage test_cuda_verify $(( $(left) < ${RS_VERIFY_S:-240} ? $(left) : ${RS_VERIFY_S:-240} )) "$BT/test_cuda_verify"
+  if [ "$(left)" -gt 40 ]; then stage test_cuda_verify $(( $(left) < ${RS_VERIFY_S:-240} ? $(left) : ${RS_VERIFY_S:-240} )) "$BT/test_cuda_verify" ${RS_VERIFY_ARGS:-}
   else echo "test_cuda_verify: skipped (no time left)" >> "$S"; fi
 fi
 if want lpread; then
-  for t in "test_cuda_lpread" "test_cuda_decode ${RS_DECODE_ARGS---quick}" "test_cuda_dk_refuse"; do
+  for t in ${RS_LPREAD_TESTS:-test_cuda_lpread test_cuda_decode test_cuda_dk_refuse}; do
+    [ $t = test_cuda_decode ] && t="test_cuda_decode ${RS_DECODE_ARGS---quick}"
     set -- $t
     if [ "$(left)" -gt 30 ]; then stage "$1" $(( $(left) < 150 ? $(left) : 150 )) "$BT/$1" "${@:2}"
     else echo "$1: skipped (no time left)" >> "$S"; fi
@@ -61,7 +64,7 @@ fi
 if want san; then
   for t in ${RS_SAN_TESTS:-test_cuda_lpread test_cuda_verify}; do
     for tool in memcheck racecheck; do
-      lim=$(( $(left) < 90 ? $(left) : 90 ))
+      lim=$(( $(left) < ${RS_SAN_S:-90} ? $(left) : ${RS_SAN_S:-90} ))
       san_stage $tool $lim $t "$BT/$t" --quick $([ $t = test_cuda_verify ] && echo --tc-only)
     done
   done
@@ -70,13 +73,19 @@ if want ncusrc; then
   NCU="ncu --clock-control none --kernel-name-base mangled --import-source no --section SpeedOfLight
        --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats
        --section InstructionStats --section SourceCounters"
-  for f in 3:fp8 4:nvfp4; do
-    c=${f%%:*} n=${f#*:}
+  for n in ${RS_NCU:-fp8 nvfp4}; do
+    # kernel (mangled: the demangled names of the tenth session's first try matched nothing), shape, bench arguments
+    case $n in
+      fp8 | nvfp4) k="_Z15rs_k_replay_lpwILi0ELi2ELi$([ $n = fp8 ] && echo 3 || echo 4)ELb0ELb0ELb0E"
+                   sh=nemotron-3-super a="--sweep lp" ;;
+      vtc_m2) k="_Z14rs_k_verify_tcILi0ELi2ELi1ELb0EE" sh=nemotron-3-super a="--sweep verify --quick" ;;
+      vtc_gdn) k="_Z14rs_k_verify_tcILi1ELi2ELi1ELb0EE" sh=qwen3.5-4b a="--sweep verify --quick" ;;
+      *) echo "ncusrc $n: unknown (RS_NCU: fp8 nvfp4 vtc_m2 vtc_gdn)" >> "$S"; continue ;;
+    esac
     if [ "$(left)" -lt 40 ]; then echo "ncusrc $n: skipped (no time left)" >> "$S"; continue; fi
     t0=$(date +%s)
-    # (mangled: the demangled names of the tenth session's first try matched nothing)
-    timeout 90 $NCU -k "regex:_Z15rs_k_replay_lpwILi0ELi2ELi${c}ELb0ELb0ELb0E" --launch-skip 4 --launch-count 1 \
-      -o "$W/ncusrc_$n" "$BT/replayssm" bench --shape nemotron-3-super --sweep lp --reps 2 --out "$W/ncu_$n.h5" --force \
+    timeout 90 $NCU -k "regex:$k" --launch-skip 4 --launch-count 1 \
+      -o "$W/ncusrc_$n" "$BT/replayssm" bench --shape $sh $a --reps 2 --out "$W/ncu_$n.h5" --force \
       > "$W/ncusrc_$n.txt" 2>&1
     r=$?
     ncu -i "$W/ncusrc_$n.ncu-rep" --page details >> "$W/ncusrc_$n.txt" 2>&1

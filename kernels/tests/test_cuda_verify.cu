@@ -16,12 +16,17 @@
  *   - float64: sequential decode of all T drafts for the outputs, then of the accepted ones for
  *     the state (<= 1e-4 and <= 2x the engine's own fp32 error + 1e-7, issue 8's criterion), and
  *     the ring origin against the commit rule replayed here (the engine keeps its origin private).
+ * A bf16 ring (g_bf16ring, Mamba-2 only) runs on bf16-exact v and k, so the ring stores them unchanged and the
+ * same references hold (GDN's ring holds u = beta (v - a), rounded: no engine policy has that, so GDN's bf16 ring
+ * is benchmarked but not checked here). g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
+ * the tensor-core kernel's record stage then copies 4 bytes at a time (eleventh session, v6e).
  * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only]
  */
 #include <algorithm>
 
 #include "cuda_test_util.h"
 #include "replayssm/engine/rs_head.h"
+#include "replayssm/quant/rs_minifloat.h"
 
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
@@ -29,6 +34,8 @@ static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kern
 /* each round's rs_cuda_replay_verify captured into a CUDA graph and launched from it (the tensor-core kernel is
  * the prologue's programmatic dependent since the tenth session: the capture must keep that edge) */
 static bool g_graph = false;
+static bool g_bf16ring = false; /* Mamba-2: ring_dtype BF16, bf16-exact v and k */
+static bool g_misalign = false; /* io->v of the replay verification 4 bytes past a 16-byte boundary */
 static const char *vk_name(int k)
 {
     return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc-v6b";
@@ -60,11 +67,12 @@ struct VRig {
     }
     rs_cuda_verify_state view(int b0) const /* rows from b0 on (every array is row-major in b) */
     {
+        const size_t es = g_bf16ring ? 2 : 4; /* bytes a ring element: row b0's records start b0 rows of them in */
         rs_cuda_verify_state v = {Sr + b0 * row,
-                                  rv + (size_t)b0 * s.H * C * s.dv,
-                                  rk + (size_t)b0 * s.G * C * DK,
+                                  (char *)rv + (size_t)b0 * s.H * C * s.dv * es,
+                                  (char *)rk + (size_t)b0 * s.G * C * DK * es,
                                   ra + (size_t)b0 * s.H * C,
-                                  RS_CUDA_F32,
+                                  g_bf16ring ? RS_CUDA_BF16 : RS_CUDA_F32,
                                   L,
                                   C,
                                   fill + b0,
@@ -108,7 +116,7 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
             for (int b = 0; b < nb; ++b) p[b] = e.pos[b0 + b] + t;
             ct_gen_step_exact(s, nb, drafts[t], p.data());
         } else {
-            ct_gen_step(s, nb, false, rate, drafts[t]);
+            ct_gen_step(s, nb, g_bf16ring, rate, drafts[t]);
         }
     }
     ct_stack(drafts, st);
@@ -116,6 +124,16 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     const size_t per = (size_t)nb * s.H * s.dv, nv = (size_t)T * per;
     rs_ssm_step_io io_r = io.io(), io_s = io.io();
     io_s.o = g.os;
+    static float *vmis = nullptr; /* g_misalign: a copy of v at vmis + 1 (kept across rounds; never freed) */
+    static size_t vmis_n = 0;
+    if (g_misalign) {
+        if (vmis_n < nv + 4) {
+            cudaFree(vmis);
+            vmis = dalloc<float>(nv + 4), vmis_n = nv + 4;
+        }
+        CK(cudaMemcpy(vmis + 1, io.v, nv * sizeof(float), cudaMemcpyDeviceToDevice));
+        io_r.v = vmis + 1;
+    }
     CK(cudaMemcpy(g.os, io.o, nv * sizeof(float), cudaMemcpyDeviceToDevice)); /* NaN poison */
     const rs_cuda_verify_state vst = g.view(b0);
     float *Sc = g.Sc + b0 * g.row, *snap = nb == 1 ? g.snap1 : g.snap;
@@ -235,7 +253,15 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     /* final states */
     std::vector<float> ck(nS), Sc(nS), rv((size_t)B * s.H * g.C * s.dv), rk((size_t)B * s.G * g.C * DK),
         ra((size_t)B * s.H * g.C), eck, est, esc;
-    d2h(ck, g.Sr), d2h(Sc, g.Sc), d2h(rv, g.rv), d2h(rk, g.rk), d2h(ra, g.ra);
+    d2h(ck, g.Sr), d2h(Sc, g.Sc), d2h(ra, g.ra);
+    if (g_bf16ring) { /* the rings hold bf16 codes (their float-sized allocations half used) */
+        std::vector<uint16_t> cv(rv.size()), ckk(rk.size());
+        d2h(cv, (const uint16_t *)g.rv), d2h(ckk, (const uint16_t *)g.rk);
+        for (size_t i = 0; i < cv.size(); ++i) rv[i] = rs_bf16_decode(cv[i]);
+        for (size_t i = 0; i < ckk.size(); ++i) rk[i] = rs_bf16_decode(ckk[i]);
+    } else {
+        d2h(rv, g.rv), d2h(rk, g.rk);
+    }
     std::vector<double> Sfin(ck.begin(), ck.end());
     ct_fold(s, B, g.C, hfill.data(), hstart.data(), rv, rk, ra, Sfin);
     br.checkpoint(0, eck);
@@ -261,8 +287,9 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         io1.free_all(), io4.free_all();
         return;
     }
-    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d%s", vk_name(vk), fam, s.name, L, T,
-             rs_cuda_get_warps_per_head(), g_graph ? " as CUDA graphs" : "");
+    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d%s%s%s", vk_name(vk), fam, s.name, L, T,
+             rs_cuda_get_warps_per_head(), g_graph ? " as CUDA graphs" : "", g_bf16ring ? " bf16 ring" : "",
+             g_misalign ? " io->v misaligned" : "");
     ct_report(name,
               e.ntok >= min_tok && e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
                   es_rep <= 2 * es_cpu + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -272,7 +299,8 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
               e.rep64, es_rep, e.eng64, es_cpu, e.rep_eng, eck_eng, est_eng, e.ntok, e.nflush,
               e.ptr_ok ? "ok" : "WRONG");
     snprintf(name, sizeof name, "verify snapshot %s %s T=%d", fam, s.name, T);
-    if (vk == RS_CUDA_VERIFY_CORES || min_tok) { /* the snapshot kernel does not depend on g_vkernel: once is enough */
+    if (vk == RS_CUDA_VERIFY_CORES || min_tok || g_bf16ring || g_misalign) { /* the snapshot kernel depends on none
+                                                                                of these: once is enough */
         g.free_all();
         io1.free_all(), io4.free_all();
         return;
@@ -284,6 +312,25 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
               esc_eng);
     g.free_all();
     io1.free_all(), io4.free_all();
+}
+
+/* The bf16 ring (Mamba-2; the benchmarks' ring) and io->v off 16-byte alignment, on the default choice (tc = false:
+ * T = 8 and 16 the tensor-core kernel, T = 2 the CUDA-core one) or forced v6a (tc = true: its staged instance at
+ * T <= 8, its T > 8 one, and L + T = 64) */
+static void bf16_and_misaligned_runs(bool tc)
+{
+    const int r = ct_quick ? 3 : 48;
+    g_bf16ring = true;
+    for (int i = 0; i < 2; ++i) test_verify_shape(ct_shapes[i], r, 16, 8); /* Nano's d_v = 80: 5 tiles */
+    test_verify_shape(ct_shapes[1], r, 16, tc ? 12 : 2);
+    test_verify_shape(ct_shapes[0], ct_quick ? 2 : 32, 48, 16);
+    g_misalign = true; /* with the bf16 ring: 4-byte copies of 2-byte records */
+    test_verify_shape(ct_shapes[1], r, 16, 8);
+    g_bf16ring = false;
+    test_verify_shape(ct_shapes[0], r, 16, 8);
+    test_verify_shape(ct_shapes[2], r, 16, 8);
+    test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 16, 16);
+    g_misalign = false;
 }
 
 int main(int argc, char **argv)
@@ -325,6 +372,7 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[3], ct_quick ? 6 : 48, 8, 6, &rf[1]);
     test_verify_shape(ct_shapes[1], ct_quick ? 8 : 96, 16, 2, &rf[0]); /* T = 2: the CUDA-core kernel */
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
+    bf16_and_misaligned_runs(false);
     /* the runs above used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T <= 2, the tensor-core
      * kernel v6a at T >= 3). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
      * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
@@ -336,6 +384,7 @@ int main(int argc, char **argv)
         if (ct_quick && T != 3 && T != 9 && T != 16) continue;
         test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
     }
+    bf16_and_misaligned_runs(true);
     if (tc_only) return ct_finish("test_cuda_verify");
     g_vkernel = RS_CUDA_VERIFY_TC_V6B; /* the prefetching tensor-core version, kept for benchmarks */
     for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
