@@ -21,7 +21,9 @@
  * g and g + 8 and one shuffle, as v3's lane-parallel solve.
  * B operands are per lane (thread (g, t) holds draft g's values at its columns), staged once per
  * warp in shared memory (an explicit register file extension: each lane reads only its own entries,
- * except the GDN solve tables); TP = 8 NT drafts, NT = 1 (T <= 8) or 2 (T <= 16), zero-padded. */
+ * except the GDN solve tables); TP = 8 NT drafts, NT = 1 (T <= 8) or 2 (T <= 16), zero-padded.
+ * Each tile's record values (the committed records' 16 rows, the drafts' v) come from a per-warp record stage
+ * filled by cp.async one tile ahead (v6e; at stage_rec below). */
 #ifndef RS_CUDA_VERIFY_TC_CUH
 #define RS_CUDA_VERIFY_TC_CUH
 
@@ -119,10 +121,11 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
 /* RS_VTC_STAGE (build-time; ninth session, docs/kernels-notes.md "v6c"), v6a at Mamba-2 T <= 8 only:
  * 1: the next tile is copied into shared memory by cp.async while this one is computed (one 8 KB stage a warp:
  *    each lane copies and later reads back its own float4s, so no warp barrier) instead of loaded into registers
- *    after the products; B split in the loop; 14 KB a warp, 56 KB a block, 4 blocks an SM as before. Measured
+ *    after the products; B split in the loop; 14 KB a warp, 56 KB a block, 4 blocks an SM as before (v6c; with
+ *    v6e's record stage, sized by L and T, 13.8 KB a warp at L = 16, T = 8, bf16 ring, still 4 blocks). Measured
  *    0.975-0.991x the time of 0 on the Mamba-2 rows, tests and sanitizers clean (ninth session); the default
  *    since the tenth, whose benchmark is this build's.
- * 0: the tile loaded into registers after the products, B staged pre-split (12 KB a warp, 48 KB a block;
+ * 0: the tile loaded into registers after the products, B staged pre-split (12 KB a warp, 48 KB a block, before v6e;
  *    measured no faster than splitting in the loop; the default to the ninth session). */
 #ifndef RS_VTC_STAGE
 #define RS_VTC_STAGE 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run_gpu_stages.sh — one bounded device call for issue 18's kernel work, in stages chosen by RS_STAGES, so that
-# the one-off scripts of earlier sessions (run_gpu_v6c.sh, run_gpu_v6d.sh, ...) need no successor:
+# run_gpu_stages.sh — one bounded device call for issue 18's kernel work, in stages chosen by RS_STAGES, in place
+# of the one-off scripts of earlier sessions (run_gpu_v6c.sh, run_gpu_v6d.sh, ...; removed, in git history):
 #   kernels/run_gpu_stages.sh PACK [PACK_B] OUTDIR     (make_gpu_pack.sh or build_static.sh folders)
 # The pack under test is PACK_B when given, else PACK. Stages (RS_STAGES, a space-separated list, run in
 # this order; default "ab verify lpread san"):
