@@ -144,7 +144,7 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_stage
  *   checkpoint tile, drf [TP][16] the drafts' v of the tile's rows (fp32, io->v), rec [rmax][16] the committed
  *   records' values of the tile's rows (ring type).
  * krc record k-steps cover the most records a sum can have (Mamba-2 L + T, GDN L: the commit keeps h <= L) and
- * rmax = L committed records are staged (v6e, eleventh session: sized by L and T instead of the cap of 64, which
+ * rmax = L committed records are staged (v6e, twelfth session: sized by L and T instead of the cap of 64, which
  * pays for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8, bf16 ring). */
 struct vtc_lay {
     int bq, bk, cq, ce, tk, tq, stile, drf, rec, desc, total, krc, rmax;
@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 #pragma unroll
         for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
     }
-    /* The record stage (v6e, eleventh session; docs/kernels-notes.md "v6e"): the tile's committed records (ring) and
+    /* The record stage (v6e, twelfth session; docs/kernels-notes.md "v6e"): the tile's committed records (ring) and
      * the drafts' v (io->v) of its 16 rows, copied by cp.async one tile ahead, one commit group a tile. The
      * source-level profile of v6c (Nemotron-3-Super, T = 8, a = 1) had ~48 % of the warps' stall samples on
      * these loads, issued inside the record loop one k-step at a time. 16-byte copies where ring_v and io->v are

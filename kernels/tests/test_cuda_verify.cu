@@ -19,7 +19,7 @@
  * A bf16 ring (g_bf16ring, Mamba-2 only) runs on bf16-exact v and k, so the ring stores them unchanged and the
  * same references hold (GDN's ring holds u = beta (v - a), rounded: no engine policy has that, so GDN's bf16 ring
  * is benchmarked but not checked here). g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
- * the tensor-core kernel's record stage then copies 4 bytes at a time (eleventh session, v6e).
+ * the tensor-core kernel's record stage then copies 4 bytes at a time (twelfth session, v6e).
  * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only]
  */
 #include <algorithm>
