@@ -15,10 +15,9 @@ BIN=${1:?bindir}
 OUTD=${2:?outdir}
 mkdir -p "$OUTD/logs"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # libcjson beside replayssm (the rest: rpath)
-# cuBLAS of the image (the GPU evaluator): the toolkit's, else PyTorch's pip wheel
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
+# cuBLAS of the image (the GPU evaluator): the toolkit's, else PyTorch's pip wheel (gpu_stage.sh's lookup)
+. eval/cuda/tests/gpu_stage.sh
+gpu_cublas_path
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw --format=csv; \
   nvidia-smi -q | head -40; } > "$OUTD/logs/nvidia-smi.txt" 2>&1
 TESTS=${RS_TESTS:-$(cd "$BIN" && ls test_cuda_* test_gpu_* 2>/dev/null | tr '\n' ' ')}

@@ -1,5 +1,6 @@
 # gpu_stage.sh — sourced by the bounded device scripts (run_gpu_recheck.sh, run_gpu_bf16x3.sh, kernels/run_gpu_ab.sh,
-# run_gpu_issue15.sh), so that one stage's hang or failure never costs the summary:
+# run_gpu_issue15.sh, kernels/run_gpu_stages.sh), so that one stage's hang or failure never costs the summary; every
+# device script takes its cuBLAS lookup (gpu_cublas_path) from here since the twelfth session:
 #   stage NAME LIMIT COMMAND...
 # runs COMMAND under `timeout LIMIT` with its output in $STAGE_TMP/NAME.log (appended, headed
 # "== NAME", to $STAGE_ALL when that is set) and adds one line to the summary file $S: the exit

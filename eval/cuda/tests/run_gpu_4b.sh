@@ -23,9 +23,8 @@ shift 2
 STEPS=${*:-parity bench hf}
 mkdir -p "$OUTD"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
+. eval/cuda/tests/gpu_stage.sh # the image's libcublas.so.13: the toolkit's, else PyTorch's wheel
+gpu_cublas_path
 WORK=${RS_WORK:-/tmp/rs4b}
 MODELS=${RS_MODELS:-qwen3_5_4b nemotron_3_nano_4b}
 mkdir -p "$WORK"

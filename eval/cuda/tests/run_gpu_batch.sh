@@ -15,9 +15,8 @@ OUTD=${2:?outdir}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUTD"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
+. "$HERE/gpu_stage.sh" # the image's libcublas.so.13: the toolkit's, else PyTorch's wheel
+gpu_cublas_path
 WORK=${RS_WORK:-/tmp/rsbooks}
 mkdir -p "$WORK"
 POL="shared:nvfp4-sr,split:nvfp4-rtn/fp32,split:nvfp4-rtn/fp16-sr,conv:fp16-sr"

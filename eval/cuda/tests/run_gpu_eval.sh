@@ -14,9 +14,8 @@ BIN=${1:?bindir}
 OUTD=${2:?outdir}
 mkdir -p "$OUTD"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
+. eval/cuda/tests/gpu_stage.sh # the image's libcublas.so.13: the toolkit's, else PyTorch's wheel
+gpu_cublas_path
 RS="$BIN/replayssm"
 TOK=${RS_EVAL_TOKENS:-8192}
 rc=0

@@ -16,9 +16,8 @@ RANKS=${4:-"2 4"}
 TOK=${RS_MPI_TOKENS:-8192}
 mkdir -p "$OUTD"
 export LD_LIBRARY_PATH="$OMPI/lib:$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
+. eval/cuda/tests/gpu_stage.sh # the image's libcublas.so.13: the toolkit's, else PyTorch's wheel
+gpu_cublas_path
 unset CUDA_VISIBLE_DEVICES # the driver's own mapping: local rank mod the GPUs
 RS="$BIN/replayssm"
 FIG5=shared:fp8-sr,shared:nvfp4-sr,split:nvfp4-rtn/fp32,split:nvfp4-rtn/fp16-sr,conv:fp16-sr

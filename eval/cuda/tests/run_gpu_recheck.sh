@@ -18,12 +18,10 @@ mkdir -p "$OUTD" /tmp/recheck
 S="$OUTD/summary.txt"
 : > "$S"
 export LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
-  [ -e "$d/libcublas.so.13" ] && { export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; }
-done
 : > "$OUTD/tests.log"
 STAGE_TMP=/tmp/recheck STAGE_ALL="$OUTD/tests.log"
 . eval/cuda/tests/gpu_stage.sh
+gpu_cublas_path # the image's libcublas.so.13 (the toolkit's, else PyTorch's pip wheel)
 T0=$(date +%s)
 stage decode 35 "$BIN/test_cuda_decode" --quick
 stage verify 35 "$BIN/test_cuda_verify" --quick
