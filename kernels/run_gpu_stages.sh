@@ -5,7 +5,8 @@
 # The pack under test is PACK_B when given, else PACK. Stages (RS_STAGES, a space-separated list, run in
 # this order; default "ab verify lpread san"):
 #   ab      kernels/run_gpu_ab.sh PACK PACK_B (RS_SWEEPS, default "lp,verify"; no tests) -> ab/table.txt
-#   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s; RS_VERIFY_ARGS, e.g. --tc-only)
+#   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s; RS_VERIFY_ARGS, e.g. --tc-only, or --rest: the
+#           full list takes over 200 s since the twelfth session, so two calls of --tc-only and --rest cover it)
 #   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
 #           and test_cuda_dk_refuse (RS_LPREAD_TESTS: a subset of these three)
 #   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only

@@ -20,7 +20,7 @@
  * same references hold (GDN's ring holds u = beta (v - a), rounded: no engine policy has that, so GDN's bf16 ring
  * is benchmarked but not checked here). g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
  * the tensor-core kernel's record stage then copies 4 bytes at a time (twelfth session, v6e).
- * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only]
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest]
  */
 #include <algorithm>
 
@@ -314,6 +314,11 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     io1.free_all(), io4.free_all();
 }
 
+/* checkpoint rounding at flush of the rounded runs (fp16/bf16 SR and RTN) */
+static const RoundCfg rf[3] = {{"fp16-sr", RS_CUDA_F16, RS_ROUND_SR, 32},
+                               {"bf16-sr", RS_CUDA_BF16, RS_ROUND_SR, 32},
+                               {"fp16-rtn", RS_CUDA_F16, RS_ROUND_RTN, 32}};
+
 /* The bf16 ring (Mamba-2; the benchmarks' ring) and io->v off 16-byte alignment, on the default choice (tc = false:
  * T = 8 and 16 the tensor-core kernel, T = 2 the CUDA-core one) or forced v6a (tc = true: its staged instance at
  * T <= 8, its T > 8 one, and L + T = 64) */
@@ -333,12 +338,9 @@ static void bf16_and_misaligned_runs(bool tc)
     g_misalign = false;
 }
 
-int main(int argc, char **argv)
+/* the default choice's runs, then v6a's (all of --tc-only) */
+static void default_and_tc_runs()
 {
-    const int rc = ct_init(argc, argv, "test_cuda_verify");
-    if (rc) return rc;
-    bool tc_only = false; /* --tc-only: the default choice's and v6a's runs only, e.g. under a sanitizer */
-    for (int i = 1; i < argc; ++i) tc_only |= strcmp(argv[i], "--tc-only") == 0;
     const int vr = ct_quick ? 3 : 96; /* rounds (about 2.5 accepted tokens each at T = 4) */
     rs_cuda_set_warps_per_head(1);
     for (const Shape &s : ct_shapes) test_verify_shape(s, vr, 16, 4);
@@ -362,9 +364,6 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[1], ct_quick ? 3 : 48, 16, 2);
     g_graph = false;
     /* checkpoint rounded at flush (fp16/bf16 SR and RTN), exact inputs, bit for bit */
-    static const RoundCfg rf[3] = {{"fp16-sr", RS_CUDA_F16, RS_ROUND_SR, 32},
-                                   {"bf16-sr", RS_CUDA_BF16, RS_ROUND_SR, 32},
-                                   {"fp16-rtn", RS_CUDA_F16, RS_ROUND_RTN, 32}};
     /* (--quick keeps enough rounds that every run flushes: the check requires flushes) */
     test_verify_shape(ct_shapes[1], ct_quick ? 8 : 96, 16, 4, &rf[0]);
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 96, 16, 4, &rf[0]);
@@ -385,7 +384,12 @@ int main(int argc, char **argv)
         test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
     }
     bf16_and_misaligned_runs(true);
-    if (tc_only) return ct_finish("test_cuda_verify");
+}
+
+/* the runs past --tc-only (--rest alone: the full list then fits two bounded device stages): v6b and the v3 CUDA-core
+ * kernel forced */
+static void other_kernel_runs()
+{
     g_vkernel = RS_CUDA_VERIFY_TC_V6B; /* the prefetching tensor-core version, kept for benchmarks */
     for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 2 : 48, 16, 8);
     test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 48, 16);
@@ -394,5 +398,19 @@ int main(int argc, char **argv)
     test_verify_shape(ct_shapes[0], ct_quick ? 2 : 24, 16, 12);
     test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 48, 16);
     test_verify_shape(ct_shapes[1], ct_quick ? 6 : 24, 16, 8, &rf[1]);
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = ct_init(argc, argv, "test_cuda_verify");
+    if (rc) return rc;
+    bool tc_only = false, rest = false; /* --tc-only: the default choice's and v6a's runs only, e.g. under a sanitizer;
+                                           --rest: the others only */
+    for (int i = 1; i < argc; ++i) {
+        tc_only |= strcmp(argv[i], "--tc-only") == 0;
+        rest |= strcmp(argv[i], "--rest") == 0;
+    }
+    if (!rest) default_and_tc_runs();
+    if (!tc_only) other_kernel_runs();
     return ct_finish("test_cuda_verify");
 }
