@@ -71,6 +71,11 @@ static int stopped_run_(const char *out, const char *err, int sig, int count)
         }
         fprintf(stderr, "signal %d (x%d) after %.2f s of %.2f s: wait status 0x%x\n", sig, count, at, g_wall, wst);
         if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) continue; /* finished before the signal: again */
+        if (count > 1 && WIFEXITED(wst) && WEXITSTATUS(wst) == 128 + sig)
+            continue; /* the graceful stop of the first signal can end between the harness's check that the run is
+                         still going and the second kill (the process already in its exit: seen once in CI, twelfth
+                         session): again; a second signal that is really ignored ends every attempt this way, and
+                         the caller's assertion then fails */
         struct stat sb;
         if (count == 1 && WIFSIGNALED(wst) && stat(out, &sb) != 0) continue; /* signalled during start-up,
             before the handler and the log existed (a loaded machine): again; a handler that fails with
