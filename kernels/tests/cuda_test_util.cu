@@ -64,6 +64,17 @@ double ct_normal(void)
 }
 float ct_bf16_exact(float x) { return rs_bf16_decode(rs_bf16_encode_rtn(x)); }
 
+void ct_ring_d2h(std::vector<float> &h, const void *d, bool bf16)
+{
+    if (!bf16) {
+        d2h(h, static_cast<const float *>(d));
+        return;
+    }
+    std::vector<uint16_t> c(h.size());
+    d2h(c, static_cast<const uint16_t *>(d));
+    for (size_t i = 0; i < c.size(); ++i) h[i] = rs_bf16_decode(c[i]);
+}
+
 size_t ct_bits_differ(const float *a, const float *b, size_t n)
 {
     size_t bad = 0;

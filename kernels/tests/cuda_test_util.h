@@ -79,6 +79,8 @@ template <typename T> static inline void d2h(std::vector<T> &h, const T *d)
 {
     CK(cudaMemcpy(h.data(), d, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
 }
+/* h.size() ring elements at d as float: fp32, or bf16 codes decoded (bf16 = true) */
+void ct_ring_d2h(std::vector<float> &h, const void *d, bool bf16);
 
 /* Host-only rule checks (rs_cuda_replay_launches, _lp_version, _lp_heads_per_warp read the descriptors, never
  * the data): an aligned dummy address, step inputs all pointing at it, and a replay state (L = 16) whose arrays

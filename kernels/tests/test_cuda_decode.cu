@@ -118,14 +118,7 @@ static void ring_to_host(const Rig &g, std::vector<float> &rv, std::vector<float
     rv.resize((size_t)g.B * g.s.H * g.L * g.s.dv), rk.resize((size_t)g.B * g.s.G * g.L * g.s.dk);
     ra.resize((size_t)g.B * g.s.H * g.L);
     d2h(ra, g.ra);
-    if (g.bf16) {
-        std::vector<uint16_t> cv(rv.size()), ck(rk.size());
-        d2h(cv, (const uint16_t *)g.rv), d2h(ck, (const uint16_t *)g.rk);
-        for (size_t i = 0; i < cv.size(); ++i) rv[i] = rs_bf16_decode(cv[i]);
-        for (size_t i = 0; i < ck.size(); ++i) rk[i] = rs_bf16_decode(ck[i]);
-    } else {
-        d2h(rv, (const float *)g.rv), d2h(rk, (const float *)g.rk);
-    }
+    ct_ring_d2h(rv, g.rv, g.bf16), ct_ring_d2h(rk, g.rk, g.bf16);
 }
 
 struct Errs {

@@ -178,21 +178,14 @@ static void test_lp_reads(const Shape &s, const char *fmtstr, int lpk, bool bf16
     std::vector<float> Snew(nS), rv((size_t)B * H * L * dv), rk((size_t)B * G * L * DK), ra((size_t)B * H * L);
     std::vector<int32_t> fill(B);
     CK(cudaDeviceSynchronize());
-    d2h(og, io4.o), d2h(Snew, dS), d2h(rv, drv), d2h(rk, drk), d2h(ra, dra), d2h(fill, dfill);
+    d2h(og, io4.o), d2h(Snew, dS), d2h(ra, dra), d2h(fill, dfill);
+    ct_ring_d2h(rv, drv, bf16ring), ct_ring_d2h(rk, drk, bf16ring);
     std::vector<float> rvraw, rbeta; /* the raw records the recompute reads (fp32 ring) */
     if (recompute) {
         rvraw.resize(rv.size()), rbeta.resize(ra.size());
         d2h(rvraw, drvraw), d2h(rbeta, drbeta);
     }
     CK(cudaMemcpy(hq2.codes, dq.codes, qbytes, cudaMemcpyDeviceToHost));
-    if (bf16ring) { /* the rings hold bf16 codes in the first half of their bytes */
-        std::vector<uint16_t> c(rv.size());
-        memcpy(c.data(), rv.data(), c.size() * 2);
-        for (size_t i = 0; i < c.size(); ++i) rv[i] = rs_bf16_decode(c[i]);
-        c.resize(rk.size());
-        memcpy(c.data(), rk.data(), c.size() * 2);
-        for (size_t i = 0; i < c.size(); ++i) rk[i] = rs_bf16_decode(c[i]);
-    }
     e_eng = fmax(e_eng, ct_rel(og, oe));
 
     /* float64 of the joint step from the same bytes and records; the flushing row's new state */

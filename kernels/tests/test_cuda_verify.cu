@@ -26,7 +26,6 @@
 
 #include "cuda_test_util.h"
 #include "replayssm/engine/rs_head.h"
-#include "replayssm/quant/rs_minifloat.h"
 
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
@@ -254,14 +253,7 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     std::vector<float> ck(nS), Sc(nS), rv((size_t)B * s.H * g.C * s.dv), rk((size_t)B * s.G * g.C * DK),
         ra((size_t)B * s.H * g.C), eck, est, esc;
     d2h(ck, g.Sr), d2h(Sc, g.Sc), d2h(ra, g.ra);
-    if (g_bf16ring) { /* the rings hold bf16 codes (their float-sized allocations half used) */
-        std::vector<uint16_t> cv(rv.size()), ckk(rk.size());
-        d2h(cv, (const uint16_t *)g.rv), d2h(ckk, (const uint16_t *)g.rk);
-        for (size_t i = 0; i < cv.size(); ++i) rv[i] = rs_bf16_decode(cv[i]);
-        for (size_t i = 0; i < ckk.size(); ++i) rk[i] = rs_bf16_decode(ckk[i]);
-    } else {
-        d2h(rv, g.rv), d2h(rk, g.rk);
-    }
+    ct_ring_d2h(rv, g.rv, g_bf16ring), ct_ring_d2h(rk, g.rk, g_bf16ring); /* bf16: float-sized allocations half used */
     std::vector<double> Sfin(ck.begin(), ck.end());
     ct_fold(s, B, g.C, hfill.data(), hstart.data(), rv, rk, ra, Sfin);
     br.checkpoint(0, eck);
