@@ -47,6 +47,7 @@ int rs_bench_sweep_window(bn_ctx *c, const rs_model_shape *m);
 int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick);
 int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m);
 int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m);
+int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m);
 /* the row of (sweep, model, kernel, variant, B), or NULL */
 bn_row *rs_bench_find_row(bn_ctx *c, const char *sweep, const char *model, const char *kernel, const char *variant,
                           int B);

@@ -303,6 +303,47 @@ int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m)
     return 0;
 }
 
+/* issue 18 v6f: the default main kernel alone over the verification sweep's T (L = 16) and its L + T = 64 windows,
+ * a = 1 and a = T, B = 256, then T = 8 at B = 1: the rows a tensor-core kernel change moves, in a fraction of the
+ * `verify` sweep's time (no CUDA-core or snapshot rows), so an A/B of two builds fits one device call */
+int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m)
+{
+    static const int LTs[][2] = {{16, 4}, {16, 8}, {16, 12}, {16, 16}, {48, 16}, {56, 8}};
+    const double cu = conv256(c, m);
+    if (cu <= 0) return 1;
+    print_header("speculative verification, default main kernel, B = 256 (x = time / conventional standard step)");
+    for (size_t i = 0; i < sizeof LTs / sizeof LTs[0]; ++i)
+        for (int ai = 0; ai < 2; ++ai) {
+            const int L = LTs[i][0], T = LTs[i][1], a = ai ? T : 1;
+            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
+            k.L = L, k.T = T, k.accepted = a;
+            char v[32];
+            snprintf(v, sizeof v, "bf16ring-L%d-a%d", L, a);
+            bn_row *r = bn_run(c, "tcl", m, &k, v);
+            if (!r) return 1;
+            r->norm = r->median_us / cu, r->norm_own = r->norm;
+            print_row(r, r->norm);
+        }
+    bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", 1);
+    if (!r) {
+        rs_bench_case k = bn_case(RS_BENCH_CONV, m, 1, c->reps);
+        if (!(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
+    }
+    const double cu1 = r->median_us;
+    print_header("speculative verification, default main kernel, B = 1, L = 16, T = 8 (x = time / conventional step)");
+    print_row(r, 0);
+    for (int ai = 0; ai < 2; ++ai) {
+        rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
+        k.T = 8, k.accepted = ai ? 8 : 1;
+        char v[32];
+        snprintf(v, sizeof v, "bf16ring-L16-a%d", k.accepted);
+        if (!(r = bn_run(c, "tcl", m, &k, v))) return 1;
+        r->norm = r->median_us / cu1, r->norm_own = r->norm;
+        print_row(r, r->norm);
+    }
+    return 0;
+}
+
 int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)
 {
     static const rs_format_kind fs[] = {RS_FMT_FP32, RS_FMT_FP16, RS_FMT_FP8, RS_FMT_NVFP4};

@@ -54,7 +54,7 @@ static int parse_bench_(int argc, char **argv, bench_opts *b)
         RS_CLI_OPT_FORCE(&b->force),
         RS_CLI_OPT_SHAPE(&b->shape),
         RS_CLI_OPT_MODEL_SHAPE(&b->model_arg),
-        {"--sweep", NULL, RS_CLI_STR, "LIST", "comma-separated subset of copy,std,window,verify,lp (all, the default) and tcv", "[all]", &b->sweeps,
+        {"--sweep", NULL, RS_CLI_STR, "LIST", "comma-separated subset of copy,std,window,verify,lp (all, the default), tcv and tcl", "[all]", &b->sweeps,
          0, 0, NULL, NULL, NULL, 0},
         {"--reps", NULL, RS_CLI_INT, "N", "timed graph replays per case", "[50]", &b->reps, 1, 100000, NULL, NULL, NULL,
          0},
@@ -102,13 +102,13 @@ int rs_cmd_bench(int argc, char **argv)
     if (rs_cli_shape_name("bench", b.shape, b.model_arg, &model)) return 2;
     const int force = b.force, quick = b.quick;
     const long reps = b.reps;
-    static const char *known[] = {"copy", "std", "window", "verify", "lp", "tcv"};
+    static const char *known[] = {"copy", "std", "window", "verify", "lp", "tcv", "tcl"};
     for (const char *p = sweeps; *p;) {
         size_t n = strcspn(p, ",");
         int ok = 0;
         for (size_t j = 0; j < sizeof known / sizeof known[0]; ++j) ok |= strlen(known[j]) == n && !strncmp(p, known[j], n);
         if (!ok) {
-            fprintf(stderr, "replayssm bench: unknown sweep '%.*s' (copy,std,window,verify,lp,tcv)\n", (int)n, p);
+            fprintf(stderr, "replayssm bench: unknown sweep '%.*s' (copy,std,window,verify,lp,tcv,tcl)\n", (int)n, p);
             return 2;
         }
         p += n + (p[n] == ',');
@@ -165,6 +165,7 @@ int rs_cmd_bench(int argc, char **argv)
         if (!rc && has_sweep(sweeps, "verify")) rc |= rs_bench_sweep_verify(&c, m, quick);
         if (!rc && has_sweep(sweeps, "lp")) rc |= rs_bench_sweep_lp(&c, m);
         if (!rc && has_sweep(sweeps, "tcv")) rc |= rs_bench_sweep_tcv(&c, m);
+        if (!rc && has_sweep(sweeps, "tcl")) rc |= rs_bench_sweep_tcl(&c, m);
     }
     if (c.n) { /* the summary against issue 8's targets */
         printf("\n## summary (B = 256; B1x: conv / ReplaySSM at B = 1)\n%-18s %9s %9s %8s %9s %9s %8s %8s %8s %7s\n",

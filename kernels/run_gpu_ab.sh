@@ -75,7 +75,7 @@ def rows(f):
     n = len(g['median_us'])
     # T and a too: the verify sweeps repeat a variant name over T
     key = lambda i: (g['model'][i].decode(), g['sweep'][i].decode(), int(g['B'][i]), g['kernel'][i].decode(),
-                     g['variant'][i].decode() + (f"-T{int(g['T'][i])}" if g['sweep'][i].decode() in ('verify', 'tcv') else ''))
+                     g['variant'][i].decode() + (f"-T{int(g['T'][i])}" if g['sweep'][i].decode() in ('verify', 'tcv', 'tcl') else ''))
     return {key(i): float(g['median_us'][i]) for i in range(n)}
 r = {(t, k): rows(f'bench_{t}_r{k}.h5') for t in 'ab' for k in (1, 2)}
 # every row of either build (rows only B has, e.g. a new variant, show with '-' for A)
