@@ -18,6 +18,12 @@ __device__ __forceinline__ void rs_cp4(void *dst, const void *src)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(rs_smem_u32(dst)), "l"(src) : "memory");
 }
+/* 4 bytes, or 4 zero bytes without reading src where !on (src-size 0: the copy's zero fill) */
+__device__ __forceinline__ void rs_cp4z(void *dst, const void *src, bool on)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(rs_smem_u32(dst)), "l"(src), "r"(on ? 4 : 0)
+                 : "memory");
+}
 __device__ __forceinline__ void rs_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void rs_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 

@@ -130,6 +130,17 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
 #ifndef RS_VTC_STAGE
 #define RS_VTC_STAGE 1
 #endif
+/* The most committed records the record stage holds (v6f, thirteenth session): records past it are read from the
+ * ring in the loops. 24 keeps 4 blocks an SM where v6e's stage of L records did not (Mamba-2 NT = 2 at L = 48 and
+ * GDN at L = 56, bf16 ring: 3 528 floats a warp, 4 blocks allow 3 584); docs/kernels-notes.md "v6f". */
+#ifndef RS_VTC_RMAX
+#define RS_VTC_RMAX 24
+#endif
+/* The record coefficients (`work`, written by the prologue) by cp.async where B entries are not pre-split (v6f):
+ * v6e's set-up read them one float at a time into the B tables, the top set-up stall line in its profiles. */
+#ifndef RS_VTC_COEF_CP
+#define RS_VTC_COEF_CP 1
+#endif
 template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presplit()
 {
     return PF ? !(FAM == RS_SSM_GDN && NT == 2) : (!RS_VTC_STAGE && FAM == RS_SSM_MAMBA2 && NT == 1);
@@ -144,8 +155,9 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_stage
  *   checkpoint tile, drf [TP][16] the drafts' v of the tile's rows (fp32, io->v), rec [rmax][16] the committed
  *   records' values of the tile's rows (ring type).
  * krc record k-steps cover the most records a sum can have (Mamba-2 L + T, GDN L: the commit keeps h <= L) and
- * rmax = L committed records are staged (v6e, twelfth session: sized by L and T instead of the cap of 64, which
- * pays for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8, bf16 ring). */
+ * rmax = min(L, RS_VTC_RMAX) committed records are staged (v6e, twelfth session: sized by L and T instead of the
+ * cap of 64, which pays for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8,
+ * bf16 ring; v6f: at most RS_VTC_RMAX). */
 struct vtc_lay {
     int bq, bk, cq, ce, tk, tq, stile, drf, rec, desc, total, krc, rmax;
 };
@@ -164,7 +176,7 @@ template <int FAM, int NT, bool PF> __host__ __device__ inline vtc_lay vtc_layou
     vtc_lay y;
     const int nmax = GDN ? L : L + T, krc = (nmax + 7) / 8;
     y.krc = krc < RS_VTC_KR ? krc : RS_VTC_KR;
-    y.rmax = L;
+    y.rmax = L < RS_VTC_RMAX ? L : RS_VTC_RMAX;
     int o = 0;
     y.bq = o, o += NT * 16 * 32 * BW;
     y.bk = o, o += GDN ? NT * 16 * 32 * BW : 0;
@@ -323,6 +335,9 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
      * (tenth session, kernels-notes v4d) */
     rs_pdl_wait();
 
+    /* the coefficients by cp.async: NT = 1 only (at NT = 2 the copies' addresses made ptxas spill 68 bytes in the
+     * tile loop, Mamba-2 bf16 ring, a test compile) */
+    constexpr bool CCP = RS_VTC_COEF_CP && !PS && NT == 1;
     /* B operands of this lane: draft s = 8 nt + g at columns 16 i + 4 t + 2 p (+1) */
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -345,6 +360,23 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
             }
         }
         /* record coefficients: records 8 r + t and 8 r + t + 4 for draft s */
+        if constexpr (CCP) { /* copies, waited for with the tile's records */
+            const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
+            const float *wq = w + T + (on ? s : 0) * C, *we = wq + T * C;
+            for (int r = 0; r < kr; ++r) {
+                const int j0 = 8 * r + t, j1 = j0 + 4;
+                const bool o0 = on && j0 <= lim, o1 = on && j1 <= lim;
+                float *e = reinterpret_cast<float *>(&cq[(nt * KRC + r) * 32 + lane]);
+                rs_cp4z(e, wq + (o0 ? j0 : 0), o0);
+                rs_cp4z(e + 1, wq + (o1 ? j1 : 0), o1);
+                if (GDN) {
+                    float *f = reinterpret_cast<float *>(&ce[(nt * KRC + r) * 32 + lane]);
+                    rs_cp4z(f, we + (o0 ? j0 : 0), o0);
+                    rs_cp4z(f + 1, we + (o1 ? j1 : 0), o1);
+                }
+            }
+            continue;
+        }
         for (int r = 0; r < kr; ++r) {
             const int j0 = 8 * r + t, j1 = j0 + 4;
             const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
@@ -355,6 +387,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                                                                        on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f));
         }
     }
+    if constexpr (CCP) rs_cp_commit(); /* the coefficients' copies: one group after the records' */
     /* this thread's drafts in the accumulators: s = 8 nt + 2 t + e (c[e] row g, c[2 + e] row g + 8) */
     float Dd[NT][2], bet[NT][2];
 #pragma unroll
@@ -380,15 +413,15 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     for (int row0 = r_begin; row0 < r_end; row0 += 16) {
         const bool more = row0 + 16 < r_end;
         /* groups in flight: [tile (staged)], then [records] of this tile (the first tile: [tile], [queries +
-         * records], both needed now) */
+         * records], both needed now, then [coefficients], needed by the record loop) */
         if constexpr (STG) { /* this tile from the stage, then the next one's copies into it */
-            if (row0 == r_begin) rs_cp_wait<0>();
+            if (row0 == r_begin) rs_cp_wait<CCP ? 1 : 0>();
             else rs_cp_wait<1>();
 #pragma unroll
             for (int i = 0; i < 8; ++i) xa[i] = stile[i * 32 + lane], xb[i] = stile[(8 + i) * 32 + lane];
             if (more) stage_tile(row0 + 16);
         } else if (!PS) {
-            if (row0 == r_begin) rs_cp_wait<0>(); /* the queries */
+            if (row0 == r_begin) rs_cp_wait<CCP ? 1 : 0>(); /* the queries */
         }
         /* the next tile's loads go out before this tile's products (registers: two tiles) */
         float4 na[8], nb[8];
