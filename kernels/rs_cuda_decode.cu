@@ -42,6 +42,8 @@ extern "C" void rs_cuda_set_warps_per_head(int wph) { g_rs_wph = wph > 0 ? wph :
 extern "C" int rs_cuda_get_warps_per_head(void) { return g_rs_wph; }
 static int g_rs_lp_hpw = 0; /* rs_cuda_set_lp_heads_per_warp */
 extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ? hpw : 0; }
+static bool g_rs_replay_spec = true; /* rs_cuda_set_replay_spec */
+extern "C" void rs_cuda_set_replay_spec(int on) { g_rs_replay_spec = on != 0; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -416,13 +418,14 @@ __device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, 
  * e = P kk for j = lane (P0, c0, e0) and lane + 32 (TWO), zero past last; pck = gamma_{0:last}. The
  * decays: ring_alpha[j] for j < hn, this step's acur for j == hn (Mamba-2; GDN's last is hn - 1), so
  * ring_alpha's slot hn, which the launch writes, is not read. */
-template <int FAM, bool TWO>
+template <int FAM, bool TWO, bool PRE = false>
 __device__ __forceinline__ void replay_head_coefs(const rs_cuda_replay_state &st, size_t bh, int hn, int last, int lane,
                                                   float acur, float q0, float q1, float kk0, float kk1, float &P0,
-                                                  float &P1, float &c0, float &c1, float &e0, float &e1, float &pck)
+                                                  float &P1, float &c0, float &c1, float &e0, float &e1, float &pck,
+                                                  float apre = 0.f)
 {
     const int L = st.L;
-    const double alo = lane <= last ? (double)(lane == hn ? acur : st.ring_alpha[bh * L + lane]) : 1.0;
+    const double alo = lane <= last ? (double)(lane == hn ? acur : PRE ? apre : st.ring_alpha[bh * L + lane]) : 1.0;
     const double ahi =
         TWO && lane + 32 <= last ? (double)(lane + 32 == hn ? acur : st.ring_alpha[bh * L + lane + 32]) : 1.0;
     double g0, g1, gc;
@@ -645,11 +648,23 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
 
 /* FUSED (issue 18, fp32 reads): no prologue launch; the warp forms its coefficients itself
  * (replay_key_dots, replay_head_coefs) after issuing its first chunk's loads, and the warps of part 0
- * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before. */
-template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK>
-__global__ void __launch_bounds__(128, rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
+ * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before.
+ * SPEC (fused, L <= 16; issue 18's B = 1 item, thirteenth session): the loads of the first chunk that the
+ * fill only selects from go out before the fill is known: the checkpoint rows, the ring values of every
+ * slot (records 0..L-1 of the chunk's rows), the ring decays and this step's v into registers, the ring keys
+ * of slots 0..L-2 as L1 prefetches (held in registers, 15 keys made ptxas spill 60-148 bytes at the
+ * kernels' register caps; the key dots then load them from L1). A one-wave grid (B = 1) is a dependent chain
+ * a warp, and this takes the fill's round trip off it (and the decays' after the key dots); the slots past
+ * the fill (and slot hn, which this launch writes) are loaded and dropped by selects (never multiplied: a
+ * stale slot may hold anything). More loads than needed, so only where the grid is one wave (replay_launch). */
+template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
+          bool SPEC = false>
+__global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
+    /* SPEC runs one wave (<= 16 warps an SM): 4 blocks an SM suffice, so up to 128 registers (Mamba-2's cap of 5
+     * blocks made ptxas spill 4 bytes with a bf16 ring) */
+    static_assert(!SPEC || (FUSED && !TWO && CKF == RS_FMT_FP32 && DK != 256), "SPEC: the fused fp32 read, L <= 16");
     const int lane = threadIdx.x & 31;
     const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (gw >= gm.BH * gm.wph) return; /* whole warps */
@@ -659,10 +674,31 @@ __global__ void __launch_bounds__(128, rs_replay_minb<FAM, CKF, RPW, TWO, FUSED,
     const int dv = d.d_v, L = st.L;
     const int r_begin = (int)part * gm.rows, r_end = r_begin + gm.rows;
     const int hn = st.fill[b];
+    const rs_lv<DK> q4 = rs_ldv<DK>(io.q + kg * DK + rs_loff<DK>(lane));
+    /* SPEC: the first chunk's loads that need no fill (above); zero-size arrays are not C++, so size 1 when off */
+    constexpr int NRP = SPEC ? RPW : 1;
+    constexpr int SPAN = 16 / RPW > 0 ? 16 / RPW : 1; /* GDN: lanes per row value after the reduction */
+    rs_raw<CKF, DK> spc[NRP];
+    float rvp[NRP], ivp[NRP], apre = 0.f, cvip = 0.f;
+    if constexpr (SPEC) {
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) spc[r] = rs_raw_load<CKF, DK>(src, bh * dv + r_begin + r, lane);
+        if (lane < L) rs_ring_ld<RDT, RPW>(st.ring_v, (bh * L + lane) * dv + r_begin, rvp);
+        else
+#pragma unroll
+            for (int r = 0; r < RPW; ++r) rvp[r] = 0.f;
+        if (FAM == RS_SSM_MAMBA2) rs_ring_ld<RS_CUDA_F32, RPW>(io.v, bh * dv + r_begin, ivp);
+        else cvip = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
+        /* the lane's part of keys 0..L-2 (DK / 32 elements of the ring type) into L1 */
+        const char *kb = static_cast<const char *>(st.ring_k) + (kg * L * DK + rs_loff<DK>(lane)) * (RDT == RS_CUDA_F32 ? 4 : 2);
+#pragma unroll
+        for (int i = 0; i < 15; ++i)
+            if (i < L - 1) asm volatile("prefetch.global.L1 [%0];" ::"l"(kb + (size_t)i * DK * (RDT == RS_CUDA_F32 ? 4 : 2)));
+        if (lane < L) apre = st.ring_alpha[bh * L + lane];
+    }
     const bool flush = hn + 1 == L;
     const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
     const float *w = FUSED ? nullptr : st.work + bh * replay_ws(L);
-    const rs_lv<DK> q4 = rs_ldv<DK>(io.q + kg * DK + rs_loff<DK>(lane));
     float P0 = 0.f, P1 = 0.f, c0 = 0.f, c1 = 0.f, k0 = 0.f, k1 = 0.f;
     if constexpr (!FUSED) {
         rs_pdl_wait(); /* the prologue's programmatic dependent (rs_launch_pdl): `work` and ring_k's slot hn are its */
@@ -692,20 +728,29 @@ __global__ void __launch_bounds__(128, rs_replay_minb<FAM, CKF, RPW, TWO, FUSED,
     auto fused_coefs = [&](bool dots) {
         float q0 = 0.f, q1 = 0.f, kk0 = 0.f, kk1 = 0.f;
         if (dots) replay_key_dots<FAM, RDT, TWO, DK>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
-        replay_head_coefs<FAM, TWO>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0, k1, pck);
+        replay_head_coefs<FAM, TWO, SPEC>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0,
+                                          k1, pck, apre);
         if (FAM == RS_SSM_GDN) kqc = __shfl_sync(RS_FULL_MASK, hn < 32 ? q0 : q1, hn & 31);
     };
 
     if (!flush) {
         /* ---- non-flush: o from one read of the checkpoint (any format) ---- */
         const float sdec = CKF == RS_FMT_NVFP4 ? src.sdec[bh] : 0.f;
-        constexpr int SPAN = 16 / RPW > 0 ? 16 / RPW : 1; /* GDN: lanes per row value after the reduction */
         rs_raw<CKF, DK> cur[RPW], nxt[RPW];
         float cv0[RPW], cv1[RPW], nv0[RPW], nv1[RPW], cvi = 0.f, nvi = 0.f;
+        if constexpr (SPEC) { /* the loads above, selected by the fill (replay_vals' choice) */
 #pragma unroll
-        for (int r = 0; r < RPW; ++r) cur[r] = rs_raw_load<CKF, DK>(src, bh * dv + r_begin + r, lane);
-        replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
-        if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
+            for (int r = 0; r < RPW; ++r) {
+                cur[r] = spc[r], cv1[r] = 0.f;
+                cv0[r] = lane > last ? 0.f : FAM == RS_SSM_MAMBA2 && lane == hn ? rs_ring_round<RDT>(ivp[r]) : rvp[r];
+            }
+            cvi = cvip;
+        } else {
+#pragma unroll
+            for (int r = 0; r < RPW; ++r) cur[r] = rs_raw_load<CKF, DK>(src, bh * dv + r_begin + r, lane);
+            replay_vals<FAM, RDT, RPW, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
+            if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
+        }
         if constexpr (FUSED) fused_coefs(true); /* while the first chunk is in flight */
         for (int row = r_begin; row < r_end; row += RPW) {
             const bool more = row + RPW < r_end;
@@ -827,10 +872,16 @@ template <int FAM, int RDT, int CKF, int RPW, int DK = 128>
 static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                           const rs_ckpt_src &src, cudaStream_t s)
 {
-    const rs_geom g = rs_replay_geom(d, RPW);
+    const rs_geom g = CKF == RS_FMT_FP32 ? rs_replay_geom_any(d, RPW) : rs_replay_geom(d, RPW);
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
     if constexpr (CKF == RS_FMT_FP32) {
         if (fused) {
+            const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
+            if constexpr (RPW == 4 && DK != 256) /* d_k = 256: 238 registers uncapped, 4 blocks an SM would spill */
+                if (one_wave && st->L <= 16 && g_rs_replay_spec) {
+                    rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+                    return;
+                }
             if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             return;
@@ -1007,7 +1058,7 @@ extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dim
     if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
     if (lpv != 0) return 2; /* AUTO, v4 reads */
     const int rpw = st->rows_per_warp == 8 && dims->d_k == 128 ? 8 : 4;
-    const rs_geom g = rs_replay_geom(dims, rpw);
+    const rs_geom g = rs_replay_geom_any(dims, rpw); /* replay_launch's fp32 geometry */
     const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
     return one_wave || g.rows / rpw >= 16 ? 1 : 2;
 }
