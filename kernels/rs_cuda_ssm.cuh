@@ -523,20 +523,18 @@ static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw)
 }
 
 /* The fp32 main kernel's geometry (rs_k_replay_main divides by wph, so it need not be a power of two): as
- * rs_replay_geom, and where its power-of-two slices leave the grid under ~128 warps an SM, the smallest divisor
- * of the chunk count that reaches it, else one chunk a warp. Changes only heads whose chunk count is not a power
- * of two: Nemotron-3-Nano's 80-row heads (20 chunks of 4 rows) at B = 1 went from 4 slices (5 chunks a warp,
- * a dependent chain each) to 20 (issue 18, thirteenth session; docs/kernels-notes.md "B = 1"). */
+ * rs_replay_geom, and where its grid is one wave (<= 16 warps an SM), the largest divisor of the chunk count that
+ * keeps it one wave. Changes only heads whose chunk count is not a power of two: Nemotron-3-Nano's 80-row heads
+ * (20 chunks of 4 rows) at B = 1 go from 4 slices (5 chunks a warp, a dependent chain each) to 20 (issue 18,
+ * thirteenth session, H200: 7.6 -> 5.2 us a step; docs/kernels-notes.md "B = 1"). Not past one wave: at B = 8
+ * (~6 waves) 20 slices made its steps 1.03x (prologue) and 1.44x (fused) slower than 4. */
 static inline rs_geom rs_replay_geom_any(const rs_ssm_dims *d, int rpw)
 {
     rs_geom g = rs_replay_geom(d, rpw);
-    const unsigned nch = (unsigned)(d->d_v / rpw), target = 128u * (unsigned)rs_sm_count();
-    if (rs_cuda_get_warps_per_head() || g.BH * g.wph >= target) return g;
-    for (unsigned c = g.wph; c <= nch; ++c)
-        if (nch % c == 0) {
-            g.wph = c;
-            if (g.BH * c >= target) break;
-        }
+    const unsigned nch = (unsigned)(d->d_v / rpw), wave = 16u * (unsigned)rs_sm_count();
+    if (rs_cuda_get_warps_per_head() || g.BH * g.wph > wave) return g;
+    for (unsigned c = g.wph + 1; c <= nch && g.BH * c <= wave; ++c)
+        if (nch % c == 0) g.wph = c;
     g.rows = d->d_v / (int)g.wph;
     return g;
 }

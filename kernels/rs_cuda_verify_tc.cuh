@@ -131,11 +131,19 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
 #define RS_VTC_STAGE 1
 #endif
 /* The most committed records the record stage holds (v6f, thirteenth session): records past it are read from the
- * ring in the loops. 24 keeps 4 blocks an SM where v6e's stage of L records did not (Mamba-2 NT = 2 at L = 48 and
- * GDN at L = 56, bf16 ring: 3 528 floats a warp, 4 blocks allow 3 584); docs/kernels-notes.md "v6f". */
+ * ring in the loops. RS_VTC_RMAX = 24 keeps 4 blocks an SM where v6e's stage of L records did not (Mamba-2 NT = 2
+ * at L = 48 and GDN at L = 56, bf16 ring: 3 528 floats a warp, 4 blocks allow 3 584), applied only where it
+ * measured faster (H200, `bench --sweep tcl`, A B A B; docs/kernels-notes.md "v6f"): Mamba-2 T > 8 (L = 48,
+ * T = 16, a = 16: 0.91x) and GDN T <= 8 (L = 56, T = 8, a = 8: 0.94x); Mamba-2 T <= 8 at L = 56 was 1.06-1.11x
+ * slower with it (the records past 24 read from the ring inside the loop cost more than the fourth block) and
+ * GDN T > 8 at L = 48 1.03x: those stage all L. */
 #ifndef RS_VTC_RMAX
 #define RS_VTC_RMAX 24
 #endif
+template <int FAM, int NT> __host__ __device__ constexpr int vtc_rmax_cap()
+{
+    return (FAM == RS_SSM_MAMBA2) == (NT == 2) ? RS_VTC_RMAX : RS_VCAP_MAX;
+}
 /* The record coefficients (`work`, written by the prologue) by cp.async where B entries are not pre-split (v6f):
  * v6e's set-up read them one float at a time into the B tables, the top set-up stall line in its profiles. */
 #ifndef RS_VTC_COEF_CP
@@ -157,7 +165,7 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_stage
  * krc record k-steps cover the most records a sum can have (Mamba-2 L + T, GDN L: the commit keeps h <= L) and
  * rmax = min(L, RS_VTC_RMAX) committed records are staged (v6e, twelfth session: sized by L and T instead of the
  * cap of 64, which pays for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8,
- * bf16 ring; v6f: at most RS_VTC_RMAX). */
+ * bf16 ring; v6f: at most vtc_rmax_cap). */
 struct vtc_lay {
     int bq, bk, cq, ce, tk, tq, stile, drf, rec, desc, total, krc, rmax;
 };
@@ -176,7 +184,7 @@ template <int FAM, int NT, bool PF> __host__ __device__ inline vtc_lay vtc_layou
     vtc_lay y;
     const int nmax = GDN ? L : L + T, krc = (nmax + 7) / 8;
     y.krc = krc < RS_VTC_KR ? krc : RS_VTC_KR;
-    y.rmax = L < RS_VTC_RMAX ? L : RS_VTC_RMAX;
+    y.rmax = L < vtc_rmax_cap<FAM, NT>() ? L : vtc_rmax_cap<FAM, NT>();
     int o = 0;
     y.bq = o, o += NT * 16 * 32 * BW;
     y.bk = o, o += GDN ? NT * 16 * 32 * BW : 0;
@@ -375,16 +383,16 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                     rs_cp4z(f + 1, we + (o1 ? j1 : 0), o1);
                 }
             }
-            continue;
-        }
-        for (int r = 0; r < kr; ++r) {
-            const int j0 = 8 * r + t, j1 = j0 + 4;
-            const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
-            cq[(nt * KRC + r) * 32 + lane] =
-                put(make_float2(on && j0 <= lim ? w[T + s * C + j0] : 0.f, on && j1 <= lim ? w[T + s * C + j1] : 0.f));
-            if (GDN)
-                ce[(nt * KRC + r) * 32 + lane] = put(make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
-                                                                       on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f));
+        } else {
+            for (int r = 0; r < kr; ++r) {
+                const int j0 = 8 * r + t, j1 = j0 + 4;
+                const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
+                cq[(nt * KRC + r) * 32 + lane] = put(
+                    make_float2(on && j0 <= lim ? w[T + s * C + j0] : 0.f, on && j1 <= lim ? w[T + s * C + j1] : 0.f));
+                if (GDN)
+                    ce[(nt * KRC + r) * 32 + lane] = put(make_float2(on && j0 <= lim ? w[T + T * C + s * C + j0] : 0.f,
+                                                                     on && j1 <= lim ? w[T + T * C + s * C + j1] : 0.f));
+            }
         }
     }
     if constexpr (CCP) rs_cp_commit(); /* the coefficients' copies: one group after the records' */
