@@ -42,8 +42,8 @@ extern "C" void rs_cuda_set_warps_per_head(int wph) { g_rs_wph = wph > 0 ? wph :
 extern "C" int rs_cuda_get_warps_per_head(void) { return g_rs_wph; }
 static int g_rs_lp_hpw = 0; /* rs_cuda_set_lp_heads_per_warp */
 extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ? hpw : 0; }
-static int g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
-extern "C" void rs_cuda_set_replay_spec(int level) { g_rs_replay_spec = level < 0 ? 0 : level > 2 ? 2 : level; }
+static bool g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
+extern "C" void rs_cuda_set_replay_spec(int on) { g_rs_replay_spec = on != 0; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -651,14 +651,15 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before.
  * SPEC (fused, L <= 16; issue 18's B = 1 item, thirteenth session): the loads of the first chunk that the
  * fill only selects from go out before the fill is known: the checkpoint rows, the ring values of every
- * slot (records 0..L-1 of the chunk's rows), the ring decays and this step's v into registers (SPEC 1), and
- * with SPEC 2 the ring keys of slots 0..L-2 as L1 prefetches (held in registers, 15 keys made ptxas spill
- * 60-148 bytes at the kernels' register caps; the key dots then load them from L1). A one-wave grid (B = 1) is a dependent chain
+ * slot (records 0..L-1 of the chunk's rows), the ring decays and this step's v into registers. The ring keys
+ * are not among them: held in registers, 15 keys made ptxas spill 60-148 bytes at the kernels' register caps,
+ * and as L1 prefetches they made the B = 1 step 1.08-1.18x slower than without (H200, thirteenth session;
+ * docs/kernels-notes.md "B = 1"). A one-wave grid (B = 1) is a dependent chain
  * a warp, and this takes the fill's round trip off it (and the decays' after the key dots); the slots past
  * the fill (and slot hn, which this launch writes) are loaded and dropped by selects (never multiplied: a
  * stale slot may hold anything). More loads than needed, so only where the grid is one wave (replay_launch). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
-          int SPEC = 0>
+          bool SPEC = false>
 __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
@@ -689,13 +690,6 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
             for (int r = 0; r < RPW; ++r) rvp[r] = 0.f;
         if (FAM == RS_SSM_MAMBA2) rs_ring_ld<RS_CUDA_F32, RPW>(io.v, bh * dv + r_begin, ivp);
         else cvip = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
-        /* SPEC 2: the lane's part of keys 0..L-2 (DK / 32 elements of the ring type) into L1 */
-        if constexpr (SPEC == 2) {
-            const char *kb = static_cast<const char *>(st.ring_k) + (kg * L * DK + rs_loff<DK>(lane)) * (RDT == RS_CUDA_F32 ? 4 : 2);
-#pragma unroll
-            for (int i = 0; i < 15; ++i)
-                if (i < L - 1) asm volatile("prefetch.global.L1 [%0];" ::"l"(kb + (size_t)i * DK * (RDT == RS_CUDA_F32 ? 4 : 2)));
-        }
         if (lane < L) apre = st.ring_alpha[bh * L + lane];
     }
     const bool flush = hn + 1 == L;
@@ -730,7 +724,7 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
     auto fused_coefs = [&](bool dots) {
         float q0 = 0.f, q1 = 0.f, kk0 = 0.f, kk1 = 0.f;
         if (dots) replay_key_dots<FAM, RDT, TWO, DK>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
-        replay_head_coefs<FAM, TWO, SPEC != 0>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0,
+        replay_head_coefs<FAM, TWO, SPEC>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0,
                                           k1, pck, apre);
         if (FAM == RS_SSM_GDN) kqc = __shfl_sync(RS_FULL_MASK, hn < 32 ? q0 : q1, hn & 31);
     };
@@ -881,9 +875,7 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
             const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
             if constexpr (RPW == 4 && DK != 256) /* d_k = 256: 238 registers uncapped, 4 blocks an SM would spill */
                 if (one_wave && st->L <= 16 && g_rs_replay_spec) {
-                    if (g_rs_replay_spec == 2)
-                        rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 2><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
-                    else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 1><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+                    rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
                     return;
                 }
             if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);

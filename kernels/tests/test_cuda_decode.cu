@@ -22,9 +22,9 @@
  * step is captured as a CUDA graph: kernel nodes counted (1 fused, 2 with the prologue, AUTO: what
  * rs_cuda_replay_launches says) and its replay equal to a direct call bit for bit; the AUTO rule itself
  * is checked on the host (test_auto_choice). The fused fp32 read issues its first chunk's loads before the fill
- * where the grid is one wave and L <= 16 (rs_cuda_set_replay_spec, its default level): here the B = 1 solo steps
- * and the joint runs at one warp a head; the same four runs again at the other two levels ("spec0" / "spec2"),
- * so every form of the fused kernel is checked at L = 16 on every shape.
+ * where the grid is one wave and L <= 16 (rs_cuda_set_replay_spec, on by default): here the B = 1 solo steps and
+ * the joint runs at one warp a head; the same four runs again with it off ("nospec"), so both forms of the fused
+ * kernel are checked at L = 16 on every shape.
  * fp16/bf16 conventional state: one step bit for bit against codes computed with rs_elem_encode
  * from the documented SR keying; 64 steps bit for bit against the engine's conv:<fmt> policy
  * (Mamba-2: same elementwise update, same codec, same Philox keying); then 1000 steps of fp16
@@ -42,7 +42,7 @@
 
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
-static int g_spec = RS_CUDA_REPLAY_SPEC_DEFAULT;    /* rs_cuda_set_replay_spec level of this run (named if not the default) */
+static bool g_nospec = false;                       /* rs_cuda_set_replay_spec(0) for this run (its name says so) */
 
 /* GPU buffers of one decode run and their per-row views. */
 struct Rig {
@@ -352,7 +352,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   e.conv64, esc64, e.eng64, ese64, e.conv_eng, esc_eng, nbits);
         snprintf(name, sizeof name, "replay %s %s%s L=%d fp32 ring rpw=%d wph=%d %s%s%s", fam, s.name, dk_tag(s), L, rows,
                  rs_cuda_get_warps_per_head(), launch_name(launch), recompute ? " two-precision records" : "",
-                 g_spec != RS_CUDA_REPLAY_SPEC_DEFAULT ? (g_spec ? " spec2" : " spec0") : "");
+                 g_nospec ? " nospec" : "");
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es64 <= k_tol64 &&
                       es64 <= 2 * ese64 + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -746,18 +746,14 @@ int main(int argc, char **argv)
         test_decode_shape(s, nsteps, 16, false);
         rs_cuda_set_warps_per_head(0);
     }
-    /* the fused kernel at the other levels of its early loads (rs_cuda_set_replay_spec): the B = 1 steps and the
-     * joint runs */
-    for (int lv = 0; lv <= 2; ++lv) {
-        if (lv == RS_CUDA_REPLAY_SPEC_DEFAULT) continue;
-        g_spec = lv, rs_cuda_set_replay_spec(lv);
-        for (const Shape &s : ct_shapes) {
-            rs_cuda_set_warps_per_head(1);
-            test_decode_shape(s, nshort, 16, false);
-            rs_cuda_set_warps_per_head(0);
-        }
+    /* the fused kernel without its early loads (rs_cuda_set_replay_spec(0)): the B = 1 steps and the joint runs */
+    g_nospec = true, rs_cuda_set_replay_spec(0);
+    for (const Shape &s : ct_shapes) {
+        rs_cuda_set_warps_per_head(1);
+        test_decode_shape(s, nshort, 16, false);
+        rs_cuda_set_warps_per_head(0);
     }
-    g_spec = RS_CUDA_REPLAY_SPEC_DEFAULT, rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
+    g_nospec = false, rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
     test_decode_shape(ct_shapes[1], nshort, 16, false); /* automatic geometry */
     test_decode_shape(ct_shapes[1], nsteps, 16, true);  /* bf16 ring */
     test_decode_shape(ct_shapes[2], nshort, 64, false); /* the largest window: lanes hold 2 records */
