@@ -44,6 +44,13 @@ static bn_row *bn_run(bn_ctx *c, const char *sweep, const rs_model_shape *m, con
                       const char *variant)
 {
     rs_bench_result r;
+    /* the row's names are fixed-width fields (bench.h): a longer variant would be cut and two rows would share a
+     * name in the file (the thirteenth session's "-fused-spec0/1/2" did, before they were renamed) */
+    if (strlen(variant) >= sizeof c->rows[0].variant || strlen(sweep) >= sizeof c->rows[0].sweep) {
+        fprintf(stderr, "replayssm bench: row name '%s' / '%s' longer than %zu / %zu characters\n", sweep, variant,
+                sizeof c->rows[0].sweep - 1, sizeof c->rows[0].variant - 1);
+        return NULL;
+    }
     rs_status st = rs_cuda_bench_run(bc, &r);
     if (st != RS_OK) {
         rs_cli_fail("bench", kname(bc->kernel), st);

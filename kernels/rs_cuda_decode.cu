@@ -654,10 +654,11 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * slot (records 0..L-1 of the chunk's rows), the ring decays and this step's v into registers. The ring keys
  * are not among them: held in registers, 15 keys made ptxas spill 60-148 bytes at the kernels' register caps,
  * and as L1 prefetches they made the B = 1 step 1.08-1.18x slower than without (H200, thirteenth session;
- * docs/kernels-notes.md "B = 1"). A one-wave grid (B = 1) is a dependent chain
- * a warp, and this takes the fill's round trip off it (and the decays' after the key dots); the slots past
- * the fill (and slot hn, which this launch writes) are loaded and dropped by selects (never multiplied: a
- * stale slot may hold anything). More loads than needed, so only where the grid is one wave (replay_launch). */
+ * docs/kernels-notes.md "v6f and B = 1": with these early loads 0.92x the step's time). A one-wave grid
+ * (B = 1) is a dependent chain a warp, and this takes the fill's round trip off it (and the decays' after the
+ * key dots); the slots past the fill (and slot hn, which this launch writes) are loaded and dropped by selects
+ * (never multiplied: a stale slot may hold anything). More loads than needed, so only where the grid is one
+ * wave (replay_launch). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
           bool SPEC = false>
 __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,

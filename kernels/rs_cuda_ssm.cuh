@@ -526,7 +526,7 @@ static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw)
  * rs_replay_geom, and where its grid is one wave (<= 16 warps an SM), the largest divisor of the chunk count that
  * keeps it one wave. Changes only heads whose chunk count is not a power of two: Nemotron-3-Nano's 80-row heads
  * (20 chunks of 4 rows) at B = 1 go from 4 slices (5 chunks a warp, a dependent chain each) to 20 (issue 18,
- * thirteenth session, H200: 7.6 -> 5.2 us a step; docs/kernels-notes.md "B = 1"). Not past one wave: at B = 8
+ * thirteenth session, H200: 7.5 -> 5.1 us a step; docs/kernels-notes.md "v6f and B = 1"). Not past one wave: at B = 8
  * (~6 waves) 20 slices made its steps 1.03x (prologue) and 1.44x (fused) slower than 4. */
 static inline rs_geom rs_replay_geom_any(const rs_ssm_dims *d, int rpw)
 {

@@ -133,7 +133,7 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
 /* The most committed records the record stage holds (v6f, thirteenth session): records past it are read from the
  * ring in the loops. RS_VTC_RMAX = 24 keeps 4 blocks an SM where v6e's stage of L records did not (Mamba-2 NT = 2
  * at L = 48 and GDN at L = 56, bf16 ring: 3 528 floats a warp, 4 blocks allow 3 584), applied only where it
- * measured faster (H200, `bench --sweep tcl`, A B A B; docs/kernels-notes.md "v6f"): Mamba-2 T > 8 (L = 48,
+ * measured faster (H200, `bench --sweep tcl`, A B A B; docs/kernels-notes.md "v6f and B = 1"): Mamba-2 T > 8 (L = 48,
  * T = 16, a = 16: 0.91x) and GDN T <= 8 (L = 56, T = 8, a = 8: 0.94x); Mamba-2 T <= 8 at L = 56 was 1.06-1.11x
  * slower with it (the records past 24 read from the ring inside the loop cost more than the fourth block) and
  * GDN T > 8 at L = 48 1.03x: those stage all L. */

@@ -319,7 +319,10 @@ rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *a
 
 /*! rs_cuda_set_warps_per_head() : tuning and testing knob of the ReplaySSM kernels: each warp
  *  walks d_v / wph rows of one head in chunks (wph a power of two dividing d_v / chunk rows).
- *  0 (default) picks the smallest wph that gives ~32 warps per SM. Process-wide, not thread-safe. */
+ *  0 (default) picks the smallest power of two that gives ~128 warps per SM (or the most that divide
+ *  the chunk count); for the fp32 read, where that grid is one wave (<= 16 warps an SM, e.g. B = 1),
+ *  the largest divisor of the chunk count that keeps one wave (Nemotron-3-Nano at B = 1: 20).
+ *  Process-wide, not thread-safe. */
 void rs_cuda_set_warps_per_head(int wph);
 int rs_cuda_get_warps_per_head(void);
 
