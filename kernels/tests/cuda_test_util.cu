@@ -180,7 +180,7 @@ void DevStep::free_all()
 }
 
 template <typename T>
-void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int *active)
+void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int *active, bool bf16_u)
 {
     const int H = s.H, G = s.G, dv = s.dv, DK = s.dk;
 #pragma omp parallel for schedule(static)
@@ -196,6 +196,7 @@ void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int
                 T sk = 0;
                 for (int c = 0; c < DK; ++c) sk += row[c] * (T)k[c];
                 a = beta * (a - alpha * sk);
+                if (bf16_u) a = (T)rs_bf16_decode(rs_bf16_encode_rtn((float)a));
             }
             T oo = 0;
             for (int c = 0; c < DK; ++c) {
@@ -206,7 +207,7 @@ void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int
         }
     }
 }
-template void ct_host_step<double>(const Shape &, int, double *, const StepIn &, double *, const int *);
+template void ct_host_step<double>(const Shape &, int, double *, const StepIn &, double *, const int *, bool);
 
 void ct_fold(const Shape &s, int B, int C, const int *n, const int *start, const std::vector<float> &rv,
              const std::vector<float> &rk, const std::vector<float> &ra, std::vector<double> &S)

@@ -169,9 +169,12 @@ struct DevStep {
 };
 
 /* float64 reference: one conventional step of rows [0, B) of S [B][H][d_v][d_k] (T = double, or
- * float for a plain fp32 loop); o [B][H][d_v]. Rows with active[b] == 0 are left alone. */
+ * float for a plain fp32 loop); o [B][H][d_v]. Rows with active[b] == 0 are left alone. bf16_u (GDN):
+ * u = beta (v - alpha S k) rounded to bf16 (RTN, via fp32) before the update, the quantity a bf16 ring
+ * caches, so the recurrence is the one a ReplaySSM run with a bf16 ring follows exactly. */
 template <typename T>
-void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int *active = nullptr);
+void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int *active = nullptr,
+                  bool bf16_u = false);
 
 /* Fold records into a float64 state: for each row b, its records j < n[b] (physical slot
  * (start[b] + j) % C) of the ring arrays v [B][H][C][d_v], k [B][G][C][d_k], a [B][H][C]:

@@ -375,6 +375,77 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
     io1.free_all(), io4.free_all();
 }
 
+/* GDN with a bf16 ring (the ring of every benchmark row; until the thirteenth session no test ran it: the engine's
+ * records are fp32, and a bf16 ring caches u = beta (v - alpha S k) rounded to bf16, which depends on the state).
+ * References: float64 recurrences of the same bf16-exact inputs with u rounded to bf16 (ct_host_step bf16_u: what a
+ * bf16-ring run follows exactly) and with u unrounded (an fp32 ring's). The GPU computes u in fp32 before
+ * rounding, so it takes the other bf16 neighbour where fp32 noise straddles a rounding boundary (a few in 10^4 of
+ * the u's); those flips accumulate in the slow heads. A simulation of this test's inputs (fp32 loop with bf16 u
+ * against both float64 references, Qwen3.5-4B, B = 4, 3 seeds) gave, over 256 steps, RMS output error against the
+ * bf16-u reference 3.9e-5-5.0e-5 and against the unrounded one 1.64e-3 (ratio 0.024-0.031; final state 0.038-0.043),
+ * over 24 steps 0.011, over 1024 0.13 (state 0.23). Checked: ratio <= 0.25 for the outputs of every step (RMS over
+ * the run) and for the final state (checkpoint folded with the ring), the bf16-u error <= 1e-3, and the fills. A GPU
+ * that did not round u (or rounded another quantity) sits near the other reference: ratio >= 1. */
+static void test_gdn_bf16_ring(const Shape &s, int nsteps, int launch, int wph)
+{
+    const int B = 4, L = 16, H = s.H, dv = s.dv;
+    const size_t nS = (size_t)B * H * dv * s.dk, nout = (size_t)B * H * dv;
+    const std::vector<double> rate = ct_head_rates(H);
+    std::vector<float> S0(nS);
+    for (auto &x : S0) x = (float)(0.3 * ct_normal());
+    std::vector<double> Sb(S0.begin(), S0.end()), Sf = Sb;
+    rs_cuda_set_warps_per_head(wph);
+    Rig g;
+    g.alloc(s, B, L, true, 0, S0);
+    g.launch = launch;
+    DevStep io;
+    io.alloc(s, B, 1);
+    StepIn in;
+    std::vector<double> ob(nout), of(nout);
+    std::vector<float> o(nout);
+    std::vector<int32_t> fill(B);
+    std::vector<int> hfill(B, 0);
+    double eb2 = 0, ef2 = 0, n2 = 0;
+    bool fill_ok = true, finite = true;
+    const rs_ssm_dims d = {B, s.H, s.G, s.dv, s.dk};
+    for (int t = 0; t < nsteps; ++t) {
+        ct_gen_step(s, B, true, rate, in);
+        io.upload(in);
+        rs_ssm_step_io x = io.io();
+        const rs_cuda_replay_state st = g.replay(0);
+        RSK(rs_cuda_replay_decode(s.fam, &d, &x, &st, nullptr));
+        RSK(rs_cuda_replay_advance(g.fill, B, L, nullptr));
+        ct_host_step<double>(s, B, Sb.data(), in, ob.data(), nullptr, true);
+        ct_host_step<double>(s, B, Sf.data(), in, of.data());
+        CK(cudaDeviceSynchronize());
+        d2h(o, io.o);
+        for (size_t i = 0; i < nout; ++i) {
+            finite &= std::isfinite(o[i]);
+            eb2 += (o[i] - ob[i]) * (o[i] - ob[i]), ef2 += (o[i] - of[i]) * (o[i] - of[i]), n2 += ob[i] * ob[i];
+        }
+        d2h(fill, g.fill);
+        for (int b = 0; b < B; ++b) {
+            hfill[b] = hfill[b] + 1 == L ? 0 : hfill[b] + 1;
+            fill_ok &= fill[b] == hfill[b];
+        }
+    }
+    std::vector<float> ck(nS), rv, rk, ra;
+    d2h(ck, g.Sr);
+    ring_to_host(g, rv, rk, ra);
+    std::vector<double> Sfin(ck.begin(), ck.end());
+    ct_fold(s, B, L, hfill.data(), nullptr, rv, rk, ra, Sfin);
+    const double eb = sqrt(eb2 / n2), ef = sqrt(ef2 / n2), sb = ct_rel(Sfin, Sb), sf = ct_rel(Sfin, Sf);
+    rs_cuda_set_warps_per_head(0);
+    char name[160];
+    snprintf(name, sizeof name, "replay gdn %s L=%d bf16 ring (u rounded) %s wph=%d %d steps", s.name, L,
+             launch_name(launch), wph, nsteps);
+    ct_report(name, finite && fill_ok && eb <= 1e-3 && eb <= 0.25 * ef && sb <= 0.25 * sf,
+              "RMS out vs f64 with bf16 u %.2e, with fp32 u %.2e (ratio %.3f); state %.2e / %.2e (ratio %.3f); fill %s",
+              eb, ef, ef > 0 ? eb / ef : INFINITY, sb, sf, sf > 0 ? sb / sf : INFINITY, fill_ok ? "ok" : "WRONG");
+    g.free_all();
+    io.free_all();
+}
+
 /* ---- fp16 / bf16 conventional state ------------------------------------------------------------ */
 struct HalfCfg {
     rs_cuda_dtype dt;
@@ -755,6 +826,10 @@ int main(int argc, char **argv)
     }
     g_nospec = false, rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
     test_decode_shape(ct_shapes[1], nshort, 16, false); /* automatic geometry */
+    /* GDN with a bf16 ring: AUTO (the prologue at B = 4) and fused at one warp a head (one wave: early loads) */
+    test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_AUTO, 0);
+    test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_FUSED, 1);
+    test_gdn_bf16_ring(ct_shapes[3], nshort, RS_CUDA_LAUNCH_FUSED, 0);
     test_decode_shape(ct_shapes[1], nsteps, 16, true);  /* bf16 ring */
     test_decode_shape(ct_shapes[2], nshort, 64, false); /* the largest window: lanes hold 2 records */
     test_decode_shape(ct_shapes[0], nshort, 4, false);

@@ -16,9 +16,13 @@
  *   - float64: sequential decode of all T drafts for the outputs, then of the accepted ones for
  *     the state (<= 1e-4 and <= 2x the engine's own fp32 error + 1e-7, issue 8's criterion), and
  *     the ring origin against the commit rule replayed here (the engine keeps its origin private).
- * A bf16 ring (g_bf16ring, Mamba-2 only) runs on bf16-exact v and k, so the ring stores them unchanged and the
- * same references hold (GDN's ring holds u = beta (v - a), rounded: no engine policy has that, so GDN's bf16 ring
- * is benchmarked but not checked here). g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
+ * A bf16 ring (g_bf16ring) runs on bf16-exact v and k, so a Mamba-2 ring stores them unchanged and the same
+ * references hold. GDN's ring holds u = beta (v - a) rounded to bf16, which no engine policy has (thirteenth
+ * session; before, GDN's bf16 ring was benchmarked but not checked): the float64 reference rounds u to bf16 too
+ * (ct_host_step bf16_u, drafts in order: the UT solve's semantics), a second float64 state keeps u unrounded, and
+ * the check is statistical as test_cuda_decode's test_gdn_bf16_ring (its comment gives the bounds' basis): RMS
+ * output error over the run against the bf16-u reference <= 1e-3 and <= 0.25x that against the unrounded one,
+ * the committed state likewise, the pointers exact; no engine comparison. g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
  * the tensor-core kernel's record stage then copies 4 bytes at a time (twelfth session, v6e).
  * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest]
  */
@@ -98,12 +102,26 @@ struct VErr {
     std::vector<int64_t> hfl; /* rounded runs: flushes per row (the commit must count them) */
     std::vector<long> pos;    /* exact inputs: committed tokens per row (draft t sits at pos + t) */
     bool fl_ok = true;
+    double b2 = 0, f2 = 0, n2 = 0; /* GDN bf16 ring: squared output errors vs the bf16-u / unrounded-u float64 */
 };
 
-/* One verification round of rows [b0, b0 + nb) everywhere. hfill/hstart: the commit rule. */
-static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0, int nb, const DevStep &io,
-                   VErr &e, std::vector<int> &hfill, std::vector<int> &hstart, const std::vector<double> &rate)
+/* sum of squared differences and of squared reference values */
+static void sq_acc(const float *x, const double *ref, size_t n, double &d2, double *r2)
 {
+    for (size_t i = 0; i < n; ++i) {
+        const double d = (double)x[i] - ref[i];
+        d2 += std::isfinite(d) ? d * d : INFINITY;
+        if (r2) *r2 += ref[i] * ref[i];
+    }
+}
+
+/* One verification round of rows [b0, b0 + nb) everywhere. hfill/hstart: the commit rule. S64f (GDN bf16 ring):
+ * the float64 state with u unrounded, while S64 rounds u to bf16. */
+static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0, int nb, const DevStep &io,
+                   VErr &e, std::vector<int> &hfill, std::vector<int> &hstart, const std::vector<double> &rate,
+                   std::vector<double> *S64f = nullptr)
+{
+    const bool ru = S64f != nullptr;
     const Shape &s = g.s;
     const int T = g.T, L = g.L, C = g.C;
     rs_ssm_dims d = {nb, s.H, s.G, s.dv, DK};
@@ -157,7 +175,8 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     CK(cudaDeviceSynchronize());
     d2h(orr, io.o), d2h(os, g.os);
     for (int t = 0; t < T; ++t) {
-        ct_host_step<double>(s, nb, S, drafts[t], o64.data());
+        ct_host_step<double>(s, nb, S, drafts[t], o64.data(), nullptr, ru);
+        if (ru) sq_acc(orr.data() + t * per, o64.data(), per, e.b2, &e.n2);
         e.rep64 = fmax(e.rep64, ct_rel(orr.data() + t * per, o64.data(), per));
         e.snap64 = fmax(e.snap64, ct_rel(os.data() + t * per, o64.data(), per));
         e.eng64 = fmax(e.eng64, ct_rel(oes.data() + t * per, o64.data(), per));
@@ -165,10 +184,20 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     e.rep_eng = fmax(e.rep_eng, ct_rel(orr, oer));
     e.snap_eng = fmax(e.snap_eng, ct_rel(os, oes));
     std::copy(save.begin(), save.end(), S);
+    double *Sf = ru ? S64f->data() + b0 * g.row : nullptr;
+    if (ru) { /* the unrounded reference: every draft, then the accepted ones */
+        const std::vector<double> savef(Sf, Sf + nb * g.row);
+        for (int t = 0; t < T; ++t) {
+            ct_host_step<double>(s, nb, Sf, drafts[t], o64.data());
+            sq_acc(orr.data() + t * per, o64.data(), per, e.f2, nullptr);
+        }
+        std::copy(savef.begin(), savef.end(), Sf);
+    }
     for (int t = 0; t < T; ++t) {
         std::vector<int> active(nb);
         for (int b = 0; b < nb; ++b) active[b] = t < acc[b];
-        ct_host_step<double>(s, nb, S, drafts[t], o64.data(), active.data());
+        ct_host_step<double>(s, nb, S, drafts[t], o64.data(), active.data(), ru);
+        if (ru) ct_host_step<double>(s, nb, Sf, drafts[t], o64.data(), active.data());
     }
     std::vector<int32_t> fill(g.B), start(g.B);
     d2h(fill, g.fill), d2h(start, g.start);
@@ -223,6 +252,9 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     std::vector<float> S0(nS);
     for (auto &x : S0) x = rc ? ldexpf((float)((int)(ct_rnd64() % 511) - 255), -10) : (float)(0.3 * ct_normal());
     std::vector<double> S64(S0.begin(), S0.end());
+    const bool gb = g_bf16ring && s.fam == RS_SSM_GDN; /* u rounded to bf16 in the ring */
+    std::vector<double> S64f = gb ? S64 : std::vector<double>();
+    std::vector<double> *sf = gb ? &S64f : nullptr;
     VRig g;
     g.alloc(s, B, L, T, S0);
     Bank br, bs;
@@ -246,8 +278,8 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     io1.alloc(s, 1, T), io4.alloc(s, B, T);
     std::vector<int> hfill(B, 0), hstart(B, 0);
     for (int b = 0; b < B; ++b)
-        for (int r = 0; r < warm[b]; ++r) round_(g, br, bs, S64, b, 1, io1, e, hfill, hstart, rate);
-    for (int r = 0; r < rounds; ++r) round_(g, br, bs, S64, 0, B, io4, e, hfill, hstart, rate);
+        for (int r = 0; r < warm[b]; ++r) round_(g, br, bs, S64, b, 1, io1, e, hfill, hstart, rate, sf);
+    for (int r = 0; r < rounds; ++r) round_(g, br, bs, S64, 0, B, io4, e, hfill, hstart, rate, sf);
 
     /* final states */
     std::vector<float> ck(nS), Sc(nS), rv((size_t)B * s.H * g.C * s.dv), rk((size_t)B * s.G * g.C * DK),
@@ -263,6 +295,19 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     const double eck_eng = ct_rel(ck, eck), est_eng = ct_rel(Sfin, est), esc_eng = ct_rel(Sc, esc);
     char name[160];
     const char *fam = ct_fam(s);
+    if (gb) { /* GDN bf16 ring: against the bf16-u float64 reference, with the unrounded one as the contrast */
+        const double eb = sqrt(e.b2 / e.n2), ef = sqrt(e.f2 / e.n2), sb = ct_rel(Sfin, S64), sfe = ct_rel(Sfin, S64f);
+        snprintf(name, sizeof name, "verify replay[%s] gdn %s L=%d T=%d wph=%d%s bf16 ring (u rounded)", vk_name(vk),
+                 s.name, L, T, rs_cuda_get_warps_per_head(), g_misalign ? " io->v misaligned" : "");
+        ct_report(name, e.ntok >= min_tok && e.ptr_ok && eb <= 1e-3 && eb <= 0.25 * ef && sb <= 0.25 * sfe,
+                  "RMS out vs f64 with bf16 u %.2e, with fp32 u %.2e (ratio %.3f); state %.2e / %.2e (ratio %.3f); "
+                  "%d tokens, %d flushes, pointers %s",
+                  eb, ef, ef > 0 ? eb / ef : INFINITY, sb, sfe, sfe > 0 ? sb / sfe : INFINITY, e.ntok, e.nflush,
+                  e.ptr_ok ? "ok" : "WRONG");
+        g.free_all();
+        io1.free_all(), io4.free_all();
+        return;
+    }
     if (rc) {
         /* exact inputs: both sides fold the same fp32 values exactly and round them with the same
          * words, so the checkpoint is the same bits every round; outputs differ by the dot products'
@@ -321,6 +366,8 @@ static void bf16_and_misaligned_runs(bool tc)
     for (int i = 0; i < 2; ++i) test_verify_shape(ct_shapes[i], r, 16, 8); /* Nano's d_v = 80: 5 tiles */
     test_verify_shape(ct_shapes[1], r, 16, tc ? 12 : 2);
     test_verify_shape(ct_shapes[0], ct_quick ? 2 : 32, 48, 16);
+    test_verify_shape(ct_shapes[2], r, 16, 8); /* GDN: u rounded (statistical check) */
+    test_verify_shape(ct_shapes[3], ct_quick ? 2 : 24, 16, tc ? 16 : 2);
     g_misalign = true; /* with the bf16 ring: 4-byte copies of 2-byte records */
     test_verify_shape(ct_shapes[1], r, 16, 8);
     g_bf16ring = false;
