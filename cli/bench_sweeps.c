@@ -136,15 +136,16 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
         double conv_us = conv->median_us;
         /* ReplaySSM with the default launch choice (RS_CUDA_LAUNCH_AUTO) and, side by side, forced to the
          * separate prologue (variant suffix -prep) and to the fused launch (suffix -fused) */
-        /* at B = 1 also the fused launch without its early loads (-nospec: rs_cuda_set_replay_spec(0)) */
-        for (int lm = 0; lm < (B == 1 ? 4 : 3); ++lm) {
-            static const char *sfx[] = {"", "-prep", "-fused", "-nospec"}; /* variant: 23 characters at most */
+        /* at B = 1 also the fused launch without its early loads (-nospec: rs_cuda_set_replay_spec(0)) and with the
+         * keys among them (-spec2: level 2, experimental) */
+        for (int lm = 0; lm < (B == 1 ? 5 : 3); ++lm) {
+            static const char *sfx[] = {"", "-prep", "-fused", "-nospec", "-spec2"}; /* variant: 23 characters at most */
             const char *x = sfx[lm];
             char v[32];
             k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
             k.launch = lm == 0 ? RS_CUDA_LAUNCH_AUTO : lm == 1 ? RS_CUDA_LAUNCH_PROLOGUE : RS_CUDA_LAUNCH_FUSED;
             snprintf(v, sizeof v, "cycle-bf16ring%s", x);
-            if (lm == 3) rs_cuda_set_replay_spec(0); /* read when the step is captured */
+            if (lm >= 3) rs_cuda_set_replay_spec(lm == 3 ? 0 : 2); /* read when the step is captured */
             bn_row *r = bn_run(c, "std", m, &k, v);
             rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
             if (!r) return 1;

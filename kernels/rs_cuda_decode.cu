@@ -42,8 +42,9 @@ extern "C" void rs_cuda_set_warps_per_head(int wph) { g_rs_wph = wph > 0 ? wph :
 extern "C" int rs_cuda_get_warps_per_head(void) { return g_rs_wph; }
 static int g_rs_lp_hpw = 0; /* rs_cuda_set_lp_heads_per_warp */
 extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ? hpw : 0; }
-static bool g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
-extern "C" void rs_cuda_set_replay_spec(int on) { g_rs_replay_spec = on != 0; }
+static int g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
+extern "C" void rs_cuda_set_replay_spec(int level) { g_rs_replay_spec = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
+extern "C" int rs_cuda_get_replay_spec(void) { return g_rs_replay_spec; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -383,10 +384,13 @@ __device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_c
  * launch writes) and records j < hn are ring_k's. 16 records per round: the lane's 4-column partial dots,
  * one transposed reduction (Mamba-2 16 values, GDN 32: the q dots and the k dots), then one or two
  * shuffles bring record j's sums to lane j. Lanes past hn get zeros. */
-template <int FAM, int RDT, bool TWO, int DK = 128>
+/* KPRE (SPEC 2, bf16 ring, d_k = 128, L <= 16): keys 0..14 already loaded as the lane's raw bf16 pairs */
+template <int FAM, int RDT, bool TWO, int DK = 128, bool KPRE = false>
 __device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, size_t kg, int hn, int lane, rs_lv<DK> q4,
-                                                rs_lv<DK> kcur, float &q0, float &q1, float &kk0, float &kk1)
+                                                rs_lv<DK> kcur, float &q0, float &q1, float &kk0, float &kk1,
+                                                const uint2 *kraw = nullptr)
 {
+    static_assert(!KPRE || (RDT == RS_CUDA_BF16 && DK == 128 && !TWO), "KPRE: bf16 ring, d_k = 128, L <= 16");
     constexpr int NV = FAM == RS_SSM_GDN ? 32 : 16;
     const int L = st.L, rounds = hn / 16 + 1; /* records 0..hn */
     q0 = q1 = kk0 = kk1 = 0.f;
@@ -397,7 +401,11 @@ __device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, 
         for (int i = 0; i < 16; ++i) {
             const int j = 16 * r + i;
             rs_lv<DK> kj = kcur;
-            if (j < hn) kj = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + j) * DK, lane);
+            if constexpr (KPRE) { /* r = 0 only (L <= 16), so j = i */
+                if (j < hn) kj = rs_bf16x4(kraw[i]);
+            } else if (j < hn) {
+                kj = rs_ring_kv<RDT, DK>(st.ring_k, (kg * L + j) * DK, lane);
+            }
             const bool on = j <= hn;
             x[i] = on ? rs_dotv(kj, q4) : 0.f;
             if constexpr (FAM == RS_SSM_GDN) x[16 + i] = on ? rs_dotv(kj, kcur) : 0.f;
@@ -649,7 +657,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
 /* FUSED (issue 18, fp32 reads): no prologue launch; the warp forms its coefficients itself
  * (replay_key_dots, replay_head_coefs) after issuing its first chunk's loads, and the warps of part 0
  * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before.
- * SPEC (fused, L <= 16; issue 18's B = 1 item, thirteenth session): the loads of the first chunk that the
+ * SPEC >= 1 (fused, L <= 16; issue 18's B = 1 item, thirteenth session): the loads of the first chunk that the
  * fill only selects from go out before the fill is known: the checkpoint rows, the ring values of every
  * slot (records 0..L-1 of the chunk's rows), the ring decays and this step's v into registers. The ring keys
  * are not among them: held in registers, 15 keys made ptxas spill 60-148 bytes at the kernels' register caps,
@@ -658,9 +666,11 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * (B = 1) is a dependent chain a warp, and this takes the fill's round trip off it (and the decays' after the
  * key dots); the slots past the fill (and slot hn, which this launch writes) are loaded and dropped by selects
  * (never multiplied: a stale slot may hold anything). More loads than needed, so only where the grid is one
- * wave (replay_launch). */
+ * wave (replay_launch). SPEC 2 (bf16 ring, d_k = 128; rs_cuda_set_replay_spec(2), not the default: written after
+ * the session's device time was spent, compiled, not run or timed): the keys too, as the lane's raw bf16 pairs
+ * (2 registers a key instead of 4: Mamba-2 128 registers, 4 bytes spilled; GDN 40). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
-          bool SPEC = false>
+          int SPEC = 0>
 __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
@@ -682,6 +692,9 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
     constexpr int SPAN = 16 / RPW > 0 ? 16 / RPW : 1; /* GDN: lanes per row value after the reduction */
     rs_raw<CKF, DK> spc[NRP];
     float rvp[NRP], ivp[NRP], apre = 0.f, cvip = 0.f;
+    constexpr bool KPRE = SPEC == 2;
+    static_assert(!KPRE || (RDT == RS_CUDA_BF16 && DK == 128), "SPEC 2: bf16 ring, d_k = 128");
+    uint2 kraw[KPRE ? 15 : 1];
     if constexpr (SPEC) {
 #pragma unroll
         for (int r = 0; r < RPW; ++r) spc[r] = rs_raw_load<CKF, DK>(src, bh * dv + r_begin + r, lane);
@@ -692,6 +705,12 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
         if (FAM == RS_SSM_MAMBA2) rs_ring_ld<RS_CUDA_F32, RPW>(io.v, bh * dv + r_begin, ivp);
         else cvip = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
         if (lane < L) apre = st.ring_alpha[bh * L + lane];
+        if constexpr (KPRE) { /* keys 0..L-2 (slot hn's, written by this launch, is dropped by the dots' select) */
+            const uint16_t *kb = static_cast<const uint16_t *>(st.ring_k) + kg * L * DK + 4 * lane;
+#pragma unroll
+            for (int i = 0; i < 15; ++i)
+                kraw[i] = i < L - 1 ? *reinterpret_cast<const uint2 *>(kb + (size_t)i * DK) : make_uint2(0u, 0u);
+        }
     }
     const bool flush = hn + 1 == L;
     const int last = FAM == RS_SSM_MAMBA2 ? hn : hn - 1;
@@ -724,8 +743,8 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
     /* FUSED: the prologue's coefficients, formed by this warp (flush rows: the decay products only) */
     auto fused_coefs = [&](bool dots) {
         float q0 = 0.f, q1 = 0.f, kk0 = 0.f, kk1 = 0.f;
-        if (dots) replay_key_dots<FAM, RDT, TWO, DK>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1);
-        replay_head_coefs<FAM, TWO, SPEC>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0,
+        if (dots) replay_key_dots<FAM, RDT, TWO, DK, KPRE>(st, kg, hn, lane, q4, kcur, q0, q1, kk0, kk1, kraw);
+        replay_head_coefs<FAM, TWO, SPEC != 0>(st, bh, hn, last, lane, io.alpha[bh], q0, q1, kk0, kk1, P0, P1, c0, c1, k0,
                                           k1, pck, apre);
         if (FAM == RS_SSM_GDN) kqc = __shfl_sync(RS_FULL_MASK, hn < 32 ? q0 : q1, hn & 31);
     };
@@ -876,7 +895,12 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
             const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
             if constexpr (RPW == 4 && DK != 256) /* d_k = 256: 238 registers uncapped, 4 blocks an SM would spill */
                 if (one_wave && st->L <= 16 && g_rs_replay_spec) {
-                    rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, true><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+                    if constexpr (RDT == RS_CUDA_BF16 && DK == 128)
+                        if (g_rs_replay_spec == 2) {
+                            rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 2><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+                            return;
+                        }
+                    rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 1><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
                     return;
                 }
             if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);

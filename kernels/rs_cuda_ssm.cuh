@@ -173,6 +173,11 @@ template <int RDT> __device__ __forceinline__ float rs_ring_round(float x)
 }
 __device__ __forceinline__ float rs_bf16lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float rs_bf16hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
+/* four bf16 values (a lane's 4 columns of a bf16 ring key, as loaded) as float4 */
+__device__ __forceinline__ float4 rs_bf16x4(uint2 w)
+{
+    return make_float4(rs_bf16lo(w.x), rs_bf16hi(w.x), rs_bf16lo(w.y), rs_bf16hi(w.y));
+}
 __device__ __forceinline__ uint32_t rs_bf16bits(float x) /* x already bf16-exact */
 {
     return __float_as_uint(x) >> 16;

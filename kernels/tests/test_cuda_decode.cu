@@ -22,9 +22,10 @@
  * step is captured as a CUDA graph: kernel nodes counted (1 fused, 2 with the prologue, AUTO: what
  * rs_cuda_replay_launches says) and its replay equal to a direct call bit for bit; the AUTO rule itself
  * is checked on the host (test_auto_choice). The fused fp32 read issues its first chunk's loads before the fill
- * where the grid is one wave and L <= 16 (rs_cuda_set_replay_spec, on by default): here the B = 1 solo steps and
- * the joint runs at one warp a head; the same four runs again with it off ("nospec"), so both forms of the fused
- * kernel are checked at L = 16 on every shape.
+ * where the grid is one wave and L <= 16 (rs_cuda_set_replay_spec, level 1 by default): here the B = 1 solo steps
+ * and the joint runs at one warp a head; the same four runs again with it off ("nospec"), so both forms of the fused
+ * kernel are checked at L = 16 on every shape; level 2 (the bf16 ring's keys too) on the bf16-ring runs at one warp
+ * a head ("spec2": both Mamba-2 shapes, and GDN in test_gdn_bf16_ring).
  * fp16/bf16 conventional state: one step bit for bit against codes computed with rs_elem_encode
  * from the documented SR keying; 64 steps bit for bit against the engine's conv:<fmt> policy
  * (Mamba-2: same elementwise update, same codec, same Philox keying); then 1000 steps of fp16
@@ -42,7 +43,12 @@
 
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
-static bool g_nospec = false;                       /* rs_cuda_set_replay_spec(0) for this run (its name says so) */
+/* the early-load level, in a check's name where it is not the default (rs_cuda_set_replay_spec) */
+static const char *spec_tag()
+{
+    const int lv = rs_cuda_get_replay_spec();
+    return lv == RS_CUDA_REPLAY_SPEC_DEFAULT ? "" : lv == 0 ? " nospec" : " spec2";
+}
 
 /* GPU buffers of one decode run and their per-row views. */
 struct Rig {
@@ -351,8 +357,7 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "vs f64: out %.2e state %.2e (engine %.2e %.2e); vs engine: out %.2e state %.2e (%zu bits differ)",
                   e.conv64, esc64, e.eng64, ese64, e.conv_eng, esc_eng, nbits);
         snprintf(name, sizeof name, "replay %s %s%s L=%d fp32 ring rpw=%d wph=%d %s%s%s", fam, s.name, dk_tag(s), L, rows,
-                 rs_cuda_get_warps_per_head(), launch_name(launch), recompute ? " two-precision records" : "",
-                 g_nospec ? " nospec" : "");
+                 rs_cuda_get_warps_per_head(), launch_name(launch), recompute ? " two-precision records" : "", spec_tag());
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es64 <= k_tol64 &&
                       es64 <= 2 * ese64 + k_floor && e.rep_eng <= k_tol_engine && eck_eng <= k_tol_engine &&
@@ -361,7 +366,8 @@ static void test_decode_shape(const Shape &s, int nsteps, int L, bool bf16_ring,
                   "fill %s",
                   e.rep64, es64, e.rep_eng, eck_eng, est_eng, e.nflush, e.fill_ok ? "== engine" : "WRONG");
     } else {
-        snprintf(name, sizeof name, "replay %s %s%s L=%d bf16 ring %s", fam, s.name, dk_tag(s), L, launch_name(launch));
+        snprintf(name, sizeof name, "replay %s %s%s L=%d bf16 ring wph=%d %s%s", fam, s.name, dk_tag(s), L,
+                 rs_cuda_get_warps_per_head(), launch_name(launch), spec_tag());
         ct_report(name,
                   e.fill_ok && e.rep64 <= k_tol64 && es64 <= k_tol64 && e.rep_eng <= k_tol_engine &&
                       eck_eng <= k_tol_engine && est_eng <= k_tol_engine,
@@ -437,8 +443,8 @@ static void test_gdn_bf16_ring(const Shape &s, int nsteps, int launch, int wph)
     const double eb = sqrt(eb2 / n2), ef = sqrt(ef2 / n2), sb = ct_rel(Sfin, Sb), sf = ct_rel(Sfin, Sf);
     rs_cuda_set_warps_per_head(0);
     char name[160];
-    snprintf(name, sizeof name, "replay gdn %s L=%d bf16 ring (u rounded) %s wph=%d %d steps", s.name, L,
-             launch_name(launch), wph, nsteps);
+    snprintf(name, sizeof name, "replay gdn %s L=%d bf16 ring (u rounded) %s wph=%d %d steps%s", s.name, L,
+             launch_name(launch), wph, nsteps, spec_tag());
     ct_report(name, finite && fill_ok && eb <= 1e-3 && eb <= 0.25 * ef && sb <= 0.25 * sf,
               "RMS out vs f64 with bf16 u %.2e, with fp32 u %.2e (ratio %.3f); state %.2e / %.2e (ratio %.3f); fill %s",
               eb, ef, ef > 0 ? eb / ef : INFINITY, sb, sf, sf > 0 ? sb / sf : INFINITY, fill_ok ? "ok" : "WRONG");
@@ -818,13 +824,20 @@ int main(int argc, char **argv)
         rs_cuda_set_warps_per_head(0);
     }
     /* the fused kernel without its early loads (rs_cuda_set_replay_spec(0)): the B = 1 steps and the joint runs */
-    g_nospec = true, rs_cuda_set_replay_spec(0);
+    rs_cuda_set_replay_spec(0);
     for (const Shape &s : ct_shapes) {
         rs_cuda_set_warps_per_head(1);
         test_decode_shape(s, nshort, 16, false);
         rs_cuda_set_warps_per_head(0);
     }
-    g_nospec = false, rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
+    /* level 2 (the bf16 ring's keys among the early loads): bf16-ring runs at one warp a head (one wave) */
+    rs_cuda_set_replay_spec(2);
+    rs_cuda_set_warps_per_head(1);
+    test_decode_shape(ct_shapes[0], nshort, 16, true);
+    test_decode_shape(ct_shapes[1], nshort, 16, true);
+    rs_cuda_set_warps_per_head(0);
+    test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_FUSED, 1);
+    rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
     test_decode_shape(ct_shapes[1], nshort, 16, false); /* automatic geometry */
     /* GDN with a bf16 ring: AUTO (the prologue at B = 4) and fused at one warp a head (one wave: early loads) */
     test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_AUTO, 0);
