@@ -476,29 +476,40 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 #define RS_VERIFY_RPW_M2 4
 #define RS_VERIFY_RPW_GDN 2
 
+/* the block's shared memory in bytes: 4 warps' regions, plus the tables once (GS) */
+static inline size_t vtc_block_bytes(const vtc_lay &y) { return sizeof(float) * (4 * (size_t)y.total + (size_t)y.shared); }
+
 /* the tensor-core main kernel: 4 warps a block, 16-row tiles, its shared memory raised past 48 KB once */
-template <int FAM, int RDT, int NT, bool PF>
-static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
-                             cudaStream_t s)
+template <int FAM, int RDT, int NT, bool PF, bool GS = false>
+static void verify_launch_tc_geom(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
+                                  const rs_geom &g, cudaStream_t s)
 {
     const int rb = st->ring_dtype == RS_CUDA_F32 ? 4 : 2;
-    const size_t smem = 4 * sizeof(float) * (size_t)vtc_layout<FAM, NT, PF>(st->L, T, rb).total;
+    const size_t smem = vtc_block_bytes(vtc_layout<FAM, NT, PF, GS>(st->L, T, rb));
     static bool raised = false; /* per instantiation; a repeated call is harmless */
     if (!raised) {
         /* the limit once, at the largest L (cap <= RS_VCAP_MAX) and an fp32 ring; the launch's own size (by L, T and
          * the ring type) sets the blocks an SM */
-        const size_t most = 4 * sizeof(float) * (size_t)vtc_layout<FAM, NT, PF>(RS_VCAP_MAX, 8 * NT, 4).total;
-        if (most > 48 * 1024 &&
-            cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) !=
-                cudaSuccess)
+        const size_t most = vtc_block_bytes(vtc_layout<FAM, NT, PF, GS>(RS_VCAP_MAX, 8 * NT, 4));
+        if (most > 48 * 1024 && cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF, GS>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most) != cudaSuccess)
             return; /* the launch below then fails and rs_cuda_launch_status reports it */
         /* staged (RS_VTC_STAGE): all of the unified L1 / shared memory as shared (a hint): v6a's staged Mamba-2
          * tiles need 4 x (55 + 1) KB of the 228 KB to keep 4 blocks an SM (L = 16, T = 8, bf16 ring) */
-        if (vtc_staged<FAM, NT, PF>())
-            (void)cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                       cudaSharedmemCarveoutMaxShared);
+        if (vtc_staged<FAM, NT, PF, GS>())
+            (void)cudaFuncSetAttribute(rs_k_verify_tc<FAM, RDT, NT, PF, GS>,
+                                       cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
         raised = true;
     }
+    const size_t warps = (size_t)g.BH * g.wph;
+    /* the prologue's programmatic dependent: the first checkpoint tile's loads go out while it runs */
+    rs_launch_pdl(rs_k_verify_tc<FAM, RDT, NT, PF, GS>, (unsigned)((warps + 3) / 4), 128, smem, s, *d, T, *io, *st, g);
+}
+
+template <int FAM, int RDT, int NT, bool PF>
+static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
+                             cudaStream_t s)
+{
     rs_geom g = rs_replay_geom(d, 16);
     if (!rs_cuda_get_warps_per_head()) { /* automatic: any divisor of the tile count (Nano's d_v = 80: 5 tiles) */
         const unsigned nch = (unsigned)(d->d_v / 16), target = 128u * (unsigned)rs_sm_count();
@@ -509,9 +520,13 @@ static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *
             }
         g.rows = d->d_v / (int)g.wph;
     }
-    const size_t warps = (size_t)g.BH * g.wph;
-    /* the prologue's programmatic dependent: the first checkpoint tile's loads go out while it runs */
-    rs_launch_pdl(rs_k_verify_tc<FAM, RDT, NT, PF>, (unsigned)((warps + 3) / 4), 128, smem, s, *d, T, *io, *st, g);
+    /* RS_VTC_GSHARE: a block's 4 warps are slices of one head when the warps a head are a multiple of 4 */
+    if constexpr (RS_VTC_GSHARE && FAM == RS_SSM_GDN && NT == 1 && !PF)
+        if (g.wph % 4 == 0) {
+            verify_launch_tc_geom<FAM, RDT, NT, PF, true>(d, T, io, st, g, s);
+            return;
+        }
+    verify_launch_tc_geom<FAM, RDT, NT, PF>(d, T, io, st, g, s);
 }
 
 template <int FAM, int RDT, int TP>

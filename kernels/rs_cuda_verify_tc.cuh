@@ -153,9 +153,21 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presp
 {
     return PF ? !(FAM == RS_SSM_GDN && NT == 2) : (!RS_VTC_STAGE && FAM == RS_SSM_MAMBA2 && NT == 1);
 }
-template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_staged()
+/* GS (RS_VTC_GSHARE, build-time, 0 by default; thirteenth session, written after its device time: compiled, not
+ * run or timed): GDN at T <= 8 (v6a) where the 4 warps of a block are slices of one head (warps a head a multiple
+ * of 4): the B tables (queries, keys, coefficients, the solve's tables), identical for those warps, are held once a
+ * block (the warps fill a quarter each, then wait at a block barrier), and the 9.7 KB a warp saved pays for the
+ * checkpoint tile's stage as Mamba-2 has it (docs/kernels-notes.md "v6f and B = 1", what would close the GDN rows:
+ * GDN's tile loads were among the top stall lines of v6e's profile). */
+#ifndef RS_VTC_GSHARE
+#define RS_VTC_GSHARE 0
+#endif
+#ifndef RS_VTC_GSTAGE /* with GS: the tile staged too (1) or loaded into registers as v6a's GDN (0) */
+#define RS_VTC_GSTAGE 1
+#endif
+template <int FAM, int NT, bool PF, bool GS = false> __host__ __device__ constexpr bool vtc_staged()
 {
-    return RS_VTC_STAGE && !PF && FAM == RS_SSM_MAMBA2 && NT == 1;
+    return RS_VTC_STAGE && !PF && ((FAM == RS_SSM_MAMBA2 && NT == 1) || (GS && RS_VTC_GSTAGE));
 }
 /* The per-warp shared memory (offsets in floats; host and device compute it alike from L and T):
  *   bq [NT][16][32] B entries of the queries, bk (GDN) the drafts' keys, cq [NT][krc][32] the record
@@ -168,6 +180,7 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_stage
  * bf16 ring; v6f: at most vtc_rmax_cap). */
 struct vtc_lay {
     int bq, bk, cq, ce, tk, tq, stile, drf, rec, desc, total, krc, rmax;
+    int shared; /* GS: floats of the block's tables (bq .. tq, offsets from the block's base) before the warps' */
 };
 /* the record stage's warp-uniform sources, kept in shared memory: held in registers across the tile loop they
  * made ptxas spill ~130 bytes at the 128-register cap (a test compile) */
@@ -177,7 +190,8 @@ struct vtc_sdesc {
     size_t vs;
     int st0, hs;
 };
-template <int FAM, int NT, bool PF> __host__ __device__ inline vtc_lay vtc_layout(int L, int T, int ring_bytes)
+template <int FAM, int NT, bool PF, bool GS = false>
+__host__ __device__ inline vtc_lay vtc_layout(int L, int T, int ring_bytes)
 {
     constexpr bool GDN = FAM == RS_SSM_GDN;
     constexpr int TP = 8 * NT, BW = vtc_presplit<FAM, NT, PF>() ? 4 : 2; /* floats a lane's B entry */
@@ -192,7 +206,9 @@ template <int FAM, int NT, bool PF> __host__ __device__ inline vtc_lay vtc_layou
     y.ce = o, o += GDN ? NT * y.krc * 32 * BW : 0;
     y.tk = o, o += GDN ? TP * TP : 0;
     y.tq = o, o += GDN ? TP * TP : 0;
-    y.stile = o, o += vtc_staged<FAM, NT, PF>() ? 16 * RS_CUDA_DK : 0;
+    y.shared = 0;
+    if (GS) y.shared = o, o = 0; /* the tables once a block, the rest a warp */
+    y.stile = o, o += vtc_staged<FAM, NT, PF, GS>() ? 16 * RS_CUDA_DK : 0;
     y.drf = o, o += TP * 16;
     y.rec = o, o += y.rmax * 16 * ring_bytes / 4; /* every region a multiple of 4 floats: 16-byte copies */
     y.desc = o, o += (int)(sizeof(vtc_sdesc) / 4);
@@ -225,10 +241,11 @@ __device__ __forceinline__ float vtc_rec(const rs_cuda_verify_state &st, const f
     return 0.f;
 }
 
-template <int FAM, int RDT, int NT, bool PF>
+template <int FAM, int RDT, int NT, bool PF, bool GS = false>
 __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 2 : 4) rs_k_verify_tc(rs_ssm_dims d, int T, rs_ssm_step_io io,
                                                          rs_cuda_verify_state st, rs_geom gm)
 {
+    static_assert(!GS || (FAM == RS_SSM_GDN && NT == 1 && !PF), "GS: GDN, T <= 8, v6a");
     constexpr int TP = 8 * NT;
     constexpr bool GDN = FAM == RS_SSM_GDN;
     constexpr bool VEX = RDT == RS_CUDA_BF16; /* ring values exact in tf32 */
@@ -240,12 +257,16 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     constexpr bool PS = vtc_presplit<FAM, NT, PF>();
     using BT = typename std::conditional<PS, uint4, float2>::type; /* one lane's B entry of a k-step */
     constexpr int RB = RDT == RS_CUDA_F32 ? 4 : 2; /* bytes a ring element */
-    const vtc_lay ly = vtc_layout<FAM, NT, PF>(st.L, T, RB);
+    const vtc_lay ly = vtc_layout<FAM, NT, PF, GS>(st.L, T, RB);
     const int KRC = ly.krc;
-    float *sm = vtc_sm + (threadIdx.x >> 5) * ly.total;
-    BT *bq = reinterpret_cast<BT *>(sm + ly.bq), *bk = reinterpret_cast<BT *>(sm + ly.bk); /* [NT][16][32] */
-    BT *cq = reinterpret_cast<BT *>(sm + ly.cq), *ce = reinterpret_cast<BT *>(sm + ly.ce); /* [NT][KRC][32] */
-    float *tk = sm + ly.tk, *tq = sm + ly.tq;                                             /* GDN: [TP][TP] */
+    const int wib = (int)(threadIdx.x >> 5); /* warp in block */
+    float *sm = vtc_sm + ly.shared + wib * ly.total, *tb = GS ? vtc_sm : sm; /* tb: the tables' base */
+    /* GS: the block's warps fill a quarter of each table each (k-steps kk = wib, wib + 4, ...) */
+    constexpr int TS = GS ? 4 : 1;
+    const int t0 = GS ? wib : 0;
+    BT *bq = reinterpret_cast<BT *>(tb + ly.bq), *bk = reinterpret_cast<BT *>(tb + ly.bk); /* [NT][16][32] */
+    BT *cq = reinterpret_cast<BT *>(tb + ly.cq), *ce = reinterpret_cast<BT *>(tb + ly.ce); /* [NT][KRC][32] */
+    float *tk = tb + ly.tk, *tq = tb + ly.tq;                                             /* GDN: [TP][TP] */
     float *sdrf = sm + ly.drf;
     void *srec = sm + ly.rec;
     auto put = [](float2 x) -> BT {
@@ -268,7 +289,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     const int hs = min(h, ly.rmax);           /* committed records staged */
 
     /* the first tile's loads go out before the set-up */
-    constexpr bool STG = vtc_staged<FAM, NT, PF>();
+    constexpr bool STG = vtc_staged<FAM, NT, PF, GS>();
     float4 *stile = reinterpret_cast<float4 *>(sm + ly.stile);
     /* the copies of the tile at row0 into this lane's slots of the stage: [i][lane] rows g, then g + 8 */
     auto stage_tile = [&](int row0) {
@@ -330,7 +351,8 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
             const int s = 8 * nt + g;
             const float *qp = io.q + ((size_t)s * BG + kg) * RS_CUDA_DK + 4 * t;
 #pragma unroll
-            for (int kk = 0; kk < 16; ++kk) {
+            for (int k4 = 0; k4 < 16 / TS; ++k4) {
+                const int kk = TS * k4 + t0;
                 BT *e = &bq[(nt * 16 + kk) * 32 + lane];
                 if (s < T) rs_cp8(e, qp + 16 * (kk >> 1) + 2 * (kk & 1));
                 else *e = put(make_float2(0.f, 0.f));
@@ -354,7 +376,8 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
         const float *qp = io.q + ((size_t)(on ? s : 0) * BG + kg) * RS_CUDA_DK + 4 * t;
         const size_t ke = (kg * C + ring_slot(st0, h + (on ? s : 0), C)) * RS_CUDA_DK + 4 * t;
 #pragma unroll
-        for (int kk = 0; kk < 16; ++kk) {
+        for (int k4 = 0; k4 < 16 / TS; ++k4) {
+            const int kk = TS * k4 + t0;
             const int col = 16 * (kk >> 1) + 2 * (kk & 1);
             if (PS) {
                 float2 x = make_float2(0.f, 0.f);
@@ -371,7 +394,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
         if constexpr (CCP) { /* copies, waited for with the tile's records */
             const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
             const float *wq = w + T + (on ? s : 0) * C, *we = wq + T * C;
-            for (int r = 0; r < kr; ++r) {
+            for (int r = t0; r < kr; r += TS) {
                 const int j0 = 8 * r + t, j1 = j0 + 4;
                 const bool o0 = on && j0 <= lim, o1 = on && j1 <= lim;
                 float *e = reinterpret_cast<float *>(&cq[(nt * KRC + r) * 32 + lane]);
@@ -384,7 +407,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                 }
             }
         } else {
-            for (int r = 0; r < kr; ++r) {
+            for (int r = t0; r < kr; r += TS) {
                 const int j0 = 8 * r + t, j1 = j0 + 4;
                 const int lim = GDN ? h - 1 : h + s; /* last record of the sum */
                 cq[(nt * KRC + r) * 32 + lane] = put(
@@ -407,13 +430,18 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
             bet[nt][e] = GDN && s < T ? io.beta[(size_t)s * BH + bh] : 0.f;
         }
     if (GDN) { /* the solve's T x T tables: tk[s][s'] (s' < s), tq[s][s'] (s' <= s) */
-        for (int x = lane; x < TP * TP; x += 32) {
+        for (int x = lane + 32 * t0; x < TP * TP; x += 32 * TS) {
             const int s = x / TP, sp = x % TP;
             const bool on = s < T && sp < T;
             tk[x] = on && sp < s ? w[T + T * C + s * C + h + sp] : 0.f;
             tq[x] = on && sp <= s ? w[T + s * C + h + sp] : 0.f;
         }
         __syncwarp();
+    }
+    if constexpr (GS) { /* every warp's quarter of the tables (stores and copies) before any warp reads them */
+        rs_cp_commit();
+        rs_cp_wait<0>();
+        __syncthreads();
     }
     const float *pf = w + T + 2 * T * C;
     const float pc = flush ? pf[C] : 1.f;
