@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
             else rs_cp_wait<1>();
 #pragma unroll
             for (int i = 0; i < 8; ++i) xa[i] = stile[i * 32 + lane], xb[i] = stile[(8 + i) * 32 + lane];
-            if (more) stage_tile(row0 + 16);
+            if (!GS && more) stage_tile(row0 + 16);
         } else if (!PS) {
             if (row0 == r_begin) rs_cp_wait<CCP ? 1 : 0>(); /* the queries */
         }
@@ -487,6 +487,9 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                 if (GDN) rs_mma_3xtf32<false, FS>(ak[nt], ah, al, bk[(nt * 16 + kk) * 32 + lane]);
             }
         }
+        /* GS: the next tile's copies after the products, not before them as Mamba-2's: before, ptxas spilled 144-148
+         * bytes inside the tile loop, after 16 (a test compile; the copies still overlap the records, solve, fold) */
+        if (GS && STG && more) stage_tile(row0 + 16);
         if (!PF && !STG && !flush && more) { /* v6a: the tile is dead, the next one's loads overlap the rest */
             const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;
 #pragma unroll
