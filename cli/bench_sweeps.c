@@ -174,12 +174,17 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
     return 0;
 }
 
+/* the conventional fp32 step at batch B: the std sweep's row, else a `ref` row run now; NULL on error */
+static bn_row *conv_row(bn_ctx *c, const rs_model_shape *m, int B)
+{
+    bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", B);
+    if (r) return r;
+    rs_bench_case k = bn_case(RS_BENCH_CONV, m, B, c->reps);
+    return bn_run(c, "ref", m, &k, "fp32");
+}
 static double conv256(bn_ctx *c, const rs_model_shape *m)
 {
-    bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", 256);
-    if (r) return r->median_us;
-    rs_bench_case k = bn_case(RS_BENCH_CONV, m, 256, c->reps);
-    r = bn_run(c, "ref", m, &k, "fp32");
+    const bn_row *r = conv_row(c, m, 256);
     return r ? r->median_us : 0;
 }
 
@@ -261,15 +266,14 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
     }
     /* B = 1 (issue 18): T = 8 against one conventional step at B = 1, both main kernels */
     {
-        rs_bench_case k = bn_case(RS_BENCH_CONV, m, 1, c->reps);
-        bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", 1);
-        if (!r && !(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
+        bn_row *r = conv_row(c, m, 1);
+        if (!r) return 1;
         const double cu1 = r->median_us;
         print_header("speculative verification, B = 1, L = 16, T = 8 (x = time / conventional step at B = 1)");
         print_row(r, 0);
         for (int ai = 0; ai < 2; ++ai)
             for (int kc = 0; kc < 2; ++kc) {
-                k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
+                rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
                 k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = kc ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_AUTO;
                 char v[24];
                 snprintf(v, sizeof v, "bf16ring-a%d%s", k.accepted, kc ? "-cores" : "");
@@ -291,11 +295,8 @@ int rs_bench_sweep_tcv(bn_ctx *c, const rs_model_shape *m)
     static const char *sfx[] = {"", "-tc-v6a", "-tc-v6b", "-cores"};
     for (size_t bi = 0; bi < 2; ++bi) {
         const int B = Bs[bi];
-        bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", B);
-        if (!r) {
-            rs_bench_case k = bn_case(RS_BENCH_CONV, m, B, c->reps);
-            if (!(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
-        }
+        bn_row *r = conv_row(c, m, B);
+        if (!r) return 1;
         const double cu = r->median_us;
         printf("\n## speculative verification T = 8, B = %d, L = 16 (x = time / conventional step at B = %d)\n", B, B);
         print_header("main kernels side by side");
@@ -335,11 +336,8 @@ int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m)
             r->norm = r->median_us / cu, r->norm_own = r->norm;
             print_row(r, r->norm);
         }
-    bn_row *r = rs_bench_find_row(c, "std", m->name, "conv", "fp32", 1);
-    if (!r) {
-        rs_bench_case k = bn_case(RS_BENCH_CONV, m, 1, c->reps);
-        if (!(r = bn_run(c, "ref", m, &k, "fp32"))) return 1;
-    }
+    bn_row *r = conv_row(c, m, 1);
+    if (!r) return 1;
     const double cu1 = r->median_us;
     print_header("speculative verification, default main kernel, B = 1, L = 16, T = 8 (x = time / conventional step)");
     print_row(r, 0);

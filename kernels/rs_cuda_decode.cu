@@ -892,7 +892,7 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
     if constexpr (CKF == RS_FMT_FP32) {
         if (fused) {
-            const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
+            const bool one_wave = rs_one_wave(g);
             if constexpr (RPW == 4 && DK != 256) /* d_k = 256: 238 registers uncapped, 4 blocks an SM would spill */
                 if (one_wave && st->L <= 16 && g_rs_replay_spec) {
                     if constexpr (RDT == RS_CUDA_BF16 && DK == 128)
@@ -1079,8 +1079,7 @@ extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dim
     if (lpv != 0) return 2; /* AUTO, v4 reads */
     const int rpw = st->rows_per_warp == 8 && dims->d_k == 128 ? 8 : 4;
     const rs_geom g = rs_replay_geom_any(dims, rpw); /* replay_launch's fp32 geometry */
-    const bool one_wave = (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count();
-    return one_wave || g.rows / rpw >= 16 ? 1 : 2;
+    return rs_one_wave(g) || g.rows / rpw >= 16 ? 1 : 2;
 }
 
 extern "C" int rs_cuda_replay_lp_heads_per_warp(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,

@@ -527,6 +527,9 @@ static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw)
     return g;
 }
 
+/* the grid fits one wave: at most 16 warps an SM (the fp32 main kernels' occupancy at 96-128 registers) */
+static inline bool rs_one_wave(const rs_geom &g) { return (size_t)g.BH * g.wph <= 16u * (size_t)rs_sm_count(); }
+
 /* The fp32 main kernel's geometry (rs_k_replay_main divides by wph, so it need not be a power of two): as
  * rs_replay_geom, and where its grid is one wave (<= 16 warps an SM), the largest divisor of the chunk count that
  * keeps it one wave. Changes only heads whose chunk count is not a power of two: Nemotron-3-Nano's 80-row heads
@@ -536,10 +539,11 @@ static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw)
 static inline rs_geom rs_replay_geom_any(const rs_ssm_dims *d, int rpw)
 {
     rs_geom g = rs_replay_geom(d, rpw);
-    const unsigned nch = (unsigned)(d->d_v / rpw), wave = 16u * (unsigned)rs_sm_count();
-    if (rs_cuda_get_warps_per_head() || g.BH * g.wph > wave) return g;
-    for (unsigned c = g.wph + 1; c <= nch && g.BH * c <= wave; ++c)
-        if (nch % c == 0) g.wph = c;
+    const unsigned nch = (unsigned)(d->d_v / rpw);
+    if (rs_cuda_get_warps_per_head() || !rs_one_wave(g)) return g;
+    rs_geom c = g;
+    for (c.wph = g.wph + 1; c.wph <= nch && rs_one_wave(c); ++c.wph)
+        if (nch % c.wph == 0) g.wph = c.wph;
     g.rows = d->d_v / (int)g.wph;
     return g;
 }

@@ -209,6 +209,17 @@ void ct_host_step(const Shape &s, int B, T *S, const StepIn &in, T *o, const int
 }
 template void ct_host_step<double>(const Shape &, int, double *, const StepIn &, double *, const int *, bool);
 
+void ct_sq_acc(const float *x, const double *ref, size_t n, double &d2, double *r2)
+{
+    for (size_t i = 0; i < n; ++i) {
+        const double d = (double)x[i] - ref[i];
+        d2 += std::isfinite(d) ? d * d : INFINITY;
+        if (r2) *r2 += ref[i] * ref[i];
+    }
+}
+
+bool ct_bf16u_ok(double eb, double ef, double sb, double sf) { return eb <= 1e-3 && eb <= 0.25 * ef && sb <= 0.25 * sf; }
+
 void ct_fold(const Shape &s, int B, int C, const int *n, const int *start, const std::vector<float> &rv,
              const std::vector<float> &rk, const std::vector<float> &ra, std::vector<double> &S)
 {

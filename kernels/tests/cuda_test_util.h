@@ -197,6 +197,18 @@ template <typename A, typename Bv> static inline double ct_rel(const std::vector
 {
     return ct_rel(x.data(), ref.data(), ref.size());
 }
+/* sums of an RMS error over a run: d2 += sum (x - ref)^2 (infinite where x is not finite), r2 += sum ref^2 (r2
+ * NULL: not summed) */
+void ct_sq_acc(const float *x, const double *ref, size_t n, double &d2, double *r2);
+/* GDN with a bf16 ring (u = beta (v - alpha S k) rounded to bf16, which no engine policy models), against float64
+ * with u rounded to bf16 (eb: RMS output error over the run, sb: final state) and with u unrounded (ef, sf). The GPU
+ * computes u in fp32 before rounding, so it takes the other bf16 neighbour where fp32 noise straddles a rounding
+ * boundary (a few in 10^4 of the u's); those flips accumulate in the slow heads. A simulation of the tests' inputs
+ * (fp32 loop with bf16 u against both float64 references, Qwen3.5-4B, B = 4, 3 seeds) gave over 256 steps eb
+ * 3.9e-5-5.0e-5 and ef 1.64e-3 (ratio 0.024-0.031; state 0.038-0.043), over 24 steps 0.011, over 1024 0.13 (state
+ * 0.23). Passes: eb <= 1e-3, eb <= 0.25 ef and sb <= 0.25 sf; a GPU that did not round u (or rounded another
+ * quantity) sits near the other reference: ratio >= 1. */
+bool ct_bf16u_ok(double eb, double ef, double sb, double sf);
 /* elements whose float32 bits differ */
 size_t ct_bits_differ(const float *a, const float *b, size_t n);
 

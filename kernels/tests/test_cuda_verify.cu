@@ -20,9 +20,8 @@
  * references hold. GDN's ring holds u = beta (v - a) rounded to bf16, which no engine policy has (thirteenth
  * session; before, GDN's bf16 ring was benchmarked but not checked): the float64 reference rounds u to bf16 too
  * (ct_host_step bf16_u, drafts in order: the UT solve's semantics), a second float64 state keeps u unrounded, and
- * the check is statistical as test_cuda_decode's test_gdn_bf16_ring (its comment gives the bounds' basis): RMS
- * output error over the run against the bf16-u reference <= 1e-3 and <= 0.25x that against the unrounded one,
- * the committed state likewise, the pointers exact; no engine comparison. g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
+ * the check is statistical (ct_bf16u_ok, whose comment gives the bounds and their basis) on the outputs of every
+ * draft and the committed state, the pointers exact; no engine comparison. g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
  * the tensor-core kernel's record stage then copies 4 bytes at a time (twelfth session, v6e).
  * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest]
  */
@@ -37,7 +36,7 @@ static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kern
 /* each round's rs_cuda_replay_verify captured into a CUDA graph and launched from it (the tensor-core kernel is
  * the prologue's programmatic dependent since the tenth session: the capture must keep that edge) */
 static bool g_graph = false;
-static bool g_bf16ring = false; /* Mamba-2: ring_dtype BF16, bf16-exact v and k */
+static bool g_bf16ring = false; /* ring_dtype BF16, bf16-exact v and k (GDN: u rounded, the statistical check) */
 static bool g_misalign = false; /* io->v of the replay verification 4 bytes past a 16-byte boundary */
 static const char *vk_name(int k)
 {
@@ -105,16 +104,6 @@ struct VErr {
     double b2 = 0, f2 = 0, n2 = 0; /* GDN bf16 ring: squared output errors vs the bf16-u / unrounded-u float64 */
 };
 
-/* sum of squared differences and of squared reference values */
-static void sq_acc(const float *x, const double *ref, size_t n, double &d2, double *r2)
-{
-    for (size_t i = 0; i < n; ++i) {
-        const double d = (double)x[i] - ref[i];
-        d2 += std::isfinite(d) ? d * d : INFINITY;
-        if (r2) *r2 += ref[i] * ref[i];
-    }
-}
-
 /* One verification round of rows [b0, b0 + nb) everywhere. hfill/hstart: the commit rule. S64f (GDN bf16 ring):
  * the float64 state with u unrounded, while S64 rounds u to bf16. */
 static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0, int nb, const DevStep &io,
@@ -164,10 +153,12 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     RSK(rs_cuda_snapshot_commit(&d, T, g.acc, snap, Sc, nullptr));
 
     std::vector<float> oer(nv), oes(nv), orr(nv), os(nv);
+    /* br: its fill is the pointer check's reference in every run; bs (the snapshot kernels' reference) is not
+     * compared in a GDN bf16-ring run (ru), so it does not run there */
     br.verify(b0, nb, T, st, oer.data());
-    bs.verify(b0, nb, T, st, oes.data());
+    if (!ru) bs.verify(b0, nb, T, st, oes.data());
     br.commit(b0, nb, acc.data());
-    bs.commit(b0, nb, acc.data());
+    if (!ru) bs.commit(b0, nb, acc.data());
     /* float64: every draft from the committed state (outputs), then the accepted ones (state) */
     double *S = S64.data() + b0 * g.row;
     const std::vector<double> save(S, S + nb * g.row);
@@ -176,20 +167,20 @@ static void round_(VRig &g, Bank &br, Bank &bs, std::vector<double> &S64, int b0
     d2h(orr, io.o), d2h(os, g.os);
     for (int t = 0; t < T; ++t) {
         ct_host_step<double>(s, nb, S, drafts[t], o64.data(), nullptr, ru);
-        if (ru) sq_acc(orr.data() + t * per, o64.data(), per, e.b2, &e.n2);
+        if (ru) ct_sq_acc(orr.data() + t * per, o64.data(), per, e.b2, &e.n2);
         e.rep64 = fmax(e.rep64, ct_rel(orr.data() + t * per, o64.data(), per));
         e.snap64 = fmax(e.snap64, ct_rel(os.data() + t * per, o64.data(), per));
-        e.eng64 = fmax(e.eng64, ct_rel(oes.data() + t * per, o64.data(), per));
+        if (!ru) e.eng64 = fmax(e.eng64, ct_rel(oes.data() + t * per, o64.data(), per));
     }
     e.rep_eng = fmax(e.rep_eng, ct_rel(orr, oer));
-    e.snap_eng = fmax(e.snap_eng, ct_rel(os, oes));
+    if (!ru) e.snap_eng = fmax(e.snap_eng, ct_rel(os, oes));
     std::copy(save.begin(), save.end(), S);
     double *Sf = ru ? S64f->data() + b0 * g.row : nullptr;
     if (ru) { /* the unrounded reference: every draft, then the accepted ones */
         const std::vector<double> savef(Sf, Sf + nb * g.row);
         for (int t = 0; t < T; ++t) {
             ct_host_step<double>(s, nb, Sf, drafts[t], o64.data());
-            sq_acc(orr.data() + t * per, o64.data(), per, e.f2, nullptr);
+            ct_sq_acc(orr.data() + t * per, o64.data(), per, e.f2, nullptr);
         }
         std::copy(savef.begin(), savef.end(), Sf);
     }
@@ -299,7 +290,7 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         const double eb = sqrt(e.b2 / e.n2), ef = sqrt(e.f2 / e.n2), sb = ct_rel(Sfin, S64), sfe = ct_rel(Sfin, S64f);
         snprintf(name, sizeof name, "verify replay[%s] gdn %s L=%d T=%d wph=%d%s bf16 ring (u rounded)", vk_name(vk),
                  s.name, L, T, rs_cuda_get_warps_per_head(), g_misalign ? " io->v misaligned" : "");
-        ct_report(name, e.ntok >= min_tok && e.ptr_ok && eb <= 1e-3 && eb <= 0.25 * ef && sb <= 0.25 * sfe,
+        ct_report(name, e.ntok >= min_tok && e.ptr_ok && ct_bf16u_ok(eb, ef, sb, sfe),
                   "RMS out vs f64 with bf16 u %.2e, with fp32 u %.2e (ratio %.3f); state %.2e / %.2e (ratio %.3f); "
                   "%d tokens, %d flushes, pointers %s",
                   eb, ef, ef > 0 ? eb / ef : INFINITY, sb, sfe, sfe > 0 ? sb / sfe : INFINITY, e.ntok, e.nflush,
