@@ -6,7 +6,10 @@
 # this order; default "ab verify lpread san"):
 #   ab      kernels/run_gpu_ab.sh PACK PACK_B (RS_SWEEPS, default "lp,verify"; no tests) -> ab/table.txt
 #   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s; RS_VERIFY_ARGS, e.g. --tc-only, or --rest: the
-#           full list takes over 200 s since the twelfth session, so two calls of --tc-only and --rest cover it)
+#           full list takes over 200 s since the twelfth session, so two calls of --tc-only and --rest cover it;
+#           --bf16: the bf16-ring and misaligned runs alone)
+#   verifyA test_cuda_verify of pack A (when two packs are given; RS_VERIFY_A_ARGS), e.g. the default build beside a
+#           build-time variant under test
 #   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
 #           and test_cuda_dk_refuse (RS_LPREAD_TESTS: a subset of these three)
 #   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only
@@ -53,6 +56,14 @@ fi
 if want verify; then
   if [ "$(left)" -gt 40 ]; then stage test_cuda_verify $(( $(left) < ${RS_VERIFY_S:-240} ? $(left) : ${RS_VERIFY_S:-240} )) "$BT/test_cuda_verify" ${RS_VERIFY_ARGS:-}
   else echo "test_cuda_verify: skipped (no time left)" >> "$S"; fi
+fi
+if want verifyA && [ "$PA" != "$PB" ]; then # pack A's test_cuda_verify, e.g. the default build beside a variant
+  BA=$(gpu_pack_bindir "$PA" a "$W") || BA=
+  if [ -z "$BA" ]; then echo "test_cuda_verify_A: no binaries in $PA" >> "$S"
+  elif [ "$(left)" -gt 40 ]; then
+    LD_LIBRARY_PATH="$BA$CUB" stage test_cuda_verify_A $(( $(left) < ${RS_VERIFY_S:-240} ? $(left) : ${RS_VERIFY_S:-240} )) \
+      "$BA/test_cuda_verify" ${RS_VERIFY_A_ARGS:-}
+  else echo "test_cuda_verify_A: skipped (no time left)" >> "$S"; fi
 fi
 if want lpread; then
   for t in ${RS_LPREAD_TESTS:-test_cuda_lpread test_cuda_decode test_cuda_dk_refuse}; do

@@ -23,7 +23,7 @@
  * the check is statistical (ct_bf16u_ok, whose comment gives the bounds and their basis) on the outputs of every
  * draft and the committed state, the pointers exact; no engine comparison. g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
  * the tensor-core kernel's record stage then copies 4 bytes at a time (twelfth session, v6e).
- * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest]
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest | --bf16]
  */
 #include <algorithm>
 
@@ -434,11 +434,20 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_verify");
     if (rc) return rc;
-    bool tc_only = false, rest = false; /* --tc-only: the default choice's and v6a's runs only, e.g. under a sanitizer;
-                                           --rest: the others only */
+    bool tc_only = false, rest = false, bf16 = false; /* --tc-only: the default choice's and v6a's runs only, e.g.
+                                                           under a sanitizer; --rest: the others only; --bf16: the bf16-ring
+                                                           and misaligned runs of --tc-only alone (default choice, then
+                                                           v6a forced), a short stage for those checks */
     for (int i = 1; i < argc; ++i) {
         tc_only |= strcmp(argv[i], "--tc-only") == 0;
         rest |= strcmp(argv[i], "--rest") == 0;
+        bf16 |= strcmp(argv[i], "--bf16") == 0;
+    }
+    if (bf16) {
+        bf16_and_misaligned_runs(false);
+        g_vkernel = RS_CUDA_VERIFY_TC_V6A;
+        bf16_and_misaligned_runs(true);
+        return ct_finish("test_cuda_verify");
     }
     if (!rest) default_and_tc_runs();
     if (!tc_only) other_kernel_runs();
