@@ -324,32 +324,42 @@ int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m)
     const double cu = conv256(c, m);
     if (cu <= 0) return 1;
     print_header("speculative verification, default main kernel, B = 256 (x = time / conventional standard step)");
+    /* GDN at T <= 8 also with the tables a warp (-gs0) and the widened geometry (-gs2): rs_cuda_set_verify_gshare */
+    const int ngs = m->ssm == RS_SSM_GDN ? 3 : 1;
     for (size_t i = 0; i < sizeof LTs / sizeof LTs[0]; ++i)
-        for (int ai = 0; ai < 2; ++ai) {
-            const int L = LTs[i][0], T = LTs[i][1], a = ai ? T : 1;
-            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
-            k.L = L, k.T = T, k.accepted = a;
-            char v[32];
-            snprintf(v, sizeof v, "bf16ring-L%d-a%d", L, a);
-            bn_row *r = bn_run(c, "tcl", m, &k, v);
-            if (!r) return 1;
-            r->norm = r->median_us / cu, r->norm_own = r->norm;
-            print_row(r, r->norm);
-        }
+        for (int ai = 0; ai < 2; ++ai)
+            for (int gi = 0; gi < (LTs[i][1] <= 8 ? ngs : 1); ++gi) {
+                static const char *gsfx[] = {"", "-gs0", "-gs2"};
+                const int L = LTs[i][0], T = LTs[i][1], a = ai ? T : 1;
+                rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
+                k.L = L, k.T = T, k.accepted = a;
+                char v[32];
+                snprintf(v, sizeof v, "bf16ring-L%d-a%d%s", L, a, gsfx[gi]);
+                if (gi) rs_cuda_set_verify_gshare(gi == 1 ? 0 : 2);
+                bn_row *r = bn_run(c, "tcl", m, &k, v);
+                rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
+                if (!r) return 1;
+                r->norm = r->median_us / cu, r->norm_own = r->norm;
+                print_row(r, r->norm);
+            }
     bn_row *r = conv_row(c, m, 1);
     if (!r) return 1;
     const double cu1 = r->median_us;
     print_header("speculative verification, default main kernel, B = 1, L = 16, T = 8 (x = time / conventional step)");
     print_row(r, 0);
-    for (int ai = 0; ai < 2; ++ai) {
-        rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
-        k.T = 8, k.accepted = ai ? 8 : 1;
-        char v[32];
-        snprintf(v, sizeof v, "bf16ring-L16-a%d", k.accepted);
-        if (!(r = bn_run(c, "tcl", m, &k, v))) return 1;
-        r->norm = r->median_us / cu1, r->norm_own = r->norm;
-        print_row(r, r->norm);
-    }
+    for (int ai = 0; ai < 2; ++ai)
+        for (int gi = 0; gi < (ngs > 1 ? 2 : 1); ++gi) { /* GDN: -gs0 too (B = 1 runs 8 warps a head: GS) */
+            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
+            k.T = 8, k.accepted = ai ? 8 : 1;
+            char v[32];
+            snprintf(v, sizeof v, "bf16ring-L16-a%d%s", k.accepted, gi ? "-gs0" : "");
+            if (gi) rs_cuda_set_verify_gshare(0);
+            r = bn_run(c, "tcl", m, &k, v);
+            rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
+            if (!r) return 1;
+            r->norm = r->median_us / cu1, r->norm_own = r->norm;
+            print_row(r, r->norm);
+        }
     return 0;
 }
 

@@ -476,6 +476,11 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 #define RS_VERIFY_RPW_M2 4
 #define RS_VERIFY_RPW_GDN 2
 
+/* rs_cuda_set_verify_gshare: the GDN T <= 8 tensor-core kernel's shared B tables (GS, kernels/rs_cuda_verify_tc.cuh) */
+static int g_rs_vgs = RS_CUDA_VERIFY_GSHARE_DEFAULT;
+extern "C" void rs_cuda_set_verify_gshare(int mode) { g_rs_vgs = mode <= 0 ? 0 : mode >= 2 ? 2 : 1; }
+extern "C" int rs_cuda_get_verify_gshare(void) { return g_rs_vgs; }
+
 /* the block's shared memory in bytes: 4 warps' regions, plus the tables once (GS) */
 static inline size_t vtc_block_bytes(const vtc_lay &y) { return sizeof(float) * (4 * (size_t)y.total + (size_t)y.shared); }
 
@@ -520,12 +525,17 @@ static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *
             }
         g.rows = d->d_v / (int)g.wph;
     }
-    /* RS_VTC_GSHARE: a block's 4 warps are slices of one head when the warps a head are a multiple of 4 */
-    if constexpr (RS_VTC_GSHARE && FAM == RS_SSM_GDN && NT == 1 && !PF)
-        if (g.wph % 4 == 0) {
+    /* GS (rs_cuda_set_verify_gshare): a block's 4 warps are slices of one head when the warps a head are a multiple
+     * of 4; mode 2 first widens an automatic geometry to 4 warps a head where the tiles allow */
+    if constexpr (FAM == RS_SSM_GDN && NT == 1 && !PF) {
+        const unsigned nch = (unsigned)(d->d_v / 16);
+        if (g_rs_vgs == 2 && !rs_cuda_get_warps_per_head() && g.wph < 4 && nch % 4 == 0)
+            g.wph = 4, g.rows = d->d_v / 4;
+        if (g_rs_vgs && g.wph % 4 == 0) {
             verify_launch_tc_geom<FAM, RDT, NT, PF, true>(d, T, io, st, g, s);
             return;
         }
+    }
     verify_launch_tc_geom<FAM, RDT, NT, PF>(d, T, io, st, g, s);
 }
 

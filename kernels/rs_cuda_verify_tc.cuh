@@ -153,15 +153,11 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presp
 {
     return PF ? !(FAM == RS_SSM_GDN && NT == 2) : (!RS_VTC_STAGE && FAM == RS_SSM_MAMBA2 && NT == 1);
 }
-/* GS (RS_VTC_GSHARE, build-time, 0 by default; thirteenth session, written after its device time: compiled, not
- * run or timed): GDN at T <= 8 (v6a) where the 4 warps of a block are slices of one head (warps a head a multiple
- * of 4): the B tables (queries, keys, coefficients, the solve's tables), identical for those warps, are held once a
- * block (the warps fill a quarter each, then wait at a block barrier), and the 9.7 KB a warp saved pays for the
- * checkpoint tile's stage as Mamba-2 has it (docs/kernels-notes.md "v6f and B = 1", what would close the GDN rows:
- * GDN's tile loads were among the top stall lines of v6e's profile). */
-#ifndef RS_VTC_GSHARE
-#define RS_VTC_GSHARE 0
-#endif
+/* GS (rs_cuda_set_verify_gshare, on by default since the fourteenth session): GDN at T <= 8 (v6a) where the 4 warps
+ * of a block are slices of one head (warps a head a multiple of 4): the B tables (queries, keys, coefficients, the
+ * solve's tables), identical for those warps, are held once a block (the warps fill a quarter each, then wait at a
+ * block barrier), and the 9.7 KB a warp saved pays for the checkpoint tile's stage as Mamba-2 has it
+ * (docs/kernels-notes.md "v6g": Qwen3.5-4B's T <= 8 rows 0.84-0.94x of the per-warp tables on the H200). */
 #ifndef RS_VTC_GSTAGE /* with GS: the tile staged too (1) or loaded into registers as v6a's GDN (0) */
 #define RS_VTC_GSTAGE 1
 #endif

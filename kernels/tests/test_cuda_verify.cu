@@ -38,6 +38,12 @@ static int g_vkernel = RS_CUDA_VERIFY_AUTO;         /* rs_cuda_verify_state.kern
 static bool g_graph = false;
 static bool g_bf16ring = false; /* ring_dtype BF16, bf16-exact v and k (GDN: u rounded, the statistical check) */
 static bool g_misalign = false; /* io->v of the replay verification 4 bytes past a 16-byte boundary */
+/* the GDN T <= 8 kernel's table sharing (rs_cuda_set_verify_gshare) in a check's name where it is not the default */
+static const char *gs_tag()
+{
+    const int m = rs_cuda_get_verify_gshare();
+    return m == RS_CUDA_VERIFY_GSHARE_DEFAULT ? "" : m == 0 ? " gs0" : " gs2";
+}
 static const char *vk_name(int k)
 {
     return k == RS_CUDA_VERIFY_CORES ? "cores" : k == RS_CUDA_VERIFY_TC_V6A ? "tc-v6a" : "tc-v6b";
@@ -288,8 +294,8 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
     const char *fam = ct_fam(s);
     if (gb) { /* GDN bf16 ring: against the bf16-u float64 reference, with the unrounded one as the contrast */
         const double eb = sqrt(e.b2 / e.n2), ef = sqrt(e.f2 / e.n2), sb = ct_rel(Sfin, S64), sfe = ct_rel(Sfin, S64f);
-        snprintf(name, sizeof name, "verify replay[%s] gdn %s L=%d T=%d wph=%d%s bf16 ring (u rounded)", vk_name(vk),
-                 s.name, L, T, rs_cuda_get_warps_per_head(), g_misalign ? " io->v misaligned" : "");
+        snprintf(name, sizeof name, "verify replay[%s] gdn %s L=%d T=%d wph=%d%s%s bf16 ring (u rounded)", vk_name(vk),
+                 s.name, L, T, rs_cuda_get_warps_per_head(), gs_tag(), g_misalign ? " io->v misaligned" : "");
         ct_report(name, e.ntok >= min_tok && e.ptr_ok && ct_bf16u_ok(eb, ef, sb, sfe),
                   "RMS out vs f64 with bf16 u %.2e, with fp32 u %.2e (ratio %.3f); state %.2e / %.2e (ratio %.3f); "
                   "%d tokens, %d flushes, pointers %s",
@@ -315,8 +321,8 @@ static void test_verify_shape(const Shape &s, int rounds, int L, int T, const Ro
         io1.free_all(), io4.free_all();
         return;
     }
-    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d%s%s%s", vk_name(vk), fam, s.name, L, T,
-             rs_cuda_get_warps_per_head(), g_graph ? " as CUDA graphs" : "", g_bf16ring ? " bf16 ring" : "",
+    snprintf(name, sizeof name, "verify replay[%s] %s %s L=%d T=%d wph=%d%s%s%s%s", vk_name(vk), fam, s.name, L, T,
+             rs_cuda_get_warps_per_head(), gs_tag(), g_graph ? " as CUDA graphs" : "", g_bf16ring ? " bf16 ring" : "",
              g_misalign ? " io->v misaligned" : "");
     ct_report(name,
               e.ntok >= min_tok && e.ptr_ok && e.rep64 <= k_tol64 && e.rep64 <= 2 * e.eng64 + k_floor && es_rep <= k_tol64 &&
@@ -378,6 +384,20 @@ static void default_and_tc_runs()
     test_verify_shape(ct_shapes[0], ct_quick ? 3 : 32, 16, 4); /* automatic geometry */
     test_verify_shape(ct_shapes[1], vr, 16, 8);
     test_verify_shape(ct_shapes[2], vr, 16, 8);
+    /* GDN at T <= 8: the runs above at automatic geometry (8 warps a head at B = 4) hold the tables once a block
+     * (rs_cuda_set_verify_gshare, default); the tables a warp (0, fp32 and bf16 ring), and 4 warps a head (the
+     * geometry mode 2 widens to at B = 256) with them once a block */
+    rs_cuda_set_verify_gshare(0);
+    test_verify_shape(ct_shapes[3], vr, 16, 8);
+    test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 16, 4);
+    g_bf16ring = true;
+    test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 16, 8);
+    g_bf16ring = false;
+    rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
+    rs_cuda_set_warps_per_head(4);
+    test_verify_shape(ct_shapes[3], ct_quick ? 3 : 48, 16, 8);
+    test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 8, 6);
+    rs_cuda_set_warps_per_head(0);
     test_verify_shape(ct_shapes[0], ct_quick ? 3 : 48, 16, 1);
     /* T = 2 (the CUDA-core kernel under AUTO since the tenth session) on the four paper shapes, >= 1000 accepted
      * tokens a row with flushes (a = 1..2: ~1.5 tokens a round, 720 rounds, 4 rows: >= 4000 in all) */
