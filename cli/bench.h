@@ -32,6 +32,7 @@ typedef struct bn_meta {
     int sms;
     size_t l2_bytes;
     double copy_us, copy_bytes;
+    double read_us, read_bytes; /* the read-only ceiling (0: not measured, not written) */
 } bn_meta;
 
 /* rs_bench_write() : root attributes and one /rows/<column> dataset per field of bn_row into h

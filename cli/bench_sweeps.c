@@ -51,7 +51,11 @@ static bn_row *bn_run(bn_ctx *c, const char *sweep, const rs_model_shape *m, con
                 sizeof c->rows[0].sweep - 1, sizeof c->rows[0].variant - 1);
         return NULL;
     }
-    rs_status st = rs_cuda_bench_run(bc, &r);
+    char label[96]; /* the NVTX range of the case (rs_bench_case.label) */
+    snprintf(label, sizeof label, "%s:%s:%s:%d", sweep, m->name, variant, bc->dims.batch);
+    rs_bench_case lc = *bc;
+    lc.label = label;
+    rs_status st = rs_cuda_bench_run(&lc, &r);
     if (st != RS_OK) {
         rs_cli_fail("bench", kname(bc->kernel), st);
         return NULL;

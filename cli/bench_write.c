@@ -1,6 +1,6 @@
 /* bench_write.c — the rows of `replayssm bench` in HDF5 (bench.h; layout: docs/kernels.md):
  * root attributes tool, command, device (strings), sms, l2_bytes, copy_us, copy_bytes,
- * copy_gbps, reps (doubles), and one 1-D column per bn_row field under /rows: fixed-length
+ * copy_gbps, reps (doubles), read_us, read_bytes, read_gbps (the read-only ceiling, where measured), and one 1-D column per bn_row field under /rows: fixed-length
  * strings as wide as the field, int32, or double, each number column with a `units` attribute. */
 #include <stddef.h>
 #include <stdint.h>
@@ -80,6 +80,14 @@ rs_status rs_bench_write(rs_h5file *h, const bn_ctx *c, const bn_meta *m)
     for (size_t i = 0; i < 6; ++i) {
         rs_status st = rs_h5file_attr_f64(h, "/", dn[i], dv[i]);
         if (st != RS_OK) return st;
+    }
+    if (m->read_us > 0) { /* the read-only ceiling (since the fourteenth session; older files lack it) */
+        const char *rn[] = {"read_us", "read_bytes", "read_gbps"};
+        const double rv[] = {m->read_us, m->read_bytes, m->read_bytes / (m->read_us * 1e3)};
+        for (size_t i = 0; i < 3; ++i) {
+            rs_status st = rs_h5file_attr_f64(h, "/", rn[i], rv[i]);
+            if (st != RS_OK) return st;
+        }
     }
     rs_status st = rs_h5file_group(h, "/rows");
     for (size_t i = 0; st == RS_OK && i < sizeof k_cols / sizeof k_cols[0]; ++i) st = column_(h, c, &k_cols[i]);

@@ -155,6 +155,13 @@ int rs_cmd_bench(int argc, char **argv)
     c.copy_gbps = 2.0 * (double)copy_bytes / (copy_us * 1e3);
     printf("copy ceiling: cudaMemcpy D2D of %.2f GiB in %.1f us = %.0f GB/s (read + write)\n",
            (double)copy_bytes / (1 << 30), copy_us, c.copy_gbps);
+    double read_us = 0;
+    if ((st = rs_cuda_bench_read(copy_bytes, c.reps, &read_us)) != RS_OK) {
+        rs_h5file_discard(h);
+        return rs_cli_fail("bench", "read ceiling", st);
+    }
+    printf("read ceiling: a kernel reading %.2f GiB in %.1f us = %.0f GB/s (read only: the non-flush steps' floor)\n",
+           (double)copy_bytes / (1 << 30), read_us, (double)copy_bytes / (read_us * 1e3));
     int rc = 0;
     for (size_t i = 0; i < nm && !rc; ++i) {
         const rs_model_shape *m = ms[i];
@@ -206,7 +213,7 @@ int rs_cmd_bench(int argc, char **argv)
     }
     if (c.n) { /* the rows measured, also after a failed case (as before: rc stays 1 then) */
         const bn_meta meta = {"replayssm bench " RS_VERSION_STRING " (git " RS_GIT_COMMIT ")", cmdline, device, sms, l2,
-                              copy_us, (double)copy_bytes};
+                              copy_us, (double)copy_bytes, read_us, (double)copy_bytes};
         (void)rs_bench_write(h, &c, &meta); /* sticky: the close reports the first failure */
         st = rs_h5file_close(h);
         if (st != RS_OK) rc = rs_cli_fail("bench", "writing the rows", st);

@@ -18,7 +18,9 @@
 #           each of the kernels named in RS_NCU (default "fp8 nvfp4"): fp8 / nvfp4 the v4 low-precision reads
 #           (rs_k_replay_lpw, Mamba-2, bf16 ring, the separate-prologue path) on Nemotron-3-Super at B = 256;
 #           vtc_m2 / vtc_gdn the tensor-core verification (rs_k_verify_tc, bf16 ring, T <= 8, the first
-#           T = 8 case of `bench --sweep verify --quick`: B = 256, a = 1) on Nemotron-3-Super / Qwen3.5-4B
+#           T = 8 case of `bench --sweep verify --quick`: B = 256, a = 1) on Nemotron-3-Super / Qwen3.5-4B;
+#           flush / nonflush the fp32 main kernel (rs_k_replay_main) of Nemotron-3-Super's std rows allflush /
+#           nonflush-h7 at B = 256 (the row's launches picked by its NVTX range)
 #           -> ncusrc_*.csv (+ the SpeedOfLight etc. sections in ncusrc_*.txt)
 #   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape), after everything else
 # RS_DEADLINE: seconds from the start by which the stages before bench have ended (default 420; a stage
@@ -86,17 +88,21 @@ if want ncusrc; then
        --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats
        --section InstructionStats --section SourceCounters"
   for n in ${RS_NCU:-fp8 nvfp4}; do
+    nv=
     # kernel (mangled: the demangled names of the tenth session's first try matched nothing), shape, bench arguments
     case $n in
       fp8 | nvfp4) k="_Z15rs_k_replay_lpwILi0ELi2ELi$([ $n = fp8 ] && echo 3 || echo 4)ELb0ELb0ELb0E"
                    sh=nemotron-3-super a="--sweep lp" ;;
       vtc_m2) k="_Z14rs_k_verify_tcILi0ELi2ELi1ELb0EE" sh=nemotron-3-super a="--sweep verify --quick" ;;
       vtc_gdn) k="_Z14rs_k_verify_tcILi1ELi2ELi1ELb0EE" sh=qwen3.5-4b a="--sweep verify --quick" ;;
-      *) echo "ncusrc $n: unknown (RS_NCU: fp8 nvfp4 vtc_m2 vtc_gdn)" >> "$S"; continue ;;
+      # one std row's main kernel, chosen by the bench's NVTX range of that row (rs_bench_case.label)
+      flush | nonflush) k="rs_k_replay_main" sh=nemotron-3-super a="--sweep std --quick"
+                        nv="std:nemotron-3-super:$([ $n = flush ] && echo allflush || echo nonflush-h7):256/" ;;
+      *) echo "ncusrc $n: unknown (RS_NCU: fp8 nvfp4 vtc_m2 vtc_gdn flush nonflush)" >> "$S"; continue ;;
     esac
     if [ "$(left)" -lt 40 ]; then echo "ncusrc $n: skipped (no time left)" >> "$S"; continue; fi
     t0=$(date +%s)
-    timeout 90 $NCU -k "regex:$k" --launch-skip 4 --launch-count 1 \
+    timeout 90 $NCU -k "regex:$k" --launch-skip 4 --launch-count 1 ${nv:+--nvtx --nvtx-include "$nv"} \
       -o "$W/ncusrc_$n" "$BT/replayssm" bench --shape $sh $a --reps 2 --out "$W/ncu_$n.h5" --force \
       > "$W/ncusrc_$n.txt" 2>&1
     r=$?

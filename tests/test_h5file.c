@@ -513,7 +513,9 @@ static void test_bench_writer_same_file(void **state)
     read_str_attr_(f, "command", command, sizeof command);
     read_str_attr_(f, "device", device, sizeof device);
     bn_meta m = {tool, command, device, (int)attr_f64_(f, "/", "sms"), (size_t)attr_f64_(f, "/", "l2_bytes"),
-                 attr_f64_(f, "/", "copy_us"), attr_f64_(f, "/", "copy_bytes")};
+                 attr_f64_(f, "/", "copy_us"), attr_f64_(f, "/", "copy_bytes"), 0, 0};
+    const int has_read = H5Aexists_by_name(f, "/", "read_us", H5P_DEFAULT) > 0; /* files since the 14th session */
+    if (has_read) m.read_us = attr_f64_(f, "/", "read_us"), m.read_bytes = attr_f64_(f, "/", "read_bytes");
     c.copy_gbps = attr_f64_(f, "/", "copy_gbps");
     c.reps = (int)attr_f64_(f, "/", "reps");
     /* written again through rs_h5file */
@@ -549,6 +551,11 @@ static void test_bench_writer_same_file(void **state)
     }
     static const char *nums[] = {"sms", "l2_bytes", "copy_us", "copy_bytes", "copy_gbps", "reps"};
     for (size_t i = 0; i < 6; i++) assert_true(attr_f64_(f, "/", nums[i]) == attr_f64_(g, "/", nums[i]));
+    assert_int_equal(H5Aexists_by_name(g, "/", "read_us", H5P_DEFAULT) > 0, has_read);
+    if (has_read) {
+        static const char *rn[] = {"read_us", "read_bytes", "read_gbps"};
+        for (size_t i = 0; i < 3; i++) assert_true(attr_f64_(f, "/", rn[i]) == attr_f64_(g, "/", rn[i]));
+    }
     attr_str_is_(g, "/", "tool", tool);
     attr_str_is_(g, "/", "command", command);
     attr_str_is_(g, "/", "device", device);

@@ -53,6 +53,8 @@ typedef struct rs_bench_case {
     int verify_kernel;         /* verify replay: rs_cuda_verify_state.kernel (RS_CUDA_VERIFY_AUTO / _CORES / _TC_V6A / _TC_V6B) */
     int reps;                  /* timed graph replays (>= 1) */
     int warmup;                /* untimed graph replays */
+    const char *label;         /* NULL, or an NVTX range around the case (e.g. "std:nemotron-3-super:allflush:256", so
+                                  that `ncu --nvtx --nvtx-include LABEL/` profiles one row's launches) */
 } rs_bench_case;
 
 typedef struct rs_bench_result {
@@ -69,6 +71,10 @@ rs_status rs_cuda_bench_device(char *name, size_t name_size, int *sms, size_t *l
 /*! rs_cuda_bench_copy() : median time of a device-to-device cudaMemcpyAsync of `bytes`
  *  (the copy ceiling counts 2 * bytes moved). */
 rs_status rs_cuda_bench_copy(size_t bytes, int reps, double *median_us);
+
+/*! rs_cuda_bench_read() : median time of a kernel that reads `bytes` once (16-byte loads, nothing written):
+ *  the read-only ceiling, bytes / time (the floor of the non-flush steps, which only read the checkpoint). */
+rs_status rs_cuda_bench_read(size_t bytes, int reps, double *median_us);
 
 /*! rs_cuda_bench_run() : time one case (allocates and frees its buffers). */
 rs_status rs_cuda_bench_run(const rs_bench_case *c, rs_bench_result *r);
