@@ -328,18 +328,19 @@ int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m)
     const double cu = conv256(c, m);
     if (cu <= 0) return 1;
     print_header("speculative verification, default main kernel, B = 256 (x = time / conventional standard step)");
-    /* GDN at T <= 8 also with the tables a warp (-gs0) and the widened geometry (-gs2): rs_cuda_set_verify_gshare */
+    /* GDN at T <= 8 also with the tables a warp (-gs0) and without the widened geometry (-gs1):
+     * rs_cuda_set_verify_gshare (the default, 2, widens) */
     const int ngs = m->ssm == RS_SSM_GDN ? 3 : 1;
     for (size_t i = 0; i < sizeof LTs / sizeof LTs[0]; ++i)
         for (int ai = 0; ai < 2; ++ai)
             for (int gi = 0; gi < (LTs[i][1] <= 8 ? ngs : 1); ++gi) {
-                static const char *gsfx[] = {"", "-gs0", "-gs2"};
+                static const char *gsfx[] = {"", "-gs0", "-gs1"};
                 const int L = LTs[i][0], T = LTs[i][1], a = ai ? T : 1;
                 rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 256, c->reps);
                 k.L = L, k.T = T, k.accepted = a;
                 char v[32];
                 snprintf(v, sizeof v, "bf16ring-L%d-a%d%s", L, a, gsfx[gi]);
-                if (gi) rs_cuda_set_verify_gshare(gi == 1 ? 0 : 2);
+                if (gi) rs_cuda_set_verify_gshare(gi == 1 ? 0 : 1);
                 bn_row *r = bn_run(c, "tcl", m, &k, v);
                 rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
                 if (!r) return 1;

@@ -27,4 +27,11 @@ __device__ __forceinline__ void rs_cp4z(void *dst, const void *src, bool on)
 __device__ __forceinline__ void rs_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void rs_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+/* Hopper's bulk L2 prefetch (cp.async.bulk.prefetch.L2, sm_90): `bytes` (a multiple of 16, 16-byte aligned) from
+ * global memory into the L2 by one thread, no registers held: RS_L2PF's chunks ahead of the fp32 read */
+__device__ __forceinline__ void rs_l2_prefetch(const void *src, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+
 #endif /* RS_CUDA_CPASYNC_CUH */

@@ -29,6 +29,7 @@
 #include "replayssm/quant/rs_codec.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_ssm.cuh"
+#include "rs_cuda_cpasync.cuh" /* rs_l2_prefetch (RS_L2PF) */
 #include "rs_check.h"
 
 #define RS_CONV_ROWS_PER_WARP 4
@@ -507,6 +508,32 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
     }
 }
 
+/* RS_L2PF (build-time, 0 = off, the default; fourteenth session, an experiment): the fp32 reads' chunks RS_L2PF past
+ * the register prefetch (one chunk ahead) requested into the L2 by one lane (rs_l2_prefetch: no registers held), so
+ * that more of the checkpoint is in flight than a warp's two chunks of registers. Nsight Compute of the non-flush
+ * step (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on
+ * the loads' scoreboard: latency-bound at 20 warps an SM. rs_l2pf_start: chunks 2 .. RS_L2PF of [r_begin, r_end)
+ * (chunk 1 is the loop's first register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + RS_L2PF. */
+#ifndef RS_L2PF
+#define RS_L2PF 0
+#endif
+template <int RPW, int DK>
+__device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r_begin, int r_end, int lane)
+{
+    if constexpr (RS_L2PF > 1) {
+        const int a = r_begin + 2 * RPW, e = min(r_end, r_begin + (RS_L2PF + 1) * RPW);
+        if (lane == 0 && a < e) rs_l2_prefetch(S + (row0 + a) * DK, (unsigned)((e - a) * DK * 4));
+    }
+}
+template <int RPW, int DK>
+__device__ __forceinline__ void rs_l2pf_step(const float *S, size_t row0, int row, int r_end, int lane)
+{
+    if constexpr (RS_L2PF > 0) {
+        const int p = row + (RS_L2PF + 1) * RPW;
+        if (lane == 0 && p < r_end) rs_l2_prefetch(S + (row0 + p) * DK, (unsigned)(RPW * DK * 4));
+    }
+}
+
 /* Flush rows [r_begin, r_end) of head bh: S = P_ckpt S_ckpt + sum_j P_j v_j k_j^T (GDN: then the
  * current token's u from S_{t-1} k), o = S q, S_ckpt <- S (fp32, 4 rows a chunk, the next chunk
  * prefetched). Shared by rs_k_replay_main and the wide low-precision kernel (rs_cuda_lpread.cuh).
@@ -526,8 +553,10 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
     for (int r = 0; r < RF; ++r) cs[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + r_begin + r) * DK + rs_loff<DK>(lane));
     replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
     if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + r_begin, cvv);
+    rs_l2pf_start<RF, DK>(st.S_ckpt, bh * dv, r_begin, r_end, lane);
     for (int row = r_begin; row < r_end; row += RF) {
         const bool more = row + RF < r_end;
+        rs_l2pf_step<RF, DK>(st.S_ckpt, bh * dv, row, r_end, lane);
         if (more) {
 #pragma unroll
             for (int r = 0; r < RF; ++r) ns[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + row + RF + r) * DK + rs_loff<DK>(lane));
@@ -768,8 +797,10 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
             if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
         }
         if constexpr (FUSED) fused_coefs(true); /* while the first chunk is in flight */
+        if constexpr (CKF == RS_FMT_FP32) rs_l2pf_start<RPW, DK>(src.f32, bh * dv, r_begin, r_end, lane);
         for (int row = r_begin; row < r_end; row += RPW) {
             const bool more = row + RPW < r_end;
+            if constexpr (CKF == RS_FMT_FP32) rs_l2pf_step<RPW, DK>(src.f32, bh * dv, row, r_end, lane);
             if (more) { /* prefetch the next chunk */
 #pragma unroll
                 for (int r = 0; r < RPW; ++r) nxt[r] = rs_raw_load<CKF, DK>(src, bh * dv + row + RPW + r, lane);

@@ -42,7 +42,7 @@ static bool g_misalign = false; /* io->v of the replay verification 4 bytes past
 static const char *gs_tag()
 {
     const int m = rs_cuda_get_verify_gshare();
-    return m == RS_CUDA_VERIFY_GSHARE_DEFAULT ? "" : m == 0 ? " gs0" : " gs2";
+    return m == RS_CUDA_VERIFY_GSHARE_DEFAULT ? "" : m == 0 ? " gs0" : m == 1 ? " gs1" : " gs2";
 }
 static const char *vk_name(int k)
 {
@@ -385,8 +385,8 @@ static void default_and_tc_runs()
     test_verify_shape(ct_shapes[1], vr, 16, 8);
     test_verify_shape(ct_shapes[2], vr, 16, 8);
     /* GDN at T <= 8: the runs above at automatic geometry (8 warps a head at B = 4) hold the tables once a block
-     * (rs_cuda_set_verify_gshare, default); the tables a warp (0, fp32 and bf16 ring), and 4 warps a head (the
-     * geometry mode 2 widens to at B = 256) with them once a block */
+     * (rs_cuda_set_verify_gshare, default 2); the tables a warp (0, fp32 and bf16 ring), and 4 warps a head (the
+     * geometry the default widens Qwen3.5-122B's 2 to at B = 256) with them once a block */
     rs_cuda_set_verify_gshare(0);
     test_verify_shape(ct_shapes[3], vr, 16, 8);
     test_verify_shape(ct_shapes[2], ct_quick ? 3 : 48, 16, 4);

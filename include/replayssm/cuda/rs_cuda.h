@@ -342,14 +342,16 @@ void rs_cuda_set_replay_spec(int level);
 int rs_cuda_get_replay_spec(void);
 #define RS_CUDA_REPLAY_SPEC_DEFAULT 1
 
-/*! rs_cuda_set_verify_gshare() : tuning and testing knob of the tensor-core verification (GDN, T <= 8): mode 1
- *  (default): where a block's 4 warps are slices of one head (warps a head a multiple of 4), the B tables once a block
- *  and the checkpoint tile staged; 0: the tables a warp (v6a as before); 2: as 1, and an automatic geometry of 1 or
- *  2 warps a head widened to 4 where d_v / 16 allows (e.g. Qwen3.5-122B at B = 256). Every mode is held to the same
- *  criteria (engine, float64) by test_cuda_verify. Process-wide, not thread-safe. */
+/*! rs_cuda_set_verify_gshare() : tuning and testing knob of the tensor-core verification (GDN, T <= 8): mode 2
+ *  (default): an automatic geometry of 1 or 2 warps a head widened to 4 where d_v / 16 allows (e.g. Qwen3.5-122B at
+ *  B = 256), then as 1; mode 1: where a block's 4 warps are slices of one head (warps a head a multiple of 4), the
+ *  B tables once a block and the checkpoint tile staged; 0: the tables a warp (v6a as before the fourteenth
+ *  session). H200 (fourteenth session): mode 1 / 0 on Qwen3.5-4B's T <= 8 rows 0.84-0.94x, mode 2 / 1 on
+ *  Qwen3.5-122B's 0.85-0.99x. Every mode is held to the same criteria (engine, float64) by test_cuda_verify.
+ *  Process-wide, not thread-safe. */
 void rs_cuda_set_verify_gshare(int mode);
 int rs_cuda_get_verify_gshare(void);
-#define RS_CUDA_VERIFY_GSHARE_DEFAULT 1
+#define RS_CUDA_VERIFY_GSHARE_DEFAULT 2
 
 /*! rs_cuda_dtype_bytes() : 4, 2, 2. */
 size_t rs_cuda_dtype_bytes(rs_cuda_dtype t);
