@@ -7,7 +7,8 @@
 #             test_cuda_dk_refuse
 #   3. sanitizer  compute-sanitizer memcheck and racecheck of B's test_cuda_lpread --quick and
 #             test_cuda_decode --quick, while time is left
-# RS_SKIP_TESTS=1: the bench only (stages 2 and 3 skipped). RS_SWEEPS: the bench's --sweep list.
+# RS_SKIP_TESTS=1: the bench only (stages 2 and 3 skipped). RS_SWEEPS: the bench's --sweep list; RS_AB_ARGS: more
+# bench arguments (e.g. --quick: std at B = 256 only).
 # RS_DECODE_ARGS: arguments of test_cuda_decode (e.g. --quick). RS_SAN=0: no stage 3. RS_RESERVE: seconds
 # the bench leaves for stages 2-3 (default 300; 10 with RS_SKIP_TESTS=1).
 #   kernels/run_gpu_ab.sh BINDIR_A BINDIR_B OUTDIR
@@ -59,7 +60,7 @@ for round in 1 2; do
     [ "$lim" -gt 120 ] && lim=120
     if [ "$lim" -lt 20 ]; then echo "bench $t r$round: skipped (no time left)" >> "$S"; continue; fi
     t0=$(date +%s)
-    LD_LIBRARY_PATH="$(ldp $t)" timeout "$lim" "$(dir_of $t)/replayssm" bench --shape all --sweep "$SWEEPS" \
+    LD_LIBRARY_PATH="$(ldp $t)" timeout "$lim" "$(dir_of $t)/replayssm" bench --shape all --sweep "$SWEEPS" ${RS_AB_ARGS:-} \
       --out "$W/bench_${t}_r$round.h5" --force > "$W/bench_${t}_r$round.log" 2>&1
     echo "bench $t r$round: exit $? ($(( $(date +%s) - t0 )) s, limit $lim)" >> "$S"
   done
