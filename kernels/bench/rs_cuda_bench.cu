@@ -81,28 +81,37 @@ extern "C" rs_status rs_cuda_bench_device(char *name, size_t name_size, int *sms
     return RS_OK;
 }
 
-extern "C" rs_status rs_cuda_bench_copy(size_t bytes, int reps, double *median_us)
+/* The two ceilings' timing: 5 untimed then `reps` timed calls of op(i, bufs) on the default stream (i counts from 0
+ * over both; the calls alternate between two buffers of `bytes`, filled with non-zero values, each far larger than
+ * the L2), CUDA events around each timed call, the median. */
+typedef cudaError_t (*bench_op)(int i, void *a, void *b, size_t bytes, unsigned *o, int sms);
+static rs_status bench_ceiling(const char *who, bench_op op, size_t bytes, int reps, double *median_us)
 {
     rs_status st = RS_OK;
     void *a = NULL, *b = NULL;
+    unsigned *o = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
+    int sms = 0, dev = 0;
     double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
-    if (!t) return rs_error_set(RS_E_NOMEM, "rs_cuda_bench_copy: no memory");
+    if (!t) return rs_error_set(RS_E_NOMEM, "%s: no memory", who);
+    BENCH_CK(cudaGetDevice(&dev), "cudaGetDevice");
+    BENCH_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
     BENCH_CK(cudaMalloc(&a, bytes), "cudaMalloc");
     BENCH_CK(cudaMalloc(&b, bytes), "cudaMalloc");
+    BENCH_CK(cudaMalloc(&o, sizeof(unsigned)), "cudaMalloc");
     rs_k_bench_fill<<<2048, 256>>>((float *)a, bytes / 4, 7, 0.5f, 1.5f);
+    rs_k_bench_fill<<<2048, 256>>>((float *)b, bytes / 4, 8, 0.5f, 1.5f);
     BENCH_CK(cudaGetLastError(), "fill");
     BENCH_CK(cudaEventCreate(&e0), "event");
     BENCH_CK(cudaEventCreate(&e1), "event");
-    for (int i = 0; i < 5; ++i) BENCH_CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0), "copy");
-    for (int i = 0; i < reps; ++i) {
+    for (int i = 0; i < 5 + reps; ++i) {
         float ms = 0;
         BENCH_CK(cudaEventRecord(e0, 0), "record");
-        BENCH_CK(cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0), "copy");
+        BENCH_CK(op(i, a, b, bytes, o, sms), who);
         BENCH_CK(cudaEventRecord(e1, 0), "record");
         BENCH_CK(cudaEventSynchronize(e1), "sync");
         BENCH_CK(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-        t[i] = 1e3 * ms;
+        if (i >= 5) t[i - 5] = 1e3 * ms;
     }
     qsort(t, (size_t)reps, sizeof(double), cmp_double);
     *median_us = pct(t, reps, 0.5);
@@ -111,8 +120,18 @@ done:
     if (e1) cudaEventDestroy(e1);
     cudaFree(a);
     cudaFree(b);
+    cudaFree(o);
     free(t);
     return st;
+}
+
+static cudaError_t copy_op(int i, void *a, void *b, size_t bytes, unsigned *, int)
+{
+    return cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
+}
+extern "C" rs_status rs_cuda_bench_copy(size_t bytes, int reps, double *median_us)
+{
+    return bench_ceiling("rs_cuda_bench_copy", copy_op, bytes, reps, median_us);
 }
 
 /* The read-only ceiling: every 16-byte word of x read once (4 independent loads a thread in flight, a grid of 16
@@ -133,46 +152,14 @@ __global__ void __launch_bounds__(256) rs_k_bench_read(const uint4 *__restrict__
     }
     if (acc == 0x9E3779B9u) out[0] = acc;
 }
-
+static cudaError_t read_op(int i, void *a, void *b, size_t bytes, unsigned *o, int sms)
+{
+    rs_k_bench_read<<<16 * sms, 256>>>((const uint4 *)(i & 1 ? b : a), bytes / 16, o);
+    return cudaGetLastError();
+}
 extern "C" rs_status rs_cuda_bench_read(size_t bytes, int reps, double *median_us)
 {
-    rs_status st = RS_OK;
-    void *a = NULL, *b = NULL;
-    unsigned *o = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    int sms = 0, dev = 0;
-    double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
-    if (!t) return rs_error_set(RS_E_NOMEM, "rs_cuda_bench_read: no memory");
-    BENCH_CK(cudaGetDevice(&dev), "cudaGetDevice");
-    BENCH_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    BENCH_CK(cudaMalloc(&a, bytes), "cudaMalloc");
-    BENCH_CK(cudaMalloc(&b, bytes), "cudaMalloc");
-    BENCH_CK(cudaMalloc(&o, sizeof(unsigned)), "cudaMalloc");
-    rs_k_bench_fill<<<2048, 256>>>((float *)a, bytes / 4, 7, 0.5f, 1.5f);
-    rs_k_bench_fill<<<2048, 256>>>((float *)b, bytes / 4, 8, 0.5f, 1.5f);
-    BENCH_CK(cudaGetLastError(), "fill");
-    BENCH_CK(cudaEventCreate(&e0), "event");
-    BENCH_CK(cudaEventCreate(&e1), "event");
-    for (int i = 0; i < 5 + reps; ++i) { /* two buffers alternating, each far larger than the L2 */
-        float ms = 0;
-        BENCH_CK(cudaEventRecord(e0, 0), "record");
-        rs_k_bench_read<<<16 * sms, 256>>>((const uint4 *)(i & 1 ? b : a), bytes / 16, o);
-        BENCH_CK(cudaGetLastError(), "read");
-        BENCH_CK(cudaEventRecord(e1, 0), "record");
-        BENCH_CK(cudaEventSynchronize(e1), "sync");
-        BENCH_CK(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-        if (i >= 5) t[i - 5] = 1e3 * ms;
-    }
-    qsort(t, (size_t)reps, sizeof(double), cmp_double);
-    *median_us = pct(t, reps, 0.5);
-done:
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(o);
-    free(t);
-    return st;
+    return bench_ceiling("rs_cuda_bench_read", read_op, bytes, reps, median_us);
 }
 
 /* ---- one case ---------------------------------------------------------------------------------- */
