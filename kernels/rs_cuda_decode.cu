@@ -695,8 +695,8 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * (B = 1) is a dependent chain a warp, and this takes the fill's round trip off it (and the decays' after the
  * key dots); the slots past the fill (and slot hn, which this launch writes) are loaded and dropped by selects
  * (never multiplied: a stale slot may hold anything). More loads than needed, so only where the grid is one
- * wave (replay_launch). SPEC 2 (bf16 ring, d_k = 128; rs_cuda_set_replay_spec(2), not the default: written after
- * the session's device time was spent, compiled, not run or timed): the keys too, as the lane's raw bf16 pairs
+ * wave (replay_launch). SPEC 2 (bf16 ring, d_k = 128; rs_cuda_set_replay_spec(2), not the default: H200, fourteenth
+ * session, 0.97-0.99x of level 1 on three paper shapes, 1.06x slower on Qwen3.5-122B): the keys too, as the lane's raw bf16 pairs
  * (2 registers a key instead of 4: Mamba-2 128 registers, 4 bytes spilled; GDN 40). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
           int SPEC = 0>

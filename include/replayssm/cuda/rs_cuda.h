@@ -336,7 +336,8 @@ void rs_cuda_set_lp_heads_per_warp(int hpw);
 /*! rs_cuda_set_replay_spec() : tuning and testing knob of the fused fp32 ReplaySSM read (issue 18, B = 1): level 1
  *  (default): where the main grid is one wave (B = 1 on the paper's shapes) and L <= 16, each warp issues its first
  *  chunk's loads (checkpoint rows, every ring slot's values and decays, this step's v) before the fill is known and
- *  selects by it after; level 2 (experimental, not yet timed): with a bf16 ring and d_k = 128 the ring keys too;
+ *  selects by it after; level 2 (experimental: H200 0.97-0.99x of level 1 on three paper shapes, 1.06x slower on
+ *  Qwen3.5-122B): with a bf16 ring and d_k = 128 the ring keys too;
  *  0: the loads wait for the fill (as before). Same results at every level. Process-wide, not thread-safe. */
 void rs_cuda_set_replay_spec(int level);
 int rs_cuda_get_replay_spec(void);
