@@ -46,6 +46,9 @@ extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ?
 static int g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
 extern "C" void rs_cuda_set_replay_spec(int level) { g_rs_replay_spec = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
 extern "C" int rs_cuda_get_replay_spec(void) { return g_rs_replay_spec; }
+static int g_rs_replay_l2pf = 0; /* rs_cuda_set_replay_l2pf */
+extern "C" void rs_cuda_set_replay_l2pf(int level) { g_rs_replay_l2pf = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
+extern "C" int rs_cuda_get_replay_l2pf(void) { return g_rs_replay_l2pf; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -508,28 +511,31 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
     }
 }
 
-/* RS_L2PF (build-time, 0 = off, the default; fourteenth session, an experiment): the fp32 reads' chunks RS_L2PF past
- * the register prefetch (one chunk ahead) requested into the L2 by one lane (rs_l2_prefetch: no registers held), so
- * that more of the checkpoint is in flight than a warp's two chunks of registers. Nsight Compute of the non-flush
- * step (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on
- * the loads' scoreboard: latency-bound at 20 warps an SM. rs_l2pf_start: chunks 2 .. RS_L2PF of [r_begin, r_end)
- * (chunk 1 is the loop's first register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + RS_L2PF. */
+/* L2 prefetch of the fp32 reads (fourteenth session, experiments): the chunk D past the register prefetch (one chunk
+ * ahead) requested into the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the checkpoint is in
+ * flight than a warp's two chunks of registers. Nsight Compute of the non-flush step (Nemotron-3-Super, B = 256):
+ * 79.7 % of DRAM, 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on the loads' scoreboard: latency-bound
+ * at 20 warps an SM. Two switches: RS_L2PF (build-time, 0 = off) in the non-flush loop and the flush rows of every
+ * fp32 read (measured: 2 -> the B = 128-512 cycles 0.96-0.99x but B = 1-32 1.01-1.07x and the flush rows up to
+ * 1.11x, 4 -> 1.04x; not the default), and the main kernel's PFD (rs_cuda_set_replay_l2pf: the non-flush loop only,
+ * distance 2, where the grid is more than one wave; compiled, not yet measured). rs_l2pf_start: chunks 2 .. D of
+ * [r_begin, r_end) (chunk 1 is the loop's first register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
 #ifndef RS_L2PF
 #define RS_L2PF 0
 #endif
-template <int RPW, int DK>
+template <int RPW, int DK, int D = RS_L2PF>
 __device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r_begin, int r_end, int lane)
 {
-    if constexpr (RS_L2PF > 1) {
-        const int a = r_begin + 2 * RPW, e = min(r_end, r_begin + (RS_L2PF + 1) * RPW);
+    if constexpr (D > 1) {
+        const int a = r_begin + 2 * RPW, e = min(r_end, r_begin + (D + 1) * RPW);
         if (lane == 0 && a < e) rs_l2_prefetch(S + (row0 + a) * DK, (unsigned)((e - a) * DK * 4));
     }
 }
-template <int RPW, int DK>
+template <int RPW, int DK, int D = RS_L2PF>
 __device__ __forceinline__ void rs_l2pf_step(const float *S, size_t row0, int row, int r_end, int lane)
 {
-    if constexpr (RS_L2PF > 0) {
-        const int p = row + (RS_L2PF + 1) * RPW;
+    if constexpr (D > 0) {
+        const int p = row + (D + 1) * RPW;
         if (lane == 0 && p < r_end) rs_l2_prefetch(S + (row0 + p) * DK, (unsigned)(RPW * DK * 4));
     }
 }
@@ -699,7 +705,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * session, 0.97-0.99x of level 1 on three paper shapes, 1.06x slower on Qwen3.5-122B): the keys too, as the lane's raw bf16 pairs
  * (2 registers a key instead of 4: Mamba-2 128 registers, 4 bytes spilled; GDN 40). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
-          int SPEC = 0>
+          int SPEC = 0, int PFD = 0 /* the non-flush loop's L2 prefetch distance (rs_cuda_set_replay_l2pf); 0: RS_L2PF */>
 __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
@@ -797,10 +803,11 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
             if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
         }
         if constexpr (FUSED) fused_coefs(true); /* while the first chunk is in flight */
-        if constexpr (CKF == RS_FMT_FP32) rs_l2pf_start<RPW, DK>(src.f32, bh * dv, r_begin, r_end, lane);
+        constexpr int NFD = PFD > 0 ? PFD : RS_L2PF;
+        if constexpr (CKF == RS_FMT_FP32) rs_l2pf_start<RPW, DK, NFD>(src.f32, bh * dv, r_begin, r_end, lane);
         for (int row = r_begin; row < r_end; row += RPW) {
             const bool more = row + RPW < r_end;
-            if constexpr (CKF == RS_FMT_FP32) rs_l2pf_step<RPW, DK>(src.f32, bh * dv, row, r_end, lane);
+            if constexpr (CKF == RS_FMT_FP32) rs_l2pf_step<RPW, DK, NFD>(src.f32, bh * dv, row, r_end, lane);
             if (more) { /* prefetch the next chunk */
 #pragma unroll
                 for (int r = 0; r < RPW; ++r) nxt[r] = rs_raw_load<CKF, DK>(src, bh * dv + row + RPW + r, lane);
@@ -915,6 +922,10 @@ static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
 
 /* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
  * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
+/* rs_cuda_set_replay_l2pf: level 1 where the main grid is more than one wave (a warp's chunks then follow other warps'
+ * on its SM; at one wave the B = 1 chain matters more), level 2 on every launch (the tests' small batches) */
+static bool replay_l2pf(const rs_geom &g) { return g_rs_replay_l2pf == 2 || (g_rs_replay_l2pf == 1 && !rs_one_wave(g)); }
+
 template <int FAM, int RDT, int CKF, int RPW, int DK = 128>
 static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                           const rs_ckpt_src &src, cudaStream_t s)
@@ -934,6 +945,11 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
                     rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 1><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
                     return;
                 }
+            if constexpr (RPW == 4 && DK == 128)
+                if (st->L <= 32 && replay_l2pf(g)) {
+                    rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 0, 2><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
+                    return;
+                }
             if (st->L > 32) rs_k_replay_main<FAM, RDT, CKF, RPW, true, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             else rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
             return;
@@ -941,6 +957,11 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
     }
     replay_prep_launch<FAM, RDT, DK>(d, io, st, s);
     /* the prologue's programmatic dependent (v4d): its warps start, read fill and q while the prologue runs */
+    if constexpr (CKF == RS_FMT_FP32 && RPW == 4 && DK == 128)
+        if (st->L <= 32 && replay_l2pf(g)) {
+            rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK, 0, 2>, blocks, 128, 0, s, *d, *io, *st, src, g);
+            return;
+        }
     if (st->L > 32) rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, true, false, DK>, blocks, 128, 0, s, *d, *io, *st, src, g);
     else rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK>, blocks, 128, 0, s, *d, *io, *st, src, g);
 }

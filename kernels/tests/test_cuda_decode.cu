@@ -43,11 +43,15 @@
 
 static const double k_tol64 = 1e-4, k_floor = 1e-7; /* float64 criterion */
 static const double k_tol_engine = 2e-5;            /* GPU vs engine, fp32 noise (docs/kernels.md) */
-/* the early-load level, in a check's name where it is not the default (rs_cuda_set_replay_spec) */
+/* the early-load level (rs_cuda_set_replay_spec) and the L2 prefetch (rs_cuda_set_replay_l2pf), in a check's name
+ * where they are not the defaults */
 static const char *spec_tag()
 {
     const int lv = rs_cuda_get_replay_spec();
-    return lv == RS_CUDA_REPLAY_SPEC_DEFAULT ? "" : lv == 0 ? " nospec" : " spec2";
+    const char *sp = lv == RS_CUDA_REPLAY_SPEC_DEFAULT ? "" : lv == 0 ? " nospec" : " spec2";
+    static char tag[32];
+    snprintf(tag, sizeof tag, "%s%s", sp, rs_cuda_get_replay_l2pf() ? " l2pf" : "");
+    return tag;
 }
 
 /* GPU buffers of one decode run and their per-row views. */
@@ -830,6 +834,17 @@ int main(int argc, char **argv)
     test_decode_shape(ct_shapes[1], nshort, 16, true);
     rs_cuda_set_warps_per_head(0);
     test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_FUSED, 1);
+    /* the non-flush loop's L2 prefetch (rs_cuda_set_replay_l2pf(2): every launch; the early loads off, which would
+     * take the one-wave fused launches): one warp a head (16-32 chunks a warp), fused and after the prologue */
+    rs_cuda_set_replay_spec(0);
+    rs_cuda_set_replay_l2pf(2);
+    rs_cuda_set_warps_per_head(1);
+    test_decode_shape(ct_shapes[1], nshort, 16, false);
+    test_decode_shape(ct_shapes[0], nshort, 16, true);
+    test_decode_shape(ct_shapes[3], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
+    rs_cuda_set_warps_per_head(0);
+    test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_FUSED, 1);
+    rs_cuda_set_replay_l2pf(0);
     rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
     test_decode_shape(ct_shapes[1], nshort, 16, false); /* automatic geometry */
     /* GDN with a bf16 ring: AUTO (the prologue at B = 4) and fused at one warp a head (one wave: early loads) */
