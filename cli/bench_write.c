@@ -1,7 +1,8 @@
 /* bench_write.c — the rows of `replayssm bench` in HDF5 (bench.h; layout: docs/kernels.md):
  * root attributes tool, command, device (strings), sms, l2_bytes, copy_us, copy_bytes,
- * copy_gbps, reps (doubles), read_us, read_bytes, read_gbps (the read-only ceiling, where measured), and one 1-D column per bn_row field under /rows: fixed-length
- * strings as wide as the field, int32, or double, each number column with a `units` attribute. */
+ * copy_gbps, reps (doubles), read_us, read_bytes, read_gbps (the read-only ceiling, where measured), and one 1-D
+ * column per bn_row field under /rows: fixed-length strings as wide as the field, int32, or double, each number
+ * column with a `units` attribute. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

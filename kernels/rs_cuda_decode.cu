@@ -920,12 +920,12 @@ static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
                                                                                                             *st);
 }
 
-/* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
- * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
 /* rs_cuda_set_replay_l2pf: level 1 where the main grid is more than one wave (a warp's chunks then follow other warps'
  * on its SM; at one wave the B = 1 chain matters more), level 2 on every launch (the tests' small batches) */
 static bool replay_l2pf(const rs_geom &g) { return g_rs_replay_l2pf == 2 || (g_rs_replay_l2pf == 1 && !rs_one_wave(g)); }
 
+/* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
+ * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
 template <int FAM, int RDT, int CKF, int RPW, int DK = 128>
 static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
                           const rs_ckpt_src &src, cudaStream_t s)
