@@ -22,7 +22,8 @@
 #           flush / nonflush the fp32 main kernel (rs_k_replay_main) of Nemotron-3-Super's std rows allflush /
 #           nonflush-h7 at B = 256 (the row's launches picked by its NVTX range)
 #           -> ncusrc_*.csv (+ the SpeedOfLight etc. sections in ncusrc_*.txt)
-#   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape), after everything else
+#   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape, or RS_BENCH_ARGS, e.g.
+#           "--sweep std" for a variant's rows beside the default's in one build), after everything else
 # RS_DEADLINE: seconds from the start by which the stages before bench have ended (default 420; a stage
 # that would start later is skipped and says so). OUTDIR: summary.txt, all.tar.xz (logs, ab/, ncu output),
 # and bench.h5 + bench.log with the bench stage: four files, within the eight a device call brings back.
@@ -117,7 +118,7 @@ fi
 tar -cJf "$OUTD/all.tar.xz" -C "$W" --exclude='bin_*' --exclude='*.h5' . 2>> "$S"
 if want bench; then
   t0=$(date +%s)
-  timeout 240 "$BT/replayssm" bench --out "$OUTD/bench.h5" --force > "$OUTD/bench.log" 2>&1
+  timeout 240 "$BT/replayssm" bench --out "$OUTD/bench.h5" --force ${RS_BENCH_ARGS:-} > "$OUTD/bench.log" 2>&1
   echo "replayssm bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
   sed -n '/## summary/,/^$/p' "$OUTD/bench.log" | cut -c1-200 >> "$S"
 fi
