@@ -204,6 +204,38 @@ static double conv256(bn_ctx *c, const rs_model_shape *m)
     return r ? r->median_us : 0;
 }
 
+/* One B = 1 verification variant: row-name suffix, main kernel (rs_cuda_verify_state.kernel) and GDN table sharing
+ * (rs_cuda_set_verify_gshare; -1: the default) */
+typedef struct {
+    const char *sfx;
+    int kernel, gshare;
+} b1_var;
+/* T = 8, L = 16 at B = 1, a = 1 then a = 8, each of the nv variants, against one conventional step at B = 1 (its row
+ * printed first); rows named PREFIX a<a><sfx>. 0 ok, 1 after a failed case. */
+static int verify_b1_rows(bn_ctx *c, const rs_model_shape *m, const char *sweep, const char *title, const char *prefix,
+                          const b1_var *vs, int nv)
+{
+    bn_row *r = conv_row(c, m, 1);
+    if (!r) return 1;
+    const double cu1 = r->median_us;
+    print_header(title);
+    print_row(r, 0);
+    for (int ai = 0; ai < 2; ++ai)
+        for (int i = 0; i < nv; ++i) {
+            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
+            k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = vs[i].kernel;
+            char v[32];
+            snprintf(v, sizeof v, "%sa%d%s", prefix, k.accepted, vs[i].sfx);
+            if (vs[i].gshare >= 0) rs_cuda_set_verify_gshare(vs[i].gshare); /* read when the round is captured */
+            r = bn_run(c, sweep, m, &k, v);
+            rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
+            if (!r) return 1;
+            r->norm = r->median_us / cu1, r->norm_own = r->norm;
+            print_row(r, r->norm);
+        }
+    return 0;
+}
+
 int rs_bench_sweep_window(bn_ctx *c, const rs_model_shape *m)
 {
     static const int Ls[] = {4, 8, 16, 32, 64};
@@ -281,24 +313,10 @@ int rs_bench_sweep_verify(bn_ctx *c, const rs_model_shape *m, int quick)
         }
     }
     /* B = 1 (issue 18): T = 8 against one conventional step at B = 1, both main kernels */
-    {
-        bn_row *r = conv_row(c, m, 1);
-        if (!r) return 1;
-        const double cu1 = r->median_us;
-        print_header("speculative verification, B = 1, L = 16, T = 8 (x = time / conventional step at B = 1)");
-        print_row(r, 0);
-        for (int ai = 0; ai < 2; ++ai)
-            for (int kc = 0; kc < 2; ++kc) {
-                rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
-                k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = kc ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_AUTO;
-                char v[24];
-                snprintf(v, sizeof v, "bf16ring-a%d%s", k.accepted, kc ? "-cores" : "");
-                if (!(r = bn_run(c, "verify", m, &k, v))) return 1;
-                r->norm = r->median_us / cu1, r->norm_own = r->norm;
-                print_row(r, r->norm);
-            }
-    }
-    return 0;
+    static const b1_var kv[] = {{"", RS_CUDA_VERIFY_AUTO, -1}, {"-cores", RS_CUDA_VERIFY_CORES, -1}};
+    return verify_b1_rows(c, m, "verify",
+                          "speculative verification, B = 1, L = 16, T = 8 (x = time / conventional step at B = 1)",
+                          "bf16ring-", kv, 2);
 }
 
 /* issue 18 v6: T = 8, a = 1 and a = T, at B = 256 and B = 1 (L = 16), every main kernel side by side (the
@@ -359,25 +377,12 @@ int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m)
                 r->norm = r->median_us / cu, r->norm_own = r->norm;
                 print_row(r, r->norm);
             }
-    bn_row *r = conv_row(c, m, 1);
-    if (!r) return 1;
-    const double cu1 = r->median_us;
-    print_header("speculative verification, default main kernel, B = 1, L = 16, T = 8 (x = time / conventional step)");
-    print_row(r, 0);
-    for (int ai = 0; ai < 2; ++ai)
-        for (int gi = 0; gi < (ngs > 1 ? 2 : 1); ++gi) { /* GDN: -gs0 too (B = 1 runs 8 warps a head: GS) */
-            rs_bench_case k = bn_case(RS_BENCH_VERIFY_REPLAY, m, 1, c->reps);
-            k.T = 8, k.accepted = ai ? 8 : 1;
-            char v[32];
-            snprintf(v, sizeof v, "bf16ring-L16-a%d%s", k.accepted, gi ? "-gs0" : "");
-            if (gi) rs_cuda_set_verify_gshare(0);
-            r = bn_run(c, "tcl", m, &k, v);
-            rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
-            if (!r) return 1;
-            r->norm = r->median_us / cu1, r->norm_own = r->norm;
-            print_row(r, r->norm);
-        }
-    return 0;
+    /* GDN: -gs0 too (B = 1 runs 8 warps a head: GS) */
+    static const b1_var gv[] = {{"", RS_CUDA_VERIFY_AUTO, -1}, {"-gs0", RS_CUDA_VERIFY_AUTO, 0}};
+    return verify_b1_rows(c, m, "tcl",
+                          "speculative verification, default main kernel, B = 1, L = 16, T = 8 (x = time / "
+                          "conventional step)",
+                          "bf16ring-L16-", gv, ngs > 1 ? 2 : 1);
 }
 
 int rs_bench_sweep_lp(bn_ctx *c, const rs_model_shape *m)

@@ -29,7 +29,7 @@
 #include "replayssm/quant/rs_codec.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_ssm.cuh"
-#include "rs_cuda_cpasync.cuh" /* rs_l2_prefetch (RS_L2PF) */
+#include "rs_cuda_cpasync.cuh" /* rs_l2_prefetch (rs_cuda_set_replay_l2pf) */
 #include "rs_check.h"
 
 #define RS_CONV_ROWS_PER_WARP 4
@@ -511,19 +511,16 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
     }
 }
 
-/* L2 prefetch of the fp32 reads (fourteenth session, experiments): the chunk D past the register prefetch (one chunk
- * ahead) requested into the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the checkpoint is in
- * flight than a warp's two chunks of registers. Nsight Compute of the non-flush step (Nemotron-3-Super, B = 256):
- * 79.7 % of DRAM, 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on the loads' scoreboard: latency-bound
- * at 20 warps an SM. Two switches: RS_L2PF (build-time, 0 = off) in the non-flush loop and the flush rows of every
- * fp32 read (measured: 2 -> the B = 128-512 cycles 0.96-0.99x but B = 1-32 1.01-1.07x and the flush rows up to
- * 1.11x, 4 -> 1.04x; not the default), and the main kernel's PFD (rs_cuda_set_replay_l2pf: the non-flush loop only,
- * distance 2, where the grid is more than one wave; compiled, not yet measured). rs_l2pf_start: chunks 2 .. D of
- * [r_begin, r_end) (chunk 1 is the loop's first register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
-#ifndef RS_L2PF
-#define RS_L2PF 0
-#endif
-template <int RPW, int DK, int D = RS_L2PF>
+/* L2 prefetch of the fp32 non-flush read (fourteenth session, an experiment; the main kernel's PFD, chosen by
+ * rs_cuda_set_replay_l2pf, off by default): the chunk D past the register prefetch (one chunk ahead) requested into
+ * the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the checkpoint is in flight than a warp's
+ * two chunks of registers. Nsight Compute of the non-flush step (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7
+ * warps a scheduler, 0.47 eligible, 69 % of the stalls on the loads' scoreboard: latency-bound at 20 warps an SM.
+ * A build-time form in every fp32 read, flush rows included (c742edc's RS_L2PF, removed since), measured on the H200
+ * at D = 2: the B = 128-512 cycles 0.96-0.99x, B = 1-32 1.01-1.07x, the flush rows up to 1.11x; D = 4: 1.04x
+ * (docs/kernels-notes.md "v6g"). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first
+ * register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
+template <int RPW, int DK, int D>
 __device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r_begin, int r_end, int lane)
 {
     if constexpr (D > 1) {
@@ -531,7 +528,7 @@ __device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r
         if (lane == 0 && a < e) rs_l2_prefetch(S + (row0 + a) * DK, (unsigned)((e - a) * DK * 4));
     }
 }
-template <int RPW, int DK, int D = RS_L2PF>
+template <int RPW, int DK, int D>
 __device__ __forceinline__ void rs_l2pf_step(const float *S, size_t row0, int row, int r_end, int lane)
 {
     if constexpr (D > 0) {
@@ -559,10 +556,8 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
     for (int r = 0; r < RF; ++r) cs[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + r_begin + r) * DK + rs_loff<DK>(lane));
     replay_vals<FAM, RDT, RF, TWO>(io, st, bh, dv, r_begin, lane, hn, last, cv0, cv1);
     if (FAM == RS_SSM_GDN) rs_ring_ld<RS_CUDA_F32, RF>(io.v, bh * dv + r_begin, cvv);
-    rs_l2pf_start<RF, DK>(st.S_ckpt, bh * dv, r_begin, r_end, lane);
     for (int row = r_begin; row < r_end; row += RF) {
         const bool more = row + RF < r_end;
-        rs_l2pf_step<RF, DK>(st.S_ckpt, bh * dv, row, r_end, lane);
         if (more) {
 #pragma unroll
             for (int r = 0; r < RF; ++r) ns[r] = rs_ldv<DK>(st.S_ckpt + (bh * dv + row + RF + r) * DK + rs_loff<DK>(lane));
@@ -705,7 +700,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
  * session, 0.97-0.99x of level 1 on three paper shapes, 1.06x slower on Qwen3.5-122B): the keys too, as the lane's raw bf16 pairs
  * (2 registers a key instead of 4: Mamba-2 128 registers, 4 bytes spilled; GDN 40). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
-          int SPEC = 0, int PFD = 0 /* the non-flush loop's L2 prefetch distance (rs_cuda_set_replay_l2pf); 0: RS_L2PF */>
+          int SPEC = 0, int PFD = 0 /* the non-flush loop's L2 prefetch distance (rs_cuda_set_replay_l2pf); 0: none */>
 __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
@@ -803,11 +798,10 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
             if (FAM == RS_SSM_GDN) cvi = io.v[bh * dv + r_begin + (lane / SPAN) % RPW];
         }
         if constexpr (FUSED) fused_coefs(true); /* while the first chunk is in flight */
-        constexpr int NFD = PFD > 0 ? PFD : RS_L2PF;
-        if constexpr (CKF == RS_FMT_FP32) rs_l2pf_start<RPW, DK, NFD>(src.f32, bh * dv, r_begin, r_end, lane);
+        if constexpr (CKF == RS_FMT_FP32) rs_l2pf_start<RPW, DK, PFD>(src.f32, bh * dv, r_begin, r_end, lane);
         for (int row = r_begin; row < r_end; row += RPW) {
             const bool more = row + RPW < r_end;
-            if constexpr (CKF == RS_FMT_FP32) rs_l2pf_step<RPW, DK, NFD>(src.f32, bh * dv, row, r_end, lane);
+            if constexpr (CKF == RS_FMT_FP32) rs_l2pf_step<RPW, DK, PFD>(src.f32, bh * dv, row, r_end, lane);
             if (more) { /* prefetch the next chunk */
 #pragma unroll
                 for (int r = 0; r < RPW; ++r) nxt[r] = rs_raw_load<CKF, DK>(src, bh * dv + row + RPW + r, lane);

@@ -93,7 +93,7 @@ static rs_status bench_ceiling(const char *who, bench_op op, size_t bytes, int r
     cudaEvent_t e0 = NULL, e1 = NULL;
     int sms = 0, dev = 0;
     double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
-    if (!t) return rs_error_set(RS_E_NOMEM, "%s: no memory", who);
+    if (!t) return rs_error_set(RS_E_NOMEM, "rs_cuda_bench: %s ceiling: no memory", who);
     BENCH_CK(cudaGetDevice(&dev), "cudaGetDevice");
     BENCH_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
     BENCH_CK(cudaMalloc(&a, bytes), "cudaMalloc");
@@ -131,7 +131,7 @@ static cudaError_t copy_op(int i, void *a, void *b, size_t bytes, unsigned *, in
 }
 extern "C" rs_status rs_cuda_bench_copy(size_t bytes, int reps, double *median_us)
 {
-    return bench_ceiling("rs_cuda_bench_copy", copy_op, bytes, reps, median_us);
+    return bench_ceiling("copy", copy_op, bytes, reps, median_us);
 }
 
 /* The read-only ceiling: every 16-byte word of x read once (4 independent loads a thread in flight, a grid of 16
@@ -159,7 +159,7 @@ static cudaError_t read_op(int i, void *a, void *b, size_t bytes, unsigned *o, i
 }
 extern "C" rs_status rs_cuda_bench_read(size_t bytes, int reps, double *median_us)
 {
-    return bench_ceiling("rs_cuda_bench_read", read_op, bytes, reps, median_us);
+    return bench_ceiling("read", read_op, bytes, reps, median_us);
 }
 
 /* ---- one case ---------------------------------------------------------------------------------- */
