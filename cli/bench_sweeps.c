@@ -174,14 +174,14 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
                 print_row(r, r->speedup);
             }
         }
-        /* at B >= 128 the non-flush loop's L2 prefetch (-l2pf: rs_cuda_set_replay_l2pf(1), experimental), default
-         * launch: the amortised step and, at B = 256, its non-flush part */
+        /* at B >= 128 the default launch without the non-flush loop's L2 prefetch (-nol2pf: rs_cuda_set_replay_l2pf(0);
+         * the default, level 1, applies it there): the amortised step and, at B = 256, its non-flush part */
         for (int part = 0; B >= 128 && part < (B == 256 ? 2 : 1); ++part) {
             k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
             if (part) k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7;
-            rs_cuda_set_replay_l2pf(1); /* read when the step is captured */
-            bn_row *r = bn_run(c, "std", m, &k, part ? "nonflush-h7-l2pf" : "cycle-bf16ring-l2pf");
-            rs_cuda_set_replay_l2pf(0);
+            rs_cuda_set_replay_l2pf(0); /* read when the step is captured */
+            bn_row *r = bn_run(c, "std", m, &k, part ? "nonflush-h7-nol2pf" : "cycle-bf16ring-nol2pf");
+            rs_cuda_set_replay_l2pf(RS_CUDA_REPLAY_L2PF_DEFAULT);
             if (!r) return 1;
             r->speedup = conv_us / r->median_us;
             print_row(r, r->speedup);

@@ -46,7 +46,7 @@ extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ?
 static int g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
 extern "C" void rs_cuda_set_replay_spec(int level) { g_rs_replay_spec = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
 extern "C" int rs_cuda_get_replay_spec(void) { return g_rs_replay_spec; }
-static int g_rs_replay_l2pf = 0; /* rs_cuda_set_replay_l2pf */
+static int g_rs_replay_l2pf = RS_CUDA_REPLAY_L2PF_DEFAULT; /* rs_cuda_set_replay_l2pf */
 extern "C" void rs_cuda_set_replay_l2pf(int level) { g_rs_replay_l2pf = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
 extern "C" int rs_cuda_get_replay_l2pf(void) { return g_rs_replay_l2pf; }
 
@@ -511,14 +511,15 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
     }
 }
 
-/* L2 prefetch of the fp32 non-flush read (fourteenth session, an experiment; the main kernel's PFD, chosen by
- * rs_cuda_set_replay_l2pf, off by default): the chunk D past the register prefetch (one chunk ahead) requested into
+/* L2 prefetch of the fp32 non-flush read (the main kernel's PFD, chosen by rs_cuda_set_replay_l2pf; level 1, where the
+ * grid is more than one wave, the default since the fifteenth session): the chunk D past the register prefetch (one chunk ahead) requested into
  * the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the checkpoint is in flight than a warp's
  * two chunks of registers. Nsight Compute of the non-flush step (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7
  * warps a scheduler, 0.47 eligible, 69 % of the stalls on the loads' scoreboard: latency-bound at 20 warps an SM.
  * A build-time form in every fp32 read, flush rows included (c742edc's RS_L2PF, removed since), measured on the H200
  * at D = 2: the B = 128-512 cycles 0.96-0.99x, B = 1-32 1.01-1.07x, the flush rows up to 1.11x; D = 4: 1.04x
- * (docs/kernels-notes.md "v6g"). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first
+ * (docs/kernels-notes.md "v6g"); the non-flush loop alone at D = 2, grids of more than one wave (today's form): B = 128-512
+ * cycles 0.93-1.00x, non-flush steps 0.977-0.997x, never slower (fifteenth session, "v6h"). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first
  * register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
 template <int RPW, int DK, int D>
 __device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r_begin, int r_end, int lane)

@@ -13,14 +13,16 @@
 #   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
 #           and test_cuda_dk_refuse (RS_LPREAD_TESTS: a subset of these three)
 #   san     compute-sanitizer memcheck and racecheck of test_cuda_lpread --quick and test_cuda_verify --quick --tc-only
-#           (RS_SAN_TESTS: another list of test programs, each run with --quick; RS_SAN_S: each run's limit, 90 s)
+#           (RS_SAN_TESTS: another list of test programs, each run with --quick; RS_SAN_S: each run's limit, 90 s;
+#           RS_SAN_VERIFY_ARGS: test_cuda_verify's selector in place of --tc-only, e.g. --bf16 or --rest)
 #   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line), one launch
 #           each of the kernels named in RS_NCU (default "fp8 nvfp4"): fp8 / nvfp4 the v4 low-precision reads
 #           (rs_k_replay_lpw, Mamba-2, bf16 ring, the separate-prologue path) on Nemotron-3-Super at B = 256;
 #           vtc_m2 / vtc_gdn the tensor-core verification (rs_k_verify_tc, bf16 ring, T <= 8, the first
 #           T = 8 case of `bench --sweep verify --quick`: B = 256, a = 1) on Nemotron-3-Super / Qwen3.5-4B;
 #           flush / nonflush the fp32 main kernel (rs_k_replay_main) of Nemotron-3-Super's std rows allflush /
-#           nonflush-h7 at B = 256 (the row's launches picked by its NVTX range)
+#           nonflush-h7 at B = 256 (the row's launches picked by its NVTX range); b1 / b1conv the same row choice for
+#           the amortised step's main kernel and the conventional step at B = 1 (cycle-bf16ring / fp32 rows)
 #           -> ncusrc_*.csv (+ the SpeedOfLight etc. sections in ncusrc_*.txt)
 #   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape, or RS_BENCH_ARGS, e.g.
 #           "--sweep std" for a variant's rows beside the default's in one build), after everything else
@@ -80,7 +82,7 @@ if want san; then
   for t in ${RS_SAN_TESTS:-test_cuda_lpread test_cuda_verify}; do
     for tool in memcheck racecheck; do
       lim=$(( $(left) < ${RS_SAN_S:-90} ? $(left) : ${RS_SAN_S:-90} ))
-      san_stage $tool $lim $t "$BT/$t" --quick $([ $t = test_cuda_verify ] && echo --tc-only)
+      san_stage $tool $lim $t "$BT/$t" --quick $([ $t = test_cuda_verify ] && echo ${RS_SAN_VERIFY_ARGS---tc-only})
     done
   done
 fi
@@ -99,7 +101,10 @@ if want ncusrc; then
       # one std row's main kernel, chosen by the bench's NVTX range of that row (rs_bench_case.label)
       flush | nonflush) k="rs_k_replay_main" sh=nemotron-3-super a="--sweep std --quick"
                         nv="std:nemotron-3-super:$([ $n = flush ] && echo allflush || echo nonflush-h7):256/" ;;
-      *) echo "ncusrc $n: unknown (RS_NCU: fp8 nvfp4 vtc_m2 vtc_gdn flush nonflush)" >> "$S"; continue ;;
+      # B = 1: the amortised step's main kernel and the conventional step (the B = 1 target), Nemotron-3-Super
+      b1) k="rs_k_replay_main" sh=nemotron-3-super a="--sweep std" nv="std:nemotron-3-super:cycle-bf16ring:1/" ;;
+      b1conv) k="rs_k_conv_decode" sh=nemotron-3-super a="--sweep std" nv="std:nemotron-3-super:fp32:1/" ;;
+      *) echo "ncusrc $n: unknown (RS_NCU: fp8 nvfp4 vtc_m2 vtc_gdn flush nonflush b1 b1conv)" >> "$S"; continue ;;
     esac
     if [ "$(left)" -lt 40 ]; then echo "ncusrc $n: skipped (no time left)" >> "$S"; continue; fi
     t0=$(date +%s)

@@ -50,7 +50,8 @@ static const char *spec_tag()
     const int lv = rs_cuda_get_replay_spec();
     const char *sp = lv == RS_CUDA_REPLAY_SPEC_DEFAULT ? "" : lv == 0 ? " nospec" : " spec2";
     static char tag[32];
-    snprintf(tag, sizeof tag, "%s%s", sp, rs_cuda_get_replay_l2pf() ? " l2pf" : "");
+    const int pf = rs_cuda_get_replay_l2pf();
+    snprintf(tag, sizeof tag, "%s%s", sp, pf == RS_CUDA_REPLAY_L2PF_DEFAULT ? "" : pf == 0 ? " nol2pf" : " l2pf");
     return tag;
 }
 
@@ -844,7 +845,7 @@ int main(int argc, char **argv)
     test_decode_shape(ct_shapes[3], nshort, 16, false, 0, RS_CUDA_LAUNCH_PROLOGUE);
     rs_cuda_set_warps_per_head(0);
     test_gdn_bf16_ring(ct_shapes[2], nshort, RS_CUDA_LAUNCH_FUSED, 1);
-    rs_cuda_set_replay_l2pf(0);
+    rs_cuda_set_replay_l2pf(RS_CUDA_REPLAY_L2PF_DEFAULT);
     rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
     test_decode_shape(ct_shapes[1], nshort, 16, false); /* automatic geometry */
     /* GDN with a bf16 ring: AUTO (the prologue at B = 4) and fused at one warp a head (one wave: early loads) */

@@ -343,12 +343,14 @@ void rs_cuda_set_replay_spec(int level);
 int rs_cuda_get_replay_spec(void);
 #define RS_CUDA_REPLAY_SPEC_DEFAULT 1
 
-/*! rs_cuda_set_replay_l2pf() : experimental knob of the fp32 ReplaySSM read (issue 18, fourteenth session; compiled and
- *  tested for results, not yet timed): the non-flush loop's chunk two past the register prefetch requested into the
- *  L2 by one lane (cp.async.bulk.prefetch.L2). 0 (default): off; 1: where the main grid is more than one wave (L <=
- *  32); 2: on every launch with L <= 32 (tests). Same results at every level. Process-wide, not thread-safe. */
+/*! rs_cuda_set_replay_l2pf() : tuning knob of the fp32 ReplaySSM read (issue 18): the non-flush loop's chunk two past
+ *  the register prefetch requested into the L2 by one lane (cp.async.bulk.prefetch.L2), so more of the checkpoint is
+ *  in flight than a warp's registers hold. 1 (default since the fifteenth session): where the main grid is more than
+ *  one wave and L <= 32 (H200: B = 128-512 amortised steps 0.93-1.00x of level 0, never slower); 0: off; 2: on every
+ *  launch with L <= 32 (tests). Same results at every level. Process-wide, not thread-safe. */
 void rs_cuda_set_replay_l2pf(int level);
 int rs_cuda_get_replay_l2pf(void);
+#define RS_CUDA_REPLAY_L2PF_DEFAULT 1
 
 /*! rs_cuda_set_verify_gshare() : tuning and testing knob of the tensor-core verification (GDN, T <= 8): mode 2
  *  (default): an automatic geometry of 1 or 2 warps a head widened to 4 where d_v / 16 allows (e.g. Qwen3.5-122B at
