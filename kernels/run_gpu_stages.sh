@@ -7,7 +7,7 @@
 #   ab      kernels/run_gpu_ab.sh PACK PACK_B (RS_SWEEPS, default "lp,verify"; no tests) -> ab/table.txt
 #   verify  test_cuda_verify in full (RS_VERIFY_S, default 240 s; RS_VERIFY_ARGS, e.g. --tc-only, or --rest: the
 #           full list takes over 200 s since the twelfth session, so two calls of --tc-only and --rest cover it;
-#           --bf16: the bf16-ring and misaligned runs alone)
+#           --bf16: the bf16-ring and misaligned runs alone; --v6a: the forced-v6a runs of --tc-only alone)
 #   verifyA test_cuda_verify of pack A (when two packs are given; RS_VERIFY_A_ARGS), e.g. the default build beside a
 #           build-time variant under test
 #   lpread  test_cuda_lpread, test_cuda_decode (RS_DECODE_ARGS, default --quick when unset; "" runs it in full)
@@ -25,7 +25,9 @@
 #           the amortised step's main kernel and the conventional step at B = 1 (cycle-bf16ring / fp32 rows)
 #           -> ncusrc_*.csv (+ the SpeedOfLight etc. sections in ncusrc_*.txt)
 #   bench   `replayssm bench --out OUTDIR/bench.h5 --force` (every sweep and shape, or RS_BENCH_ARGS, e.g.
-#           "--sweep std" for a variant's rows beside the default's in one build), after everything else
+#           "--sweep std" for a variant's rows beside the default's in one build), after everything else; RS_SMI_MS:
+#           nvidia-smi's clocks, power and throttle reasons every RS_SMI_MS ms (smi.csv) beside the bench's output
+#           with a time stamp a line (bench_ts.log)
 # RS_DEADLINE: seconds from the start by which the stages before bench have ended (default 420; a stage
 # that would start later is skipped and says so). OUTDIR: summary.txt, all.tar.xz (logs, ab/, ncu output),
 # and bench.h5 + bench.log with the bench stage: four files, within the eight a device call brings back.
@@ -123,8 +125,20 @@ fi
 tar -cJf "$OUTD/all.tar.xz" -C "$W" --exclude='bin_*' --exclude='*.h5' . 2>> "$S"
 if want bench; then
   t0=$(date +%s)
-  timeout 240 "$BT/replayssm" bench --out "$OUTD/bench.h5" --force ${RS_BENCH_ARGS:-} > "$OUTD/bench.log" 2>&1
-  echo "replayssm bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$S"
+  if [ -n "${RS_SMI_MS:-}" ]; then # clocks, power and throttle reasons every RS_SMI_MS ms beside time-stamped rows
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv -lms "$RS_SMI_MS" > "$OUTD/smi.csv" 2>&1 &
+    smi=$!
+    timeout 240 "$BT/replayssm" bench --out "$OUTD/bench.h5" --force ${RS_BENCH_ARGS:-} 2>&1 |
+      while IFS= read -r l; do printf '%s %s\n' "$(date +%H:%M:%S.%3N)" "$l"; done > "$OUTD/bench_ts.log"
+    r=${PIPESTATUS[0]}
+    kill $smi 2> /dev/null
+    cut -d' ' -f2- "$OUTD/bench_ts.log" > "$OUTD/bench.log"
+  else
+    timeout 240 "$BT/replayssm" bench --out "$OUTD/bench.h5" --force ${RS_BENCH_ARGS:-} > "$OUTD/bench.log" 2>&1
+    r=$?
+  fi
+  echo "replayssm bench: exit $r ($(( $(date +%s) - t0 )) s)" >> "$S"
   sed -n '/## summary/,/^$/p' "$OUTD/bench.log" | cut -c1-200 >> "$S"
 fi
 echo "total $(( $(date +%s) - T0 )) s" >> "$S"

@@ -23,7 +23,7 @@
  * the check is statistical (ct_bf16u_ok, whose comment gives the bounds and their basis) on the outputs of every
  * draft and the committed state, the pointers exact; no engine comparison. g_misalign hands the replay kernels io->v 4 bytes off 16-byte alignment:
  * the tensor-core kernel's record stage then copies 4 bytes at a time (twelfth session, v6e).
- * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest | --bf16]
+ * Exit 0 if every check passes, 1 otherwise, 77 without a GPU. Usage: test_cuda_verify [--quick] [--tc-only | --rest | --bf16 | --v6a]
  */
 #include <algorithm>
 
@@ -374,6 +374,8 @@ static void bf16_and_misaligned_runs(bool tc)
     g_misalign = false;
 }
 
+static void v6a_runs();
+
 /* the default choice's runs, then v6a's (all of --tc-only) */
 static void default_and_tc_runs()
 {
@@ -422,7 +424,14 @@ static void default_and_tc_runs()
     test_verify_shape(ct_shapes[1], ct_quick ? 8 : 96, 16, 2, &rf[0]); /* T = 2: the CUDA-core kernel */
     test_verify_shape(ct_shapes[2], ct_quick ? 8 : 32, 48, 16, &rf[2]);
     bf16_and_misaligned_runs(false);
-    /* the runs above used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T <= 2, the tensor-core
+    v6a_runs();
+}
+
+/* the v6a runs of --tc-only (--v6a alone: the long runs and the T loop, which a bounded stage of the whole --tc-only
+ * list does not reach) */
+static void v6a_runs()
+{
+    /* the runs before these used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T <= 2, the tensor-core
      * kernel v6a at T >= 3). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
      * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
      * alternating shapes; then v6b and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes and
@@ -454,14 +463,20 @@ int main(int argc, char **argv)
 {
     const int rc = ct_init(argc, argv, "test_cuda_verify");
     if (rc) return rc;
-    bool tc_only = false, rest = false, bf16 = false; /* --tc-only: the default choice's and v6a's runs only, e.g.
-                                                           under a sanitizer; --rest: the others only; --bf16: the bf16-ring
-                                                           and misaligned runs of --tc-only alone (default choice, then
-                                                           v6a forced), a short stage for those checks */
+    bool tc_only = false, rest = false, bf16 = false, v6a = false; /* --tc-only: the default choice's and v6a's runs
+                                                           only, e.g. under a sanitizer; --rest: the others only; --bf16:
+                                                           the bf16-ring and misaligned runs of --tc-only alone (default
+                                                           choice, then v6a forced), a short stage for those checks;
+                                                           --v6a: the forced-v6a runs of --tc-only alone */
     for (int i = 1; i < argc; ++i) {
         tc_only |= strcmp(argv[i], "--tc-only") == 0;
         rest |= strcmp(argv[i], "--rest") == 0;
         bf16 |= strcmp(argv[i], "--bf16") == 0;
+        v6a |= strcmp(argv[i], "--v6a") == 0;
+    }
+    if (v6a) {
+        v6a_runs();
+        return ct_finish("test_cuda_verify");
     }
     if (bf16) {
         bf16_and_misaligned_runs(false);
