@@ -17,6 +17,7 @@ typedef struct bn_row {
     double speedup;  /* std/window: conv / replay at the same B; lp: fp32 read / this read */
     double norm;     /* verify: time / conventional standard step (same model, B) */
     double norm_own; /* verify: snapshot / conv step; ReplaySSM / ReplaySSM standard step (L = 16) */
+    double sm_mhz, power_w, pcap_frac; /* the GPU over the row's timed replays (rs_bench_result; NaN: no NVML) */
 } bn_row;
 
 typedef struct bn_ctx {

@@ -74,6 +74,7 @@ static bn_row *bn_run(bn_ctx *c, const char *sweep, const rs_model_shape *m, con
     row->gbps = r.bytes / (r.median_us * 1e3);
     row->pct_copy = 100.0 * row->gbps / c->copy_gbps;
     row->flush_frac = r.flush_frac, row->mean_fill = r.mean_fill;
+    row->sm_mhz = r.sm_mhz, row->power_w = r.power_w, row->pcap_frac = r.pcap_frac;
     const double per_head = (double)bc->dims.batch * bc->dims.heads;
     if (bc->kernel == RS_BENCH_CONV)
         row->theory_bytes = per_head * rs_theory_mconv(1, m->d_v, m->d_k, 4.0);

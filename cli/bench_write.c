@@ -45,6 +45,9 @@ static const bn_col k_cols[] = {
     D_(speedup, "x (see docs/kernels.md)"),
     D_(norm, "verify time / conventional standard step"),
     D_(norm_own, "verify time / own standard step"),
+    D_(sm_mhz, "MHz, mean SM clock over the timed replays (NVML samples; NaN: not measured)"),
+    D_(power_w, "W, mean board power over the timed replays (NVML samples; NaN: not measured)"),
+    D_(pcap_frac, "fraction of the timed replays under the board power cap (NVML; NaN: not measured)"),
 };
 #undef S_
 #undef I_

@@ -93,6 +93,38 @@ static int has_sweep(const char *list, const char *name)
     return 0;
 }
 
+/* the GPU's clock and power over the rows (rs_bench_result.sm_mhz / pcap_frac): the range, and the rows the board's
+ * power cap held down for more than 5 % of their timed replays, worst first (at most 12 named) */
+static void print_power(const bn_ctx *c)
+{
+    const char *why = rs_cuda_bench_power_unavailable();
+    if (why) {
+        printf("\n## clocks: not measured (%s)\n", why);
+        return;
+    }
+    double lo = 1e30, hi = 0;
+    size_t n = 0, capped = 0;
+    for (size_t i = 0; i < c->n; ++i) {
+        const bn_row *r = &c->rows[i];
+        if (r->sm_mhz == r->sm_mhz) lo = r->sm_mhz < lo ? r->sm_mhz : lo, hi = r->sm_mhz > hi ? r->sm_mhz : hi, ++n;
+        capped += r->pcap_frac > 0.05;
+    }
+    printf("\n## clocks: mean SM clock of a row %.0f-%.0f MHz (%zu rows); %zu rows under the power cap for > 5 %% of "
+           "their timing\n", n ? lo : 0, hi, n, capped);
+    char done[4096] = {0}; /* rows already named (at most 12 are, worst first) */
+    for (int k = 0; k < 12 && k < (int)capped; ++k) {
+        size_t w = c->n;
+        for (size_t i = 0; i < c->n && i < sizeof done; ++i)
+            if (!done[i] && c->rows[i].pcap_frac > 0.05 && (w == c->n || c->rows[i].pcap_frac > c->rows[w].pcap_frac))
+                w = i;
+        if (w == c->n) break;
+        done[w] = 1;
+        const bn_row *r = &c->rows[w];
+        printf("  %-6s %-18s %-16s %-23s B=%-4d capped %4.0f %%  %4.0f MHz %4.0f W\n", r->sweep, r->model, r->kernel,
+               r->variant, r->B, 100 * r->pcap_frac, r->sm_mhz, r->power_w);
+    }
+}
+
 int rs_cmd_bench(int argc, char **argv)
 {
     bench_opts b = {BN_DEFAULT_OUT, NULL, NULL, "copy,std,window,verify,lp", 0, 0, BN_DEFAULT_REPS};
@@ -211,6 +243,7 @@ int rs_cmd_bench(int argc, char **argv)
                 }
         }
     }
+    if (c.n) print_power(&c);
     if (c.n) { /* the rows measured, also after a failed case (as before: rc stays 1 then) */
         const bn_meta meta = {"replayssm bench " RS_VERSION_STRING " (git " RS_GIT_COMMIT ")", cmdline, device, sms, l2,
                               copy_us, (double)copy_bytes, read_us, (double)copy_bytes};

@@ -18,7 +18,7 @@
 #   ncusrc  Nsight Compute source counters (executed instructions and stall samples per SASS line), one launch
 #           each of the kernels named in RS_NCU (default "fp8 nvfp4"): fp8 / nvfp4 the v4 low-precision reads
 #           (rs_k_replay_lpw, Mamba-2, bf16 ring, the separate-prologue path) on Nemotron-3-Super at B = 256;
-#           vtc_m2 / vtc_gdn the tensor-core verification (rs_k_verify_tc, bf16 ring, T <= 8, the first
+#           vtc_m2 / vtc_gdn the tensor-core verification (rs_k_verify_tc, bf16 ring, T <= 8, GDN with GS, the first
 #           T = 8 case of `bench --sweep verify --quick`: B = 256, a = 1) on Nemotron-3-Super / Qwen3.5-4B;
 #           flush / nonflush the fp32 main kernel (rs_k_replay_main) of Nemotron-3-Super's std rows allflush /
 #           nonflush-h7 at B = 256 (the row's launches picked by its NVTX range); b1 / b1conv the same row choice for
@@ -98,8 +98,8 @@ if want ncusrc; then
     case $n in
       fp8 | nvfp4) k="_Z15rs_k_replay_lpwILi0ELi2ELi$([ $n = fp8 ] && echo 3 || echo 4)ELb0ELb0ELb0E"
                    sh=nemotron-3-super a="--sweep lp" ;;
-      vtc_m2) k="_Z14rs_k_verify_tcILi0ELi2ELi1ELb0EE" sh=nemotron-3-super a="--sweep verify --quick" ;;
-      vtc_gdn) k="_Z14rs_k_verify_tcILi1ELi2ELi1ELb0EE" sh=qwen3.5-4b a="--sweep verify --quick" ;;
+      vtc_m2) k="_Z14rs_k_verify_tcILi0ELi2ELi1ELb0ELb0EE" sh=nemotron-3-super a="--sweep verify --quick" ;;
+      vtc_gdn) k="_Z14rs_k_verify_tcILi1ELi2ELi1ELb0ELb1EE" sh=qwen3.5-4b a="--sweep verify --quick" ;;
       # one std row's main kernel, chosen by the bench's NVTX range of that row (rs_bench_case.label)
       flush | nonflush) k="rs_k_replay_main" sh=nemotron-3-super a="--sweep std --quick"
                         nv="std:nemotron-3-super:$([ $n = flush ] && echo allflush || echo nonflush-h7):256/" ;;

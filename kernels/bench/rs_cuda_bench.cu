@@ -16,6 +16,7 @@
 #include "replayssm/cuda/rs_cuda_bench.h"
 #include "rs_cuda_common.cuh"
 #include "rs_check.h"
+#include "rs_bench_power.h" /* clocks, power and power-cap time of the timed window */
 
 #define BENCH_CK(call, what)                                                                       \
     do {                                                                                           \
@@ -204,6 +205,8 @@ static int verify_cycle(int L, int T, int a, int *h_out)
     return n;
 }
 
+extern "C" const char *rs_cuda_bench_power_unavailable(void) { return rs_bench_power_unavailable(); }
+
 static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r);
 extern "C" rs_status rs_cuda_bench_run(const rs_bench_case *c, rs_bench_result *r)
 {
@@ -238,6 +241,7 @@ static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r)
     cudaGraphExec_t exec = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     size_t l2 = 0;
+    rs_bench_power pw = {};
     memset(r, 0, sizeof *r);
     RS_CHECK(c->reps >= 1 && T >= 1 && T <= RS_CUDA_TMAX, RS_E_INVAL, "rs_cuda_bench_run: reps %d, T %d", c->reps, T);
     RS_TRY(rs_cuda_bench_device(NULL, 0, NULL, &l2, NULL));
@@ -414,6 +418,7 @@ static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r)
         st = rs_error_set(RS_E_NOMEM, "rs_cuda_bench_run: no memory");
         goto done;
     }
+    rs_bench_power_begin(&pw);
     for (int i = 0; i < c->reps; ++i) {
         float ms = 0;
         BENCH_CK(cudaEventRecord(e0, s), "record");
@@ -423,6 +428,7 @@ static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r)
         BENCH_CK(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
         times[i] = 1e3 * ms / steps;
     }
+    rs_bench_power_end(&pw, &r->sm_mhz, &r->power_w, &r->pcap_frac);
     qsort(times, (size_t)c->reps, sizeof(double), cmp_double);
     r->median_us = pct(times, c->reps, 0.5);
     r->p10_us = pct(times, c->reps, 0.1);

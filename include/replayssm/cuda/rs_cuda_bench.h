@@ -63,6 +63,10 @@ typedef struct rs_bench_result {
     double flush_frac;                /* fraction of row-steps that flush */
     double mean_fill;                 /* mean h before the step */
     int sets, steps;                  /* input sets rotated, steps per graph */
+    /* over the timed replays, through NVML (NaN where it is missing): the mean SM clock (MHz) and board power (W)
+     * of the driver's samples, and the fraction of the time the board's power cap held the clocks down (the H200
+     * caps at 700 W, which the B >= 128 ReplaySSM steps reach: docs/kernels.md "Benchmark") */
+    double sm_mhz, power_w, pcap_frac;
 } rs_bench_result;
 
 /*! rs_cuda_bench_device() : device name, SM count, L2 bytes, global memory bytes. */
@@ -78,6 +82,10 @@ rs_status rs_cuda_bench_read(size_t bytes, int reps, double *median_us);
 
 /*! rs_cuda_bench_run() : time one case (allocates and frees its buffers). */
 rs_status rs_cuda_bench_run(const rs_bench_case *c, rs_bench_result *r);
+
+/*! rs_cuda_bench_power_unavailable() : why rs_bench_result's sm_mhz / power_w / pcap_frac are NaN (e.g. "libnvidia-ml.so.1
+ *  not found"), or NULL when they are measured (valid after a case has run). */
+const char *rs_cuda_bench_power_unavailable(void);
 
 #ifdef __cplusplus
 }

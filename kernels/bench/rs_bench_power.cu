@@ -1,0 +1,147 @@
+/* rs_bench_power.cu — SM clock, board power and power-cap time over a benchmark case's timed replays, read through
+ * NVML loaded at run time (rs_bench_power.h says why). Host code only; plain C-style C++ like rs_cuda_bench.cu.
+ *
+ * NVML's declarations are restated here (the toolkit on the build machines ships no nvml.h; the driver's library
+ * is the one dependency, found or not at run time). The few types and values used, as in nvml.h of CUDA 13 (and
+ * NVIDIA's nvidia-ml-py 13.615): nvmlDevice_t an opaque pointer; nvmlSample_t {unsigned long long timeStamp (us,
+ * CPU clock); nvmlValue_t sampleValue (an 8-byte union)}; nvmlViolationTime_t {referenceTime; violationTime (ns)};
+ * NVML_TOTAL_POWER_SAMPLES 0 (mW), NVML_PROCESSOR_CLK_SAMPLES 5 (MHz); NVML_PERF_POLICY_POWER 0;
+ * NVML_VALUE_TYPE_* 0 double .. 6 unsigned short. */
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <sys/time.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "rs_bench_power.h"
+
+typedef void *nv_device;
+typedef union nv_value {
+    double d;
+    unsigned int ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+    unsigned short us;
+} nv_value;
+typedef struct nv_sample {
+    unsigned long long ts;
+    nv_value v;
+} nv_sample;
+typedef struct nv_violation {
+    unsigned long long ref, viol_ns;
+} nv_violation;
+enum { NV_POWER_SAMPLES = 0, NV_CLK_SAMPLES = 5, NV_POLICY_POWER = 0 };
+
+typedef int (*nv_init_fn)(void);
+typedef int (*nv_by_pci_fn)(const char *, nv_device *);
+typedef int (*nv_samples_fn)(nv_device, int, unsigned long long, int *, unsigned int *, nv_sample *);
+typedef int (*nv_violation_fn)(nv_device, int, nv_violation *);
+
+static struct {
+    int tried;
+    const char *why; /* NULL: working */
+    nv_samples_fn samples;
+    nv_violation_fn violation;
+    nv_device dev;
+    int cuda_dev;
+} g_nv;
+
+static unsigned long long now_us(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (unsigned long long)tv.tv_sec * 1000000ull + (unsigned long long)tv.tv_usec;
+}
+
+/* load NVML and find the current CUDA device (once a device: the bench runs on one) */
+static int nv_ready(void)
+{
+    int cd = 0;
+    if (cudaGetDevice(&cd) != cudaSuccess) return 0;
+    if (g_nv.tried && g_nv.cuda_dev == cd) return g_nv.why == NULL;
+    g_nv.tried = 1, g_nv.cuda_dev = cd, g_nv.why = NULL;
+    static void *lib = NULL; /* kept loaded for the process */
+    if (!lib) lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return g_nv.why = "libnvidia-ml.so.1 not found", 0;
+    nv_init_fn init = (nv_init_fn)dlsym(lib, "nvmlInit_v2");
+    nv_by_pci_fn by_pci = (nv_by_pci_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    g_nv.samples = (nv_samples_fn)dlsym(lib, "nvmlDeviceGetSamples");
+    g_nv.violation = (nv_violation_fn)dlsym(lib, "nvmlDeviceGetViolationStatus");
+    if (!init || !by_pci || !g_nv.samples) return g_nv.why = "NVML lacks nvmlInit_v2 / GetHandleByPciBusId_v2 / GetSamples", 0;
+    if (init() != 0) return g_nv.why = "nvmlInit_v2 failed", 0;
+    char bus[32];
+    if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, cd) != cudaSuccess) {
+        cudaGetLastError();
+        return g_nv.why = "cudaDeviceGetPCIBusId failed", 0;
+    }
+    if (by_pci(bus, &g_nv.dev) != 0) return g_nv.why = "NVML does not know the CUDA device's PCI bus id", 0;
+    return 1;
+}
+
+const char *rs_bench_power_unavailable(void) { return g_nv.tried ? g_nv.why : "not started"; }
+
+void rs_bench_power_begin(rs_bench_power *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!nv_ready()) return;
+    p->ok = 1;
+    p->t0_us = now_us();
+    nv_violation v;
+    if (g_nv.violation && g_nv.violation(g_nv.dev, NV_POLICY_POWER, &v) == 0) p->viol0_ns = v.viol_ns, p->viol_ok = 1;
+}
+
+static double value_of(const nv_value &v, int type)
+{
+    switch (type) {
+    case 0: return v.d;
+    case 1: return v.ui;
+    case 2: return (double)v.ul;
+    case 3: return (double)v.ull;
+    case 4: return (double)v.sll;
+    case 5: return v.si;
+    case 6: return v.us;
+    default: return NAN;
+    }
+}
+
+/* mean of the samples of `kind` inside [t0, t1] times `scale`; where the driver took none inside (its sampling period
+ * can exceed a short case), the newest one before t0: the value in force when the window opened. NaN if none. */
+static double window_mean(int kind, unsigned long long t0, unsigned long long t1, double scale)
+{
+    const unsigned long long since = t0 > 2000000ull ? t0 - 2000000ull : 0; /* 2 s back, for the value in force */
+    int type = 0;
+    unsigned int n = 0;
+    if (g_nv.samples(g_nv.dev, kind, since, &type, &n, NULL) != 0 || n == 0) return NAN;
+    nv_sample *s = (nv_sample *)calloc(n, sizeof *s);
+    if (!s) return NAN;
+    double sum = 0, before = NAN;
+    unsigned long long before_ts = 0;
+    int in = 0;
+    if (g_nv.samples(g_nv.dev, kind, since, &type, &n, s) == 0) {
+        for (unsigned int i = 0; i < n; ++i) {
+            const double x = value_of(s[i].v, type);
+            if (s[i].ts >= t0 && s[i].ts <= t1) sum += x, ++in;
+            else if (s[i].ts < t0 && s[i].ts >= before_ts) before = x, before_ts = s[i].ts;
+        }
+    }
+    free(s);
+    return (in ? sum / in : before) * scale;
+}
+
+void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w, double *pcap_frac)
+{
+    *sm_mhz = *power_w = *pcap_frac = NAN;
+    if (!p->ok) return;
+    const unsigned long long t1 = now_us();
+    *sm_mhz = window_mean(NV_CLK_SAMPLES, p->t0_us, t1, 1.0);
+    *power_w = window_mean(NV_POWER_SAMPLES, p->t0_us, t1, 1e-3); /* mW */
+    nv_violation v;
+    if (p->viol_ok && t1 > p->t0_us && g_nv.violation(g_nv.dev, NV_POLICY_POWER, &v) == 0) {
+        const double f = (double)(v.viol_ns - p->viol0_ns) / (1e3 * (double)(t1 - p->t0_us));
+        *pcap_frac = f < 0 ? 0 : f > 1 ? 1 : f; /* the counter's own clock may run a little ahead of ours */
+    }
+}
