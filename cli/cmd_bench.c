@@ -93,36 +93,37 @@ static int has_sweep(const char *list, const char *name)
     return 0;
 }
 
-/* the GPU's clock and power over the rows (rs_bench_result.sm_mhz / pcap_frac): the range, and the rows the board's
- * power cap held down for more than 5 % of their timed replays, worst first (at most 12 named) */
+/* the GPU's clock and power over the rows (rs_bench_result.sm_mhz / power_w / pcap_frac): their ranges, and how many
+ * rows the board's power cap held for more than 5 % of their timed replays, by sweep, with those rows' clock range */
 static void print_power(const bn_ctx *c)
 {
     const char *why = rs_cuda_bench_power_unavailable();
     if (why) {
-        printf("\n## clocks: not measured (%s)\n", why);
+        printf("\n## clocks and power: not measured (%s)\n", why);
         return;
     }
-    double lo = 1e30, hi = 0;
-    size_t n = 0, capped = 0;
+    double clo = 1e30, chi = 0, plo = 1e30, phi = 0, klo = 1e30, khi = 0; /* clock, power, clock of capped rows */
+    size_t capped = 0;
+    char by[256] = "";
     for (size_t i = 0; i < c->n; ++i) {
         const bn_row *r = &c->rows[i];
-        if (r->sm_mhz == r->sm_mhz) lo = r->sm_mhz < lo ? r->sm_mhz : lo, hi = r->sm_mhz > hi ? r->sm_mhz : hi, ++n;
-        capped += r->pcap_frac > 0.05;
+        if (r->sm_mhz == r->sm_mhz) clo = r->sm_mhz < clo ? r->sm_mhz : clo, chi = r->sm_mhz > chi ? r->sm_mhz : chi;
+        if (r->power_w == r->power_w) plo = r->power_w < plo ? r->power_w : plo, phi = r->power_w > phi ? r->power_w : phi;
+        if (!(r->pcap_frac > 0.05)) continue;
+        ++capped;
+        if (r->sm_mhz == r->sm_mhz) klo = r->sm_mhz < klo ? r->sm_mhz : klo, khi = r->sm_mhz > khi ? r->sm_mhz : khi;
+        if (!strstr(by, r->sweep) && strlen(by) + strlen(r->sweep) + 24 < sizeof by) { /* a sweep's count, once (no
+                                                                                         sweep name is in another's) */
+            size_t k = 0;
+            for (size_t j = 0; j < c->n; ++j) k += !strcmp(c->rows[j].sweep, r->sweep) && c->rows[j].pcap_frac > 0.05;
+            snprintf(by + strlen(by), sizeof by - strlen(by), "%s%s %zu", *by ? ", " : "", r->sweep, k);
+        }
     }
-    printf("\n## clocks: mean SM clock of a row %.0f-%.0f MHz (%zu rows); %zu rows under the power cap for > 5 %% of "
-           "their timing\n", n ? lo : 0, hi, n, capped);
-    char done[4096] = {0}; /* rows already named (at most 12 are, worst first) */
-    for (int k = 0; k < 12 && k < (int)capped; ++k) {
-        size_t w = c->n;
-        for (size_t i = 0; i < c->n && i < sizeof done; ++i)
-            if (!done[i] && c->rows[i].pcap_frac > 0.05 && (w == c->n || c->rows[i].pcap_frac > c->rows[w].pcap_frac))
-                w = i;
-        if (w == c->n) break;
-        done[w] = 1;
-        const bn_row *r = &c->rows[w];
-        printf("  %-6s %-18s %-16s %-23s B=%-4d capped %4.0f %%  %4.0f MHz %4.0f W\n", r->sweep, r->model, r->kernel,
-               r->variant, r->B, 100 * r->pcap_frac, r->sm_mhz, r->power_w);
-    }
+    printf("\n## clocks and power (NVML, per row: the mean over its timed replays; columns sm_mhz, power_w, pcap_frac)\n"
+           "SM clock %.0f-%.0f MHz, board power %.0f-%.0f W; %zu of %zu rows under the power cap for > 5 %% of their "
+           "timing (%s)", clo < 1e30 ? clo : 0, chi, plo < 1e30 ? plo : 0, phi, capped, c->n, *by ? by : "none");
+    if (capped && klo < 1e30) printf(", at %.0f-%.0f MHz", klo, khi);
+    printf("\n");
 }
 
 int rs_cmd_bench(int argc, char **argv)

@@ -5,8 +5,10 @@
  * is the one dependency, found or not at run time). The few types and values used, as in nvml.h of CUDA 13 (and
  * NVIDIA's nvidia-ml-py 13.615): nvmlDevice_t an opaque pointer; nvmlSample_t {unsigned long long timeStamp (us,
  * CPU clock); nvmlValue_t sampleValue (an 8-byte union)}; nvmlViolationTime_t {referenceTime; violationTime (ns)};
- * NVML_TOTAL_POWER_SAMPLES 0 (mW), NVML_PROCESSOR_CLK_SAMPLES 5 (MHz); NVML_PERF_POLICY_POWER 0;
- * NVML_VALUE_TYPE_* 0 double .. 6 unsigned short. */
+ * NVML_TOTAL_POWER_SAMPLES 0 (mW); NVML_PERF_POLICY_POWER 0; NVML_CLOCK_SM 1; NVML_VALUE_TYPE_* 0 double .. 6
+ * unsigned short. The driver's own SM-clock samples (NVML_PROCESSOR_CLK_SAMPLES) came back empty on the lent H200
+ * (fifteenth session), so the clock is read once a timed replay instead (nvmlDeviceGetClockInfo, the driver's
+ * current value, which it updates about every 100 ms). */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <sys/time.h>
@@ -34,18 +36,20 @@ typedef struct nv_sample {
 typedef struct nv_violation {
     unsigned long long ref, viol_ns;
 } nv_violation;
-enum { NV_POWER_SAMPLES = 0, NV_CLK_SAMPLES = 5, NV_POLICY_POWER = 0 };
+enum { NV_POWER_SAMPLES = 0, NV_POLICY_POWER = 0, NV_CLOCK_SM = 1 };
 
 typedef int (*nv_init_fn)(void);
 typedef int (*nv_by_pci_fn)(const char *, nv_device *);
 typedef int (*nv_samples_fn)(nv_device, int, unsigned long long, int *, unsigned int *, nv_sample *);
 typedef int (*nv_violation_fn)(nv_device, int, nv_violation *);
+typedef int (*nv_clock_fn)(nv_device, int, unsigned int *);
 
 static struct {
     int tried;
     const char *why; /* NULL: working */
     nv_samples_fn samples;
     nv_violation_fn violation;
+    nv_clock_fn clock;
     nv_device dev;
     int cuda_dev;
 } g_nv;
@@ -71,6 +75,7 @@ static int nv_ready(void)
     nv_by_pci_fn by_pci = (nv_by_pci_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
     g_nv.samples = (nv_samples_fn)dlsym(lib, "nvmlDeviceGetSamples");
     g_nv.violation = (nv_violation_fn)dlsym(lib, "nvmlDeviceGetViolationStatus");
+    g_nv.clock = (nv_clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
     if (!init || !by_pci || !g_nv.samples) return g_nv.why = "NVML lacks nvmlInit_v2 / GetHandleByPciBusId_v2 / GetSamples", 0;
     if (init() != 0) return g_nv.why = "nvmlInit_v2 failed", 0;
     char bus[32];
@@ -94,6 +99,12 @@ void rs_bench_power_begin(rs_bench_power *p)
     if (g_nv.violation && g_nv.violation(g_nv.dev, NV_POLICY_POWER, &v) == 0) p->viol0_ns = v.viol_ns, p->viol_ok = 1;
 }
 
+void rs_bench_power_tick(rs_bench_power *p)
+{
+    unsigned int mhz = 0;
+    if (p->ok && g_nv.clock && g_nv.clock(g_nv.dev, NV_CLOCK_SM, &mhz) == 0 && mhz > 0) p->clk_sum += mhz, ++p->nclk;
+}
+
 static double value_of(const nv_value &v, int type)
 {
     switch (type) {
@@ -108,7 +119,7 @@ static double value_of(const nv_value &v, int type)
     }
 }
 
-/* mean of the samples of `kind` inside [t0, t1] times `scale`; where the driver took none inside (its sampling period
+/* mean of the driver's samples of `kind` inside [t0, t1] times `scale`; where it took none inside (its sampling period
  * can exceed a short case), the newest one before t0: the value in force when the window opened. NaN if none. */
 static double window_mean(int kind, unsigned long long t0, unsigned long long t1, double scale)
 {
@@ -137,7 +148,7 @@ void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w
     *sm_mhz = *power_w = *pcap_frac = NAN;
     if (!p->ok) return;
     const unsigned long long t1 = now_us();
-    *sm_mhz = window_mean(NV_CLK_SAMPLES, p->t0_us, t1, 1.0);
+    *sm_mhz = p->nclk ? p->clk_sum / p->nclk : NAN;
     *power_w = window_mean(NV_POWER_SAMPLES, p->t0_us, t1, 1e-3); /* mW */
     nv_violation v;
     if (p->viol_ok && t1 > p->t0_us && g_nv.violation(g_nv.dev, NV_POLICY_POWER, &v) == 0) {

@@ -17,13 +17,19 @@ typedef struct rs_bench_power {
     unsigned long long viol0_ns; /* cumulative power-cap time at the start */
     int ok;                      /* the device was found and the start read */
     int viol_ok;                 /* the power-cap counter was read at the start */
+    double clk_sum;              /* SM clock readings (MHz) of rs_bench_power_tick, summed */
+    int nclk;
 } rs_bench_power;
 
 /* Start a window on the current CUDA device (after the warm-up, before the timed replays). */
 void rs_bench_power_begin(rs_bench_power *p);
 
-/* End it (after the last timed replay has completed): the mean of NVML's SM-clock samples (MHz) and board-power
- * samples (W) taken inside the window, and the fraction of the window under the power cap; NaN where unavailable. */
+/* Read the SM clock once (after each timed replay has completed). */
+void rs_bench_power_tick(rs_bench_power *p);
+
+/* End it (after the last timed replay has completed): the mean of the ticks' SM clock (MHz), the mean of NVML's
+ * board-power samples (W) taken inside the window, and the fraction of the window under the power cap; NaN where
+ * unavailable. */
 void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w, double *pcap_frac);
 
 /* Why the fields are NaN, or NULL when the probe works (for the bench's log). */

@@ -427,6 +427,7 @@ static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r)
         BENCH_CK(cudaEventSynchronize(e1), "kernel execution");
         BENCH_CK(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
         times[i] = 1e3 * ms / steps;
+        rs_bench_power_tick(&pw); /* between replays: the GPU is idle for the few us this takes, outside e0..e1 */
     }
     rs_bench_power_end(&pw, &r->sm_mhz, &r->power_w, &r->pcap_frac);
     qsort(times, (size_t)c->reps, sizeof(double), cmp_double);
