@@ -511,16 +511,17 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
     }
 }
 
-/* L2 prefetch of the fp32 non-flush read (the main kernel's PFD, chosen by rs_cuda_set_replay_l2pf; level 1, where the
- * grid is more than one wave, the default since the fifteenth session): the chunk D past the register prefetch (one chunk ahead) requested into
- * the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the checkpoint is in flight than a warp's
- * two chunks of registers. Nsight Compute of the non-flush step (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7
- * warps a scheduler, 0.47 eligible, 69 % of the stalls on the loads' scoreboard: latency-bound at 20 warps an SM.
- * A build-time form in every fp32 read, flush rows included (c742edc's RS_L2PF, removed since), measured on the H200
- * at D = 2: the B = 128-512 cycles 0.96-0.99x, B = 1-32 1.01-1.07x, the flush rows up to 1.11x; D = 4: 1.04x
- * (docs/kernels-notes.md "v6g"); the non-flush loop alone at D = 2, grids of more than one wave (today's form): B = 128-512
- * cycles 0.93-1.00x, non-flush steps 0.977-0.997x, never slower (fifteenth session, "v6h"). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first
- * register prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
+/* L2 prefetch of the fp32 non-flush read (the main kernel's PFD, chosen by rs_cuda_set_replay_l2pf; level 1, where
+ * the grid is more than one wave, the default since the fifteenth session): the chunk D past the register prefetch
+ * (one chunk ahead) requested into the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the
+ * checkpoint is in flight than a warp's two chunks of registers. Nsight Compute of the non-flush step
+ * (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on the
+ * loads' scoreboard: latency-bound at 20 warps an SM. A build-time form in every fp32 read, flush rows included
+ * (c742edc's RS_L2PF, removed since), measured on the H200 at D = 2: the B = 128-512 cycles 0.96-0.99x, B = 1-32
+ * 1.01-1.07x, the flush rows up to 1.11x; D = 4: 1.04x (docs/kernels-notes.md "v6g"). Today's form, the non-flush
+ * loop alone at D = 2 on grids of more than one wave: B = 128-512 cycles 0.93-1.00x, non-flush steps 0.977-0.997x,
+ * never slower ("v6h"). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first register
+ * prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
 template <int RPW, int DK, int D>
 __device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r_begin, int r_end, int lane)
 {

@@ -63,9 +63,10 @@ typedef struct rs_bench_result {
     double flush_frac;                /* fraction of row-steps that flush */
     double mean_fill;                 /* mean h before the step */
     int sets, steps;                  /* input sets rotated, steps per graph */
-    /* over the timed replays, through NVML (NaN where it is missing): the mean SM clock (MHz) and board power (W)
-     * of the driver's samples, and the fraction of the time the board's power cap held the clocks down (the H200
-     * caps at 700 W, which the B >= 128 ReplaySSM steps reach: docs/kernels.md "Benchmark") */
+    /* over the timed replays, through NVML (NaN where it is missing): the mean SM clock (MHz, read after each
+     * replay), the mean board power (W, the driver's samples) and the fraction of the time the board's power cap
+     * held the clocks down (the H200 caps at 700 W, which the B >= 128 ReplaySSM steps reach: docs/kernels.md
+     * "Clocks and power") */
     double sm_mhz, power_w, pcap_frac;
 } rs_bench_result;
 
