@@ -30,7 +30,8 @@
 #           with a time stamp a line (bench_ts.log)
 # RS_DEADLINE: seconds from the start by which the stages before bench have ended (default 420; a stage
 # that would start later is skipped and says so). OUTDIR: summary.txt, all.tar.xz (logs, ab/, ncu output),
-# and bench.h5 + bench.log with the bench stage: four files, within the eight a device call brings back.
+# and bench.h5 + bench.log with the bench stage (+ smi.csv, bench_ts.log with RS_SMI_MS: six files), within the eight
+# a device call brings back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PA=${1:?pack}
