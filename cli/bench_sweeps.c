@@ -85,6 +85,17 @@ static bn_row *bn_run(bn_ctx *c, const char *sweep, const rs_model_shape *m, con
     return row;
 }
 
+/* one case with a process-wide launch knob of rs_cuda.h (rs_cuda_set_replay_spec, _replay_l2pf, _verify_gshare: read
+ * when the case's graph is captured) at `level`, then the knob back at its default `dflt`; level < 0: the default */
+static bn_row *bn_run_knob(bn_ctx *c, const char *sweep, const rs_model_shape *m, const rs_bench_case *bc,
+                           const char *variant, void (*set)(int), int level, int dflt)
+{
+    if (level >= 0) set(level);
+    bn_row *r = bn_run(c, sweep, m, bc, variant);
+    set(dflt);
+    return r;
+}
+
 static rs_bench_case bn_case(rs_bench_kernel k, const rs_model_shape *m, int B, int reps)
 {
     rs_bench_case c;
@@ -150,9 +161,8 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
             k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
             k.launch = lm == 0 ? RS_CUDA_LAUNCH_AUTO : lm == 1 ? RS_CUDA_LAUNCH_PROLOGUE : RS_CUDA_LAUNCH_FUSED;
             snprintf(v, sizeof v, "cycle-bf16ring%s", x);
-            if (lm >= 3) rs_cuda_set_replay_spec(lm == 3 ? 0 : 2); /* read when the step is captured */
-            bn_row *r = bn_run(c, "std", m, &k, v);
-            rs_cuda_set_replay_spec(RS_CUDA_REPLAY_SPEC_DEFAULT);
+            bn_row *r = bn_run_knob(c, "std", m, &k, v, rs_cuda_set_replay_spec, lm < 3 ? -1 : lm == 3 ? 0 : 2,
+                                    RS_CUDA_REPLAY_SPEC_DEFAULT);
             if (!r) return 1;
             r->speedup = conv_us / r->median_us;
             print_row(r, r->speedup);
@@ -180,9 +190,8 @@ int rs_bench_sweep_std(bn_ctx *c, const rs_model_shape *m, int quick)
         for (int part = 0; B >= 128 && part < (B == 256 ? 2 : 1); ++part) {
             k = bn_case(RS_BENCH_REPLAY, m, B, c->reps);
             if (part) k.fill_mode = RS_BENCH_FILL_FIXED, k.fill = 7;
-            rs_cuda_set_replay_l2pf(0); /* read when the step is captured */
-            bn_row *r = bn_run(c, "std", m, &k, part ? "nonflush-h7-nol2pf" : "cycle-bf16ring-nol2pf");
-            rs_cuda_set_replay_l2pf(RS_CUDA_REPLAY_L2PF_DEFAULT);
+            bn_row *r = bn_run_knob(c, "std", m, &k, part ? "nonflush-h7-nol2pf" : "cycle-bf16ring-nol2pf",
+                                    rs_cuda_set_replay_l2pf, 0, RS_CUDA_REPLAY_L2PF_DEFAULT);
             if (!r) return 1;
             r->speedup = conv_us / r->median_us;
             print_row(r, r->speedup);
@@ -227,9 +236,7 @@ static int verify_b1_rows(bn_ctx *c, const rs_model_shape *m, const char *sweep,
             k.T = 8, k.accepted = ai ? 8 : 1, k.verify_kernel = vs[i].kernel;
             char v[32];
             snprintf(v, sizeof v, "%sa%d%s", prefix, k.accepted, vs[i].sfx);
-            if (vs[i].gshare >= 0) rs_cuda_set_verify_gshare(vs[i].gshare); /* read when the round is captured */
-            r = bn_run(c, sweep, m, &k, v);
-            rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
+            r = bn_run_knob(c, sweep, m, &k, v, rs_cuda_set_verify_gshare, vs[i].gshare, RS_CUDA_VERIFY_GSHARE_DEFAULT);
             if (!r) return 1;
             r->norm = r->median_us / cu1, r->norm_own = r->norm;
             print_row(r, r->norm);
@@ -371,9 +378,8 @@ int rs_bench_sweep_tcl(bn_ctx *c, const rs_model_shape *m)
                 k.L = L, k.T = T, k.accepted = a;
                 char v[32];
                 snprintf(v, sizeof v, "bf16ring-L%d-a%d%s", L, a, gsfx[gi]);
-                if (gi) rs_cuda_set_verify_gshare(gi == 1 ? 0 : 1);
-                bn_row *r = bn_run(c, "tcl", m, &k, v);
-                rs_cuda_set_verify_gshare(RS_CUDA_VERIFY_GSHARE_DEFAULT);
+                bn_row *r = bn_run_knob(c, "tcl", m, &k, v, rs_cuda_set_verify_gshare, gi ? gi - 1 : -1,
+                                        RS_CUDA_VERIFY_GSHARE_DEFAULT);
                 if (!r) return 1;
                 r->norm = r->median_us / cu, r->norm_own = r->norm;
                 print_row(r, r->norm);
