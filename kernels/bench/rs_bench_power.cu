@@ -65,9 +65,14 @@ static unsigned long long now_us(void)
 static int nv_ready(void)
 {
     int cd = 0;
-    if (cudaGetDevice(&cd) != cudaSuccess) return 0;
-    if (g_nv.tried && g_nv.cuda_dev == cd) return g_nv.why == NULL;
-    g_nv.tried = 1, g_nv.cuda_dev = cd, g_nv.why = NULL;
+    const bool dev = cudaGetDevice(&cd) == cudaSuccess;
+    if (dev && g_nv.tried && g_nv.cuda_dev == cd) return g_nv.why == NULL;
+    g_nv.tried = 1, g_nv.cuda_dev = -1, g_nv.why = NULL;
+    if (!dev || cudaFree(0) != cudaSuccess) { /* cudaFree(0): the device's context, or the error saying why not */
+        cudaGetLastError();
+        return g_nv.why = "no CUDA device", 0;
+    }
+    g_nv.cuda_dev = cd;
     static void *lib = NULL; /* kept loaded for the process */
     if (!lib) lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return g_nv.why = "libnvidia-ml.so.1 not found", 0;
@@ -119,28 +124,44 @@ static double value_of(const nv_value &v, int type)
     }
 }
 
-/* mean of the driver's samples of `kind` inside [t0, t1] times `scale`; where it took none inside (its sampling period
- * can exceed a short case), the newest one before t0: the value in force when the window opened. NaN if none. */
+double rs_bench_power_window(const rs_bench_sample *s, unsigned n, unsigned long long t0, unsigned long long t1)
+{
+    double sum = 0, before = NAN;
+    unsigned long long before_ts = 0;
+    unsigned in = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        if (s[i].ts >= t0 && s[i].ts <= t1) sum += s[i].v, ++in;
+        else if (s[i].ts < t0 && (before != before || s[i].ts >= before_ts)) before = s[i].v, before_ts = s[i].ts;
+    }
+    return in ? sum / in : before;
+}
+
+double rs_bench_power_capped(unsigned long long viol0_ns, unsigned long long viol1_ns, unsigned long long t0_us,
+                             unsigned long long t1_us)
+{
+    if (t1_us <= t0_us || viol1_ns < viol0_ns) return NAN; /* an empty window, or the counter was reset */
+    const double f = (double)(viol1_ns - viol0_ns) / (1e3 * (double)(t1_us - t0_us));
+    return f > 1 ? 1 : f; /* the counter's own clock may run a little ahead of ours */
+}
+
+/* the driver's samples of `kind` from 2 s before t0 (for the value in force when the window opened), reduced by
+ * rs_bench_power_window, times `scale` */
 static double window_mean(int kind, unsigned long long t0, unsigned long long t1, double scale)
 {
-    const unsigned long long since = t0 > 2000000ull ? t0 - 2000000ull : 0; /* 2 s back, for the value in force */
+    const unsigned long long since = t0 > 2000000ull ? t0 - 2000000ull : 0;
     int type = 0;
     unsigned int n = 0;
     if (g_nv.samples(g_nv.dev, kind, since, &type, &n, NULL) != 0 || n == 0) return NAN;
     nv_sample *s = (nv_sample *)calloc(n, sizeof *s);
-    if (!s) return NAN;
-    double sum = 0, before = NAN;
-    unsigned long long before_ts = 0;
-    int in = 0;
-    if (g_nv.samples(g_nv.dev, kind, since, &type, &n, s) == 0) {
-        for (unsigned int i = 0; i < n; ++i) {
-            const double x = value_of(s[i].v, type);
-            if (s[i].ts >= t0 && s[i].ts <= t1) sum += x, ++in;
-            else if (s[i].ts < t0 && s[i].ts >= before_ts) before = x, before_ts = s[i].ts;
-        }
+    rs_bench_sample *x = (rs_bench_sample *)calloc(n, sizeof *x);
+    double m = NAN;
+    if (s && x && g_nv.samples(g_nv.dev, kind, since, &type, &n, s) == 0) {
+        for (unsigned int i = 0; i < n; ++i) x[i].ts = s[i].ts, x[i].v = value_of(s[i].v, type);
+        m = rs_bench_power_window(x, n, t0, t1) * scale;
     }
     free(s);
-    return (in ? sum / in : before) * scale;
+    free(x);
+    return m;
 }
 
 void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w, double *pcap_frac)
@@ -151,8 +172,6 @@ void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w
     *sm_mhz = p->nclk ? p->clk_sum / p->nclk : NAN;
     *power_w = window_mean(NV_POWER_SAMPLES, p->t0_us, t1, 1e-3); /* mW */
     nv_violation v;
-    if (p->viol_ok && t1 > p->t0_us && g_nv.violation(g_nv.dev, NV_POLICY_POWER, &v) == 0) {
-        const double f = (double)(v.viol_ns - p->viol0_ns) / (1e3 * (double)(t1 - p->t0_us));
-        *pcap_frac = f < 0 ? 0 : f > 1 ? 1 : f; /* the counter's own clock may run a little ahead of ours */
-    }
+    if (p->viol_ok && g_nv.violation(g_nv.dev, NV_POLICY_POWER, &v) == 0)
+        *pcap_frac = rs_bench_power_capped(p->viol0_ns, v.viol_ns, p->t0_us, t1);
 }

@@ -35,4 +35,17 @@ void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w
 /* Why the fields are NaN, or NULL when the probe works (for the bench's log). */
 const char *rs_bench_power_unavailable(void);
 
+/* The reductions, apart from NVML (kernels/tests/test_cuda_bench_power.cu checks them without a GPU). */
+typedef struct rs_bench_sample {
+    unsigned long long ts; /* us, NVML's CPU time stamp */
+    double v;
+} rs_bench_sample;
+/* The mean of the samples with t0 <= ts <= t1; where none lies inside (the driver's sampling period can exceed a
+ * short case), the newest one before t0, the value in force when the window opened; NaN if there is neither. */
+double rs_bench_power_window(const rs_bench_sample *s, unsigned n, unsigned long long t0, unsigned long long t1);
+/* The fraction of [t0_us, t1_us] under the power cap from the violation counter's readings (ns) at its ends, at
+ * most 1; NaN for an empty window or a counter that went back (a reset). */
+double rs_bench_power_capped(unsigned long long viol0_ns, unsigned long long viol1_ns, unsigned long long t0_us,
+                             unsigned long long t1_us);
+
 #endif /* RS_BENCH_POWER_H */
