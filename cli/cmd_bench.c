@@ -103,8 +103,8 @@ static void print_power(const bn_ctx *c)
         return;
     }
     double clo = 1e30, chi = 0, plo = 1e30, phi = 0, klo = 1e30, khi = 0; /* clock, power, clock of capped rows */
-    size_t capped = 0;
-    char by[256] = "";
+    size_t capped = 0, ns = 0, per[16] = {0};
+    const char *sweeps[16]; /* the sweeps with capped rows, in order of appearance (a run has at most 8, `ref` included) */
     for (size_t i = 0; i < c->n; ++i) {
         const bn_row *r = &c->rows[i];
         if (r->sm_mhz == r->sm_mhz) clo = r->sm_mhz < clo ? r->sm_mhz : clo, chi = r->sm_mhz > chi ? r->sm_mhz : chi;
@@ -112,16 +112,17 @@ static void print_power(const bn_ctx *c)
         if (!(r->pcap_frac > 0.05)) continue;
         ++capped;
         if (r->sm_mhz == r->sm_mhz) klo = r->sm_mhz < klo ? r->sm_mhz : klo, khi = r->sm_mhz > khi ? r->sm_mhz : khi;
-        if (!strstr(by, r->sweep) && strlen(by) + strlen(r->sweep) + 24 < sizeof by) { /* a sweep's count, once (no
-                                                                                         sweep name is in another's) */
-            size_t k = 0;
-            for (size_t j = 0; j < c->n; ++j) k += !strcmp(c->rows[j].sweep, r->sweep) && c->rows[j].pcap_frac > 0.05;
-            snprintf(by + strlen(by), sizeof by - strlen(by), "%s%s %zu", *by ? ", " : "", r->sweep, k);
-        }
+        size_t j = 0;
+        while (j < ns && strcmp(sweeps[j], r->sweep)) ++j;
+        if (j == ns && ns < 16) sweeps[ns++] = r->sweep;
+        if (j < ns) ++per[j];
     }
+    char by[256] = "none";
+    for (size_t j = 0, o = 0; j < ns && o < sizeof by; ++j)
+        o += (size_t)snprintf(by + o, sizeof by - o, "%s%s %zu", j ? ", " : "", sweeps[j], per[j]);
     printf("\n## clocks and power (NVML, per row: the mean over its timed replays; columns sm_mhz, power_w, pcap_frac)\n"
            "SM clock %.0f-%.0f MHz, board power %.0f-%.0f W; %zu of %zu rows under the power cap for > 5 %% of their "
-           "timing (%s)", clo < 1e30 ? clo : 0, chi, plo < 1e30 ? plo : 0, phi, capped, c->n, *by ? by : "none");
+           "timing (%s)", clo < 1e30 ? clo : 0, chi, plo < 1e30 ? plo : 0, phi, capped, c->n, by);
     if (capped && klo < 1e30) printf(", at %.0f-%.0f MHz", klo, khi);
     printf("\n");
 }

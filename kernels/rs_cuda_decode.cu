@@ -916,9 +916,13 @@ static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
                                                                                                             *st);
 }
 
-/* rs_cuda_set_replay_l2pf: level 1 where the main grid is more than one wave (a warp's chunks then follow other warps'
- * on its SM; at one wave the B = 1 chain matters more), level 2 on every launch (the tests' small batches) */
-static bool replay_l2pf(const rs_geom &g) { return g_rs_replay_l2pf == 2 || (g_rs_replay_l2pf == 1 && !rs_one_wave(g)); }
+/* rs_cuda_set_replay_l2pf (windows L <= 32, whose instances have the prefetch): level 1 where the main grid is more
+ * than one wave (a warp's chunks then follow other warps' on its SM; at one wave the B = 1 chain matters more),
+ * level 2 on every launch (the tests' small batches) */
+static bool replay_l2pf(const rs_geom &g, int L)
+{
+    return L <= 32 && (g_rs_replay_l2pf == 2 || (g_rs_replay_l2pf == 1 && !rs_one_wave(g)));
+}
 
 /* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
  * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
@@ -942,7 +946,7 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
                     return;
                 }
             if constexpr (RPW == 4 && DK == 128)
-                if (st->L <= 32 && replay_l2pf(g)) {
+                if (replay_l2pf(g, st->L)) {
                     rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 0, 2><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
                     return;
                 }
@@ -954,7 +958,7 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
     replay_prep_launch<FAM, RDT, DK>(d, io, st, s);
     /* the prologue's programmatic dependent (v4d): its warps start, read fill and q while the prologue runs */
     if constexpr (CKF == RS_FMT_FP32 && RPW == 4 && DK == 128)
-        if (st->L <= 32 && replay_l2pf(g)) {
+        if (replay_l2pf(g, st->L)) {
             rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK, 0, 2>, blocks, 128, 0, s, *d, *io, *st, src, g);
             return;
         }

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "replayssm/cuda/rs_cuda_bench.h" /* rs_cuda_bench_power_unavailable */
 #include "rs_bench_power.h"
 
 typedef void *nv_device;
@@ -92,7 +93,7 @@ static int nv_ready(void)
     return 1;
 }
 
-const char *rs_bench_power_unavailable(void) { return g_nv.tried ? g_nv.why : "not started"; }
+extern "C" const char *rs_cuda_bench_power_unavailable(void) { return g_nv.tried ? g_nv.why : "not started"; }
 
 void rs_bench_power_begin(rs_bench_power *p)
 {

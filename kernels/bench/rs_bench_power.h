@@ -32,8 +32,7 @@ void rs_bench_power_tick(rs_bench_power *p);
  * unavailable. */
 void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w, double *pcap_frac);
 
-/* Why the fields are NaN, or NULL when the probe works (for the bench's log). */
-const char *rs_bench_power_unavailable(void);
+/* Why the fields are NaN: rs_cuda_bench_power_unavailable (rs_cuda_bench.h), defined with the probe. */
 
 /* The reductions, apart from NVML (kernels/tests/test_cuda_bench_power.cu checks them without a GPU). */
 typedef struct rs_bench_sample {

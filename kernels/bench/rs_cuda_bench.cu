@@ -205,8 +205,6 @@ static int verify_cycle(int L, int T, int a, int *h_out)
     return n;
 }
 
-extern "C" const char *rs_cuda_bench_power_unavailable(void) { return rs_bench_power_unavailable(); }
-
 static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r);
 extern "C" rs_status rs_cuda_bench_run(const rs_bench_case *c, rs_bench_result *r)
 {

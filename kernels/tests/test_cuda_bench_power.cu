@@ -18,6 +18,7 @@
 
 #include "cuda_test_util.h"
 #include "../bench/rs_bench_power.h"
+#include "replayssm/cuda/rs_cuda_bench.h" /* rs_cuda_bench_power_unavailable */
 
 static void test_window()
 {
@@ -59,7 +60,7 @@ static void test_probe()
     for (int i = 0; i < 4; ++i) rs_bench_power_tick(&p), usleep(500); /* a window of ~2 ms */
     double mhz, w, cap;
     rs_bench_power_end(&p, &mhz, &w, &cap);
-    const char *why = rs_bench_power_unavailable();
+    const char *why = rs_cuda_bench_power_unavailable();
     if (why) {
         ct_report("probe: unavailable -> NaN fields and a reason", std::isnan(mhz) && std::isnan(w) && std::isnan(cap) &&
                                                                         *why,

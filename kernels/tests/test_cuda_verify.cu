@@ -374,7 +374,23 @@ static void bf16_and_misaligned_runs(bool tc)
     g_misalign = false;
 }
 
-static void v6a_runs();
+/* the v6a runs of --tc-only (--v6a alone: the long runs and the T loop, which a bounded stage of the whole --tc-only
+ * list does not reach) */
+static void v6a_runs()
+{
+    /* in --tc-only, the runs before these used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at
+     * T <= 2, the tensor-core kernel v6a at T >= 3). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
+     * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
+     * alternating shapes; then v6b and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes and
+     * their T > 8 instances. --tc-only stops after the v6a runs. */
+    g_vkernel = RS_CUDA_VERIFY_TC_V6A;
+    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 240, 16, 8, nullptr, ct_quick ? 0 : 4000);
+    for (int T = 1; T <= 16; ++T) {
+        if (ct_quick && T != 3 && T != 9 && T != 16) continue;
+        test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
+    }
+    bf16_and_misaligned_runs(true);
+}
 
 /* the default choice's runs, then v6a's (all of --tc-only) */
 static void default_and_tc_runs()
@@ -427,23 +443,6 @@ static void default_and_tc_runs()
     v6a_runs();
 }
 
-/* the v6a runs of --tc-only (--v6a alone: the long runs and the T loop, which a bounded stage of the whole --tc-only
- * list does not reach) */
-static void v6a_runs()
-{
-    /* the runs before these used the default choice (RS_CUDA_VERIFY_AUTO: the CUDA-core kernel at T <= 2, the tensor-core
-     * kernel v6a at T >= 3). The tensor-core kernel v6a over >= 1000 accepted tokens a row with flushes on the
-     * four paper shapes (T = 8: ~4.5 tokens a round, 4 rows: >= 4000 in all) and at every T = 1..16 on
-     * alternating shapes; then v6b and the v3 CUDA-core kernel (kept for benchmarks) on the four shapes and
-     * their T > 8 instances. --tc-only stops after the v6a runs. */
-    g_vkernel = RS_CUDA_VERIFY_TC_V6A;
-    for (const Shape &s : ct_shapes) test_verify_shape(s, ct_quick ? 3 : 240, 16, 8, nullptr, ct_quick ? 0 : 4000);
-    for (int T = 1; T <= 16; ++T) {
-        if (ct_quick && T != 3 && T != 9 && T != 16) continue;
-        test_verify_shape(ct_shapes[T % 4], ct_quick ? 2 : 12, 16, T);
-    }
-    bf16_and_misaligned_runs(true);
-}
 
 /* the runs past --tc-only (--rest alone: the full list then fits two bounded device stages): v6b and the v3 CUDA-core
  * kernel forced */
