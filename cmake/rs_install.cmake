@@ -84,12 +84,13 @@ else()
 endif()
 
 # ---- public headers ------------------------------------------------------------------------
-# include/replayssm/** only: headers beside the sources (common/rs_check.h, engine/rs_dot.h, ...)
+# include/replayssm/** only: headers beside the sources (quant/rs_check.h, lib/engine/rs_dot.h, ...)
 # are private by construction. The cuda/ headers declare replayssm_cuda's functions, so they are
-# installed only with that library.
-set(RS_HEADER_EXCLUDES "")
+# installed only with that library; the GPU evaluator's (eval/rs_scorer_cuda.h, eval/rs_gpu_info.h)
+# declare libreplayssm-evalcuda's, an in-tree library that is not installed.
+set(RS_HEADER_EXCLUDES PATTERN "rs_scorer_cuda.h" EXCLUDE PATTERN "rs_gpu_info.h" EXCLUDE)
 if(NOT RS_HAVE_CUDA_LIB)
-  set(RS_HEADER_EXCLUDES PATTERN "cuda" EXCLUDE)
+  list(APPEND RS_HEADER_EXCLUDES PATTERN "cuda" EXCLUDE)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/replayssm DESTINATION ${RS_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h" ${RS_HEADER_EXCLUDES})

@@ -1,23 +1,33 @@
-/* rs_cuda_common.cuh — host-side helpers shared by the kernel launchers: turning CUDA errors
- * into rs_status with a message, and warp reductions. */
+/* rs_cuda_common.cuh — what every CUDA source of the project shares (kernels/, kernels/bench/, eval/gpu/):
+ * CUDA results as rs_status with a message (host side), programmatic dependent launch, and the warp and block
+ * reductions (device side). Private: included by bare name from kernels/ and eval/gpu/. */
 #ifndef RS_CUDA_COMMON_CUH
 #define RS_CUDA_COMMON_CUH
 
 #include <cuda_runtime.h>
 
 #include "replayssm/cuda/rs_cuda.h"
+#include "rs_check.h"
 
-/* After a launch: RS_E_CUDA naming the kernel if the launch failed (no sync). */
+/* ---- host: CUDA results as rs_status ------------------------------------------------------------ */
+
+/* A CUDA runtime call's result: RS_OK, or RS_E_CUDA with "WHAT: <CUDA's message>". */
+static inline rs_status rs_cuda_call_status(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: %s", what, cudaGetErrorString(e));
+    return RS_OK;
+}
+
+/* RS_CUDA_TRY(call, what): return rs_cuda_call_status's error from the enclosing function (which returns
+ * rs_status); the one CUDA-call check of the library sources. */
+#define RS_CUDA_TRY(call, what) RS_TRY(rs_cuda_call_status((call), (what)))
+
+/* After a launch: RS_E_CUDA naming the launcher if the launch (or an earlier asynchronous error surfacing
+ * now) failed. No synchronisation. */
 static inline rs_status rs_cuda_launch_status(const char *who)
 {
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
-    return RS_OK;
-}
-
-static inline rs_status rs_cuda_call_status(cudaError_t e, const char *who, const char *what)
-{
-    if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: %s failed: %s", who, what, cudaGetErrorString(e));
     return RS_OK;
 }
 
@@ -29,7 +39,7 @@ extern "C" rs_status rs_cuda_check_ckpt_round(const rs_cuda_ckpt_round *c, const
 extern "C" rs_status rs_cuda_ckpt_round_launch(const rs_ssm_dims *d, float *S, const int32_t *fill, int lim, int T,
                                                const rs_cuda_ckpt_round *c, cudaStream_t s);
 
-/* Programmatic dependent launch (sm_90; issue 18, tenth session, docs/kernels-notes.md "v4d"). A kernel launched
+/* Programmatic dependent launch (sm_90; docs/kernels.md). A kernel launched
  * by rs_launch_pdl may start while the kernel before it in the stream (its primary) still runs, once every
  * block of that primary has called rs_pdl_trigger (or exited); it must call rs_pdl_wait before it reads
  * anything the primary writes (and before it writes anything the primary reads): the wait returns when the
@@ -63,18 +73,88 @@ static inline void rs_launch_pdl(void (*k)(KP...), unsigned grid, unsigned block
     (void)cudaLaunchKernelEx(&cfg, k, static_cast<A &&>(args)...);
 }
 
-__device__ __forceinline__ float rs_dev_warp_sum(float x)
+/* ---- device: reductions -------------------------------------------------------------------------
+ * Deterministic: a warp reduction is an xor butterfly over groups of W consecutive lanes (W a power of two
+ * <= 32), so at every level the two partners compute a + b and b + a (the same bits: IEEE addition
+ * commutes) and every lane of a group ends with the same value; the order depends only on W. */
+__device__ __forceinline__ float rs_dev_add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double rs_dev_add_rn(double a, double b) { return __dadd_rn(a, b); }
+
+/* the sum of x over each group of W lanes, in every lane of the group */
+template <int W = 32, typename T> __device__ __forceinline__ T rs_dev_warp_sum(T x)
 {
+    static_assert(W >= 2 && W <= 32 && (W & (W - 1)) == 0, "W must be a power of two in 2..32");
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) x = __fadd_rn(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
+    for (int off = W / 2; off > 0; off >>= 1) x = rs_dev_add_rn(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
     return x;
 }
 
-__device__ __forceinline__ float rs_dev_warp_max(float x)
+/* the max of x over each group of W lanes (fmaxf: a NaN loses to a number), in every lane of the group */
+template <int W = 32> __device__ __forceinline__ float rs_dev_warp_max(float x)
+{
+    static_assert(W >= 2 && W <= 32 && (W & (W - 1)) == 0, "W must be a power of two in 2..32");
+#pragma unroll
+    for (int off = W / 2; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
+    return x;
+}
+
+/* the min of x over the warp, in every lane */
+__device__ __forceinline__ int rs_dev_warp_min(int x)
 {
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
+    for (int off = 16; off > 0; off >>= 1) x = min(x, __shfl_xor_sync(0xFFFFFFFFu, x, off));
     return x;
+}
+
+/* Transposed warp reduction of N values a lane (N a power of two <= 32): afterwards x[0] of lane l holds
+ * the warp-wide sum (MAX: max) of value index l / (32 / N). N - 1 + (5 - log2 N) shuffles instead of 5 N. */
+template <int N, int OFF, bool MAX> struct rs_dev_tred {
+    static __device__ __forceinline__ void run(float *x, int lane)
+    {
+        if constexpr (N > 1) {
+            constexpr int H = N / 2;
+            const bool up = (lane & OFF) != 0;
+#pragma unroll
+            for (int i = 0; i < H; ++i) {
+                const float send = up ? x[i] : x[i + H];
+                const float keep = up ? x[i + H] : x[i];
+                const float got = __shfl_xor_sync(0xFFFFFFFFu, send, OFF);
+                x[i] = MAX ? fmaxf(keep, got) : __fadd_rn(keep, got);
+            }
+            rs_dev_tred<H, OFF / 2, MAX>::run(x, lane);
+        } else {
+            const float got = __shfl_xor_sync(0xFFFFFFFFu, x[0], OFF);
+            x[0] = MAX ? fmaxf(x[0], got) : __fadd_rn(x[0], got);
+            rs_dev_tred<1, OFF / 2, MAX>::run(x, lane);
+        }
+    }
+};
+template <int N, bool MAX> struct rs_dev_tred<N, 0, MAX> {
+    static __device__ __forceinline__ void run(float *, int) {}
+};
+template <int N, bool MAX = false> __device__ __forceinline__ float rs_dev_warp_reduce(float *x, int lane)
+{
+    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
+    rs_dev_tred<N, 16, MAX>::run(x, lane);
+    return x[0];
+}
+
+/* Sum of v over the block (blockDim.x a multiple of 32, <= 1024): warp sums, then warp 0 sums the per-warp
+ * results in lane order; sh: >= 33 doubles of shared memory. Every thread gets the result. Contains two
+ * __syncthreads: call from uniform code. */
+__device__ __forceinline__ double rs_dev_block_sum(double v, double *sh)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = rs_dev_warp_sum(v);
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        double t = lane < nw ? sh[lane] : 0.0;
+        t = rs_dev_warp_sum(t);
+        if (lane == 0) sh[32] = t;
+    }
+    __syncthreads();
+    return sh[32];
 }
 
 #endif /* RS_CUDA_COMMON_CUH */

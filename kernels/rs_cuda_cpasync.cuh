@@ -28,7 +28,7 @@ __device__ __forceinline__ void rs_cp_commit() { asm volatile("cp.async.commit_g
 template <int N> __device__ __forceinline__ void rs_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 /* Hopper's bulk L2 prefetch (cp.async.bulk.prefetch.L2, sm_90): `bytes` (a multiple of 16, 16-byte aligned) from
- * global memory into the L2 by one thread, no registers held: the fp32 read's chunks ahead (rs_cuda_set_replay_l2pf) */
+ * global memory into the L2 by one thread, no registers held: the fp32 read's chunks ahead (rs_cuda_launch_opts.replay_l2pf) */
 __device__ __forceinline__ void rs_l2_prefetch(const void *src, unsigned bytes)
 {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");

@@ -6,11 +6,10 @@
  * float4 (16-byte, fully coalesced: a row is one 512-byte warp access). A warp handles 4
  * consecutive rows, whose loads are all issued before the first use.
  *   conventional: block = 4 warps = 16 rows of one (b, h); grid = B * H * d_v/16.
- *   replay:       one launch (issue 18, RS_CUDA_LAUNCH_FUSED): every warp of the main kernel forms
+ *   replay:       one launch (RS_CUDA_LAUNCH_FUSED): every warp of the main kernel forms
  *                 its own head's coefficients (k_j . q and k_j . k of its key head, the decay products
  *                 of its value head, float64 rounded once: engine/rs_gamma.h) while its first
- *                 checkpoint loads are in flight; or (RS_CUDA_LAUNCH_PROLOGUE, the earlier path) two
- *                 launches: a prologue (block per row and key head) writes those coefficients to
+ *                 checkpoint loads are in flight; or (RS_CUDA_LAUNCH_PROLOGUE) two launches: a prologue (block per row and key head) writes those coefficients to
  *                 `work` once per key head, then the main kernel. RS_CUDA_LAUNCH_AUTO (default)
  *                 picks per call what measured faster (rs_cuda_replay_launches). The main kernel
  *                 gives each warp RPW rows (4 or 8) and no block barrier: lane j also holds ring
@@ -29,7 +28,7 @@
 #include "replayssm/quant/rs_codec.h"
 #include "rs_cuda_common.cuh"
 #include "rs_cuda_ssm.cuh"
-#include "rs_cuda_cpasync.cuh" /* rs_l2_prefetch (rs_cuda_set_replay_l2pf) */
+#include "rs_cuda_cpasync.cuh" /* rs_l2_prefetch (rs_cuda_launch_opts.replay_l2pf) */
 #include "rs_check.h"
 
 #define RS_CONV_ROWS_PER_WARP 4
@@ -37,18 +36,6 @@
 #define RS_CONV_ROWS (RS_CONV_ROWS_PER_WARP * RS_CONV_WARPS) /* 16 rows per block */
 
 extern "C" size_t rs_cuda_dtype_bytes(rs_cuda_dtype t) { return t == RS_CUDA_F32 ? 4u : 2u; }
-
-static int g_rs_wph = 0; /* rs_cuda_set_warps_per_head */
-extern "C" void rs_cuda_set_warps_per_head(int wph) { g_rs_wph = wph > 0 ? wph : 0; }
-extern "C" int rs_cuda_get_warps_per_head(void) { return g_rs_wph; }
-static int g_rs_lp_hpw = 0; /* rs_cuda_set_lp_heads_per_warp */
-extern "C" void rs_cuda_set_lp_heads_per_warp(int hpw) { g_rs_lp_hpw = hpw > 0 ? hpw : 0; }
-static int g_rs_replay_spec = RS_CUDA_REPLAY_SPEC_DEFAULT; /* rs_cuda_set_replay_spec */
-extern "C" void rs_cuda_set_replay_spec(int level) { g_rs_replay_spec = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
-extern "C" int rs_cuda_get_replay_spec(void) { return g_rs_replay_spec; }
-static int g_rs_replay_l2pf = RS_CUDA_REPLAY_L2PF_DEFAULT; /* rs_cuda_set_replay_l2pf */
-extern "C" void rs_cuda_set_replay_l2pf(int level) { g_rs_replay_l2pf = level <= 0 ? 0 : level >= 2 ? 2 : 1; }
-extern "C" int rs_cuda_get_replay_l2pf(void) { return g_rs_replay_l2pf; }
 
 /* ---- element access ----------------------------------------------------------------------- */
 
@@ -303,7 +290,7 @@ __global__ void __launch_bounds__(32 * RS_PREP_WARPS) rs_k_replay_prep(rs_ssm_di
         for (int u = 0; u < 4; ++u) {
             const int j = j0 + u * RS_PREP_WARPS;
             float x[2] = {rs_dotv(kj[u], q4), rs_dotv(kj[u], kc)};
-            rs_warp_sum_t<2>(x, lane); /* lanes 0-15: k_j.q, lanes 16-31: k_j.k */
+            rs_dev_warp_reduce<2>(x, lane); /* lanes 0-15: k_j.q, lanes 16-31: k_j.k */
             if (j <= hn) {
                 if (lane == 0) kq_s[j] = x[0];
                 if (lane == 16) kk_s[j] = x[0];
@@ -374,7 +361,7 @@ __device__ __forceinline__ void replay_vals(const rs_ssm_step_io &io, const rs_c
     }
 }
 
-/* ---- the prologue's work inside the main kernels (issue 18: one fused launch) ----------------------
+/* ---- the prologue's work inside the main kernels (one fused launch) ---------------------------------
  * Each warp forms the coefficients of its own head, which rs_k_replay_prep formed once per (row, key
  * head): for ~16 warps of a key group (Nemotron-3-Super: 16 value heads; Qwen3.5-4B: 2 heads x 4 slices)
  * the key dots are formed 16 times instead of once, from ring keys that sit in the L2 (4 KB per key head
@@ -414,7 +401,7 @@ __device__ __forceinline__ void replay_key_dots(const rs_cuda_replay_state &st, 
             x[i] = on ? rs_dotv(kj, q4) : 0.f;
             if constexpr (FAM == RS_SSM_GDN) x[16 + i] = on ? rs_dotv(kj, kcur) : 0.f;
         }
-        rs_warp_sum_t<NV>(x, lane); /* lane l: the sum of value l (GDN) or l / 2 (Mamba-2) */
+        rs_dev_warp_reduce<NV>(x, lane); /* lane l: the sum of value l (GDN) or l / 2 (Mamba-2) */
         const int src = FAM == RS_SSM_GDN ? (lane & 15) : 2 * (lane & 15);
         const float sq = __shfl_sync(RS_FULL_MASK, x[0], src);
         const float sk = FAM == RS_SSM_GDN ? __shfl_sync(RS_FULL_MASK, x[0], src + 16) : 0.f;
@@ -460,15 +447,13 @@ __device__ __forceinline__ void replay_head_coefs(const rs_cuda_replay_state &st
  *   first chunk's loads, which without a cap raised the registers above those of the separate-prologue
  *   kernels and cost occupancy (Mamba-2 fp32 read: 96 -> 112 registers, 20 -> 16 warps per SM; GDN nvfp4
  *   read: 127 -> 159, 16 -> 12).
- * - separate-prologue kernels: since a019b35 (the FUSED template parameter in the same source) they held
- *   more registers than in cab45fc (Mamba-2 fp32 read 96 -> 113, v3 fp16 96 -> 109, v3 nvfp4 128 -> 142,
- *   v4 reads 96 -> 123, GDN v4 nvfp4 127 -> 141) and so fewer warps an SM. Measured with and without the
- *   cap (docs/kernels-notes.md, "The three-build call" and "Register caps and the v3/v4 choice"): v4 nvfp4
- *   0.90-0.99x the time on the four shapes (kept); v3 fp16 / nvfp4 on Mamba-2 0.85x with the block count
- *   of cab45fc's registers (96: 5 blocks; 128: 4; kept); v4 fp16 / fp8 1.02-1.03x (spill loads in the
- *   chunk loop, no warps gained: shared memory limits them; not capped); the fp32 read 0.97-0.99x at
- *   B = 32-512 but 1.09x at Super's B = 8, where AUTO runs it (not capped). v3 fp8 (167 registers) and GDN
- *   v3 (<= 128) lose no warps, so they keep none.
+ * - separate-prologue kernels (compiled from the same source as the fused ones) hold more registers
+ *   uncapped (Mamba-2 fp32 read 113, v3 fp16 109, v3 nvfp4 142, v4 reads 123, GDN v4 nvfp4 141) and so
+ *   fewer warps an SM. Measured with and without the cap (H200, docs/kernels.md): v4 nvfp4 0.90-0.99x the
+ *   time on the four shapes (capped); v3 fp16 / nvfp4 on Mamba-2 0.85x at 5 / 4 blocks (capped); v4 fp16 /
+ *   fp8 1.02-1.03x (spill loads in the chunk loop, no warps gained: shared memory limits them; not capped);
+ *   the fp32 read 0.97-0.99x at B = 32-512 but 1.09x at Super's B = 8, where AUTO runs it (not capped). v3
+ *   fp8 (167 registers) and GDN v3 (<= 128) lose no warps, so they keep none.
  * d_k = 256 and L > 32 (two records a lane): no cap. */
 template <int FAM, int CKF, int RPW, bool TWO, bool FUSED, int DK = 128>
 __host__ __device__ constexpr int rs_replay_minb()
@@ -511,16 +496,14 @@ __device__ __forceinline__ void replay_store_record(const rs_ssm_step_io &io, co
     }
 }
 
-/* L2 prefetch of the fp32 non-flush read (the main kernel's PFD, chosen by rs_cuda_set_replay_l2pf; level 1, where
- * the grid is more than one wave, the default since the fifteenth session): the chunk D past the register prefetch
- * (one chunk ahead) requested into the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the
- * checkpoint is in flight than a warp's two chunks of registers. Nsight Compute of the non-flush step
- * (Nemotron-3-Super, B = 256): 79.7 % of DRAM, 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on the
- * loads' scoreboard: latency-bound at 20 warps an SM. A build-time form in every fp32 read, flush rows included
- * (c742edc's RS_L2PF, removed since), measured on the H200 at D = 2: the B = 128-512 cycles 0.96-0.99x, B = 1-32
- * 1.01-1.07x, the flush rows up to 1.11x; D = 4: 1.04x (docs/kernels-notes.md "v6g"). Today's form, the non-flush
- * loop alone at D = 2 on grids of more than one wave: B = 128-512 cycles 0.93-1.00x, non-flush steps 0.977-0.997x,
- * never slower ("v6h"). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first register
+/* L2 prefetch of the fp32 non-flush read (the main kernel's PFD, chosen by rs_cuda_launch_opts.replay_l2pf; by
+ * default where the grid is more than one wave): the chunk D past the register prefetch (one chunk ahead) requested
+ * into the L2 by one lane (rs_l2_prefetch: no registers held), so that more of the checkpoint is in flight than a
+ * warp's two chunks of registers. Nsight Compute of the non-flush step (Nemotron-3-Super, B = 256): 79.7 % of DRAM,
+ * 4.7 warps a scheduler, 0.47 eligible, 69 % of the stalls on the loads' scoreboard: latency-bound at 20 warps an
+ * SM. The non-flush loop alone at D = 2 on grids of more than one wave measured B = 128-512 cycles 0.93-1.00x,
+ * never slower; prefetching the flush rows too, or at one wave, or D = 4 was slower somewhere (H200,
+ * docs/kernels.md). rs_l2pf_start: chunks 2 .. D of [r_begin, r_end) (chunk 1 is the loop's first register
  * prefetch); rs_l2pf_step at chunk row: chunk row / RPW + 1 + D. */
 template <int RPW, int DK, int D>
 __device__ __forceinline__ void rs_l2pf_start(const float *S, size_t row0, int r_begin, int r_end, int lane)
@@ -593,7 +576,7 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
             float x[RF];
 #pragma unroll
             for (int r = 0; r < RF; ++r) x[r] = rs_dotv(cs[r], kc4);
-            rs_warp_sum_t<RF>(x, lane);
+            rs_dev_warp_reduce<RF>(x, lane);
 #pragma unroll
             for (int r = 0; r < RF; ++r) {
                 const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
@@ -607,7 +590,7 @@ __device__ __forceinline__ void replay_flush_rows(const rs_ssm_step_io &io, cons
             x[r] = rs_dotv(cs[r], q4);
             rs_stv(st.S_ckpt + (grow0 + r) * DK + rs_loff<DK>(lane), cs[r]);
         }
-        rs_warp_sum_t<RF>(x, lane);
+        rs_dev_warp_reduce<RF>(x, lane);
         if (lane % (32 / RF) == 0) io.o[grow0 + lane / (32 / RF)] = x[0];
         if (more) {
 #pragma unroll
@@ -664,7 +647,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
             float x[RF];
 #pragma unroll
             for (int r = 0; r < RF; ++r) x[r] = rs_dotv(s[r], kj);
-            rs_warp_sum_t<RF>(x, lane);
+            rs_dev_warp_reduce<RF>(x, lane);
 #pragma unroll
             for (int r = 0; r < RF; ++r) {
                 const float sk = __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RF));
@@ -678,7 +661,7 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
             x[r] = rs_dotv(s[r], q4);
             rs_stv(st.S_ckpt + (bh * dv + row + r) * DK + rs_loff<DK>(lane), s[r]);
         }
-        rs_warp_sum_t<RF>(x, lane);
+        rs_dev_warp_reduce<RF>(x, lane);
         if (lane % (32 / RF) == 0) io.o[bh * dv + row + lane / (32 / RF)] = x[0];
     }
 }
@@ -686,23 +669,23 @@ __global__ void __launch_bounds__(128) rs_k_replay_flush_recompute(rs_ssm_dims d
 /* the wide low-precision read kernel (v4), which calls replay_flush_rows for its flush rows */
 #include "rs_cuda_lpread.cuh"
 
-/* FUSED (issue 18, fp32 reads): no prologue launch; the warp forms its coefficients itself
+/* FUSED (fp32 reads): no prologue launch; the warp forms its coefficients itself
  * (replay_key_dots, replay_head_coefs) after issuing its first chunk's loads, and the warps of part 0
- * store this step's record (replay_store_record). !FUSED: the coefficients from `work`, as before.
- * SPEC >= 1 (fused, L <= 16; issue 18's B = 1 item, thirteenth session): the loads of the first chunk that the
+ * store this step's record (replay_store_record). !FUSED: the coefficients from `work`.
+ * SPEC >= 1 (fused, L <= 16; rs_cuda_launch_opts.replay_spec): the loads of the first chunk that the
  * fill only selects from go out before the fill is known: the checkpoint rows, the ring values of every
  * slot (records 0..L-1 of the chunk's rows), the ring decays and this step's v into registers. The ring keys
  * are not among them: held in registers, 15 keys made ptxas spill 60-148 bytes at the kernels' register caps,
- * and as L1 prefetches they made the B = 1 step 1.08-1.18x slower than without (H200, thirteenth session;
- * docs/kernels-notes.md "v6f and B = 1": with these early loads 0.92x the step's time). A one-wave grid
+ * and as L1 prefetches they made the B = 1 step 1.08-1.18x slower than without (H200, docs/kernels.md; with
+ * these early loads 0.92x the step's time). A one-wave grid
  * (B = 1) is a dependent chain a warp, and this takes the fill's round trip off it (and the decays' after the
  * key dots); the slots past the fill (and slot hn, which this launch writes) are loaded and dropped by selects
  * (never multiplied: a stale slot may hold anything). More loads than needed, so only where the grid is one
- * wave (replay_launch). SPEC 2 (bf16 ring, d_k = 128; rs_cuda_set_replay_spec(2), not the default: H200, fourteenth
- * session, 0.97-0.99x of level 1 on three paper shapes, 1.06x slower on Qwen3.5-122B): the keys too, as the lane's raw bf16 pairs
+ * wave (replay_launch). SPEC 2 (bf16 ring, d_k = 128; RS_CUDA_SPEC_KEYS, not the default: H200 0.97-0.99x of
+ * level 1 on three paper shapes, 1.06x slower on Qwen3.5-122B): the keys too, as the lane's raw bf16 pairs
  * (2 registers a key instead of 4: Mamba-2 128 registers, 4 bytes spilled; GDN 40). */
 template <int FAM, int RDT, int CKF, int RPW, bool TWO /* L > 32: lanes hold two records */, bool FUSED, int DK,
-          int SPEC = 0, int PFD = 0 /* the non-flush loop's L2 prefetch distance (rs_cuda_set_replay_l2pf); 0: none */>
+          int SPEC = 0, int PFD = 0 /* the non-flush loop's L2 prefetch distance (replay_l2pf); 0: none */>
 __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, TWO, FUSED, DK>()) rs_k_replay_main(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                         rs_ckpt_src src, rs_geom gm)
 {
@@ -819,7 +802,7 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
                     const rs_lv<DK> sv = rs_raw_dec<CKF, DK>(cur[r], sdec, m);
                     x[r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(__fmul_rn(pck, m), rs_dotv(sv, q4))));
                 }
-                rs_warp_sum_t<RPW>(x, lane);
+                rs_dev_warp_reduce<RPW>(x, lane);
                 if (lane % (32 / RPW) == 0) io.o[grow0 + lane / (32 / RPW)] = x[0];
                 if (lane == (hn & 31)) { /* the lane holding this step's record stores it */
                     if (hn < 32) rs_ring_st<RDT, RPW>(st.ring_v, (bh * L + hn) * dv + row, cv0);
@@ -835,7 +818,7 @@ __global__ void __launch_bounds__(128, SPEC ? 4 : rs_replay_minb<FAM, CKF, RPW, 
                     x[r] = __fmaf_rn(k1, cv1[r], __fmaf_rn(k0, cv0[r], __fmul_rn(pm, rs_dotv(sv, kc4))));
                     x[RPW + r] = __fmaf_rn(c1, cv1[r], __fmaf_rn(c0, cv0[r], __fmul_rn(pm, rs_dotv(sv, q4))));
                 }
-                rs_warp_sum_t<2 * RPW>(x, lane); /* lanes 0-15: S_{t-1} k of the rows, 16-31: S_{t-1} q */
+                rs_dev_warp_reduce<2 * RPW>(x, lane); /* lanes 0-15: S_{t-1} k of the rows, 16-31: S_{t-1} q */
                 const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], 16);
                 if (lane < 16 && lane % SPAN == 0) {
                     const int r = lane / SPAN;
@@ -916,29 +899,29 @@ static void replay_prep_launch(const rs_ssm_dims *d, const rs_ssm_step_io *io, c
                                                                                                             *st);
 }
 
-/* rs_cuda_set_replay_l2pf (windows L <= 32, whose instances have the prefetch): level 1 where the main grid is more
- * than one wave (a warp's chunks then follow other warps' on its SM; at one wave the B = 1 chain matters more),
- * level 2 on every launch (the tests' small batches) */
-static bool replay_l2pf(const rs_geom &g, int L)
+/* the L2 prefetch (rs_cuda_launch_opts.replay_l2pf; windows L <= 32, whose instances have it): level 1 where the
+ * main grid is more than one wave (a warp's chunks then follow other warps' on its SM; at one wave the B = 1 chain
+ * matters more), level 2 on every launch (the tests' small batches) */
+static bool replay_l2pf(const rs_knobs &k, const rs_geom &g, int L)
 {
-    return L <= 32 && (g_rs_replay_l2pf == 2 || (g_rs_replay_l2pf == 1 && !rs_one_wave(g)));
+    return L <= 32 && (k.l2pf == 2 || (k.l2pf == 1 && !rs_one_wave(g)));
 }
 
 /* fp32 reads: the fused launch when `fused` (rs_cuda_replay_launches); v3's low-precision reads (CKF !=
  * FP32) keep the prologue launch (their fused form is not built: v4 is the default low-precision kernel) */
 template <int FAM, int RDT, int CKF, int RPW, int DK = 128>
-static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io, const rs_cuda_replay_state *st,
-                          const rs_ckpt_src &src, cudaStream_t s)
+static void replay_launch(const rs_knobs &k, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+                          const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
-    const rs_geom g = CKF == RS_FMT_FP32 ? rs_replay_geom_any(d, RPW) : rs_replay_geom(d, RPW);
+    const rs_geom g = CKF == RS_FMT_FP32 ? rs_replay_geom_any(d, RPW, k.wph) : rs_replay_geom(d, RPW, k.wph);
     const unsigned blocks = (unsigned)(((size_t)g.BH * g.wph + 3) / 4);
     if constexpr (CKF == RS_FMT_FP32) {
         if (fused) {
             const bool one_wave = rs_one_wave(g);
             if constexpr (RPW == 4 && DK != 256) /* d_k = 256: 238 registers uncapped, 4 blocks an SM would spill */
-                if (one_wave && st->L <= 16 && g_rs_replay_spec) {
+                if (one_wave && st->L <= 16 && k.spec) {
                     if constexpr (RDT == RS_CUDA_BF16 && DK == 128)
-                        if (g_rs_replay_spec == 2) {
+                        if (k.spec == 2) {
                             rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 2><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
                             return;
                         }
@@ -946,7 +929,7 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
                     return;
                 }
             if constexpr (RPW == 4 && DK == 128)
-                if (replay_l2pf(g, st->L)) {
+                if (replay_l2pf(k, g, st->L)) {
                     rs_k_replay_main<FAM, RDT, CKF, RPW, false, true, DK, 0, 2><<<blocks, 128, 0, s>>>(*d, *io, *st, src, g);
                     return;
                 }
@@ -956,9 +939,9 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
         }
     }
     replay_prep_launch<FAM, RDT, DK>(d, io, st, s);
-    /* the prologue's programmatic dependent (v4d): its warps start, read fill and q while the prologue runs */
+    /* the prologue's programmatic dependent: its warps start, read fill and q while the prologue runs */
     if constexpr (CKF == RS_FMT_FP32 && RPW == 4 && DK == 128)
-        if (replay_l2pf(g, st->L)) {
+        if (replay_l2pf(k, g, st->L)) {
             rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK, 0, 2>, blocks, 128, 0, s, *d, *io, *st, src, g);
             return;
         }
@@ -966,17 +949,15 @@ static void replay_launch(bool fused, const rs_ssm_dims *d, const rs_ssm_step_io
     else rs_launch_pdl(rs_k_replay_main<FAM, RDT, CKF, RPW, false, false, DK>, blocks, 128, 0, s, *d, *io, *st, src, g);
 }
 
-/* v4's heads per warp (rs_cuda_replay_lp_heads_per_warp): the knob, or under 0 the automatic rule: up to 4 whole
- * heads of a key group for GDN and for nvfp4 after the separate prologue while the grid keeps >= 16 warps per SM.
- * Measured at B = 256 (H200, tenth session, kernels-notes "v4d"; the head tables copied by cp.async, so the hpw
- * heads' set-up is no longer serial as in v4b): GDN fp8 / nvfp4 0.79 / 0.78x (Qwen3.5-4B, 2 heads) and 0.92 /
- * 0.89x (Qwen3.5-122B) the time of one head (or slice) a warp, Mamba-2 nvfp4 0.95-0.98x; Mamba-2 fp8 0.97x
- * (Super) but 1.04x (Nano), fp16 1.02-1.05x (except Qwen3.5-4B): those keep one head. Fused and v7 launches:
- * not measured with more heads, one head. */
-/* fp16 / bf16 (eleventh session, v4e, kernels-notes "v4e"): at most 2 heads (a warp's stages are 2x those of fp8,
- * 10 warps an SM: Qwen3.5-122B GDN fp16 at 4 heads 167.5 us, 2 heads 162.6, one 160.0; Qwen3.5-4B's 2 heads 90.3
- * against one 104.7). */
-static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims *d)
+/* v4's heads per warp (rs_cuda_replay_lp_heads_per_warp): lp_heads_per_warp, or under 0 the automatic rule: up to
+ * 4 whole heads of a key group for GDN and for nvfp4 after the separate prologue while the grid keeps >= 16 warps
+ * per SM. Measured at B = 256 (H200, docs/kernels.md; the head tables copied by cp.async, so the heads' set-up
+ * is not serial): GDN fp8 / nvfp4 0.79 / 0.78x (Qwen3.5-4B, 2 heads) and 0.92 / 0.89x (Qwen3.5-122B) the time of
+ * one head (or slice) a warp, Mamba-2 nvfp4 0.95-0.98x; Mamba-2 fp8 0.97x (Super) but 1.04x (Nano), fp16
+ * 1.02-1.05x (except Qwen3.5-4B): those keep one head. Fused and v7 launches: not measured with more heads, one
+ * head. fp16 / bf16: at most 2 heads (a warp's stages are 2x those of fp8, 10 warps an SM: Qwen3.5-122B GDN fp16
+ * at 4 heads 167.5 us, 2 heads 162.6, one 160.0; Qwen3.5-4B's 2 heads 90.3 against one 104.7). */
+static unsigned lp_hpw(const rs_knobs &k, int fam, int ckf, bool fused, bool tc, const rs_ssm_dims *d)
 {
     const unsigned grp = (unsigned)(d->heads / d->key_heads);
     auto pow2_in_group = [grp](unsigned cap) { /* the largest power of two <= cap dividing the key group */
@@ -984,26 +965,25 @@ static unsigned lp_hpw(int fam, int ckf, bool fused, bool tc, const rs_ssm_dims 
         while (2 * h <= cap && grp % (2 * h) == 0) h *= 2;
         return h;
     };
-    if (g_rs_lp_hpw > 0) return pow2_in_group((unsigned)g_rs_lp_hpw);
+    if (k.hpw > 0) return pow2_in_group(k.hpw);
     const unsigned h = pow2_in_group(ckf == RS_FMT_FP16 || ckf == RS_FMT_BF16 ? 2 : 4);
     const bool wide = !fused && !tc && (fam == RS_SSM_GDN || ckf == RS_FMT_NVFP4);
     return wide && (size_t)d->batch * (size_t)d->heads / h >= 16u * (size_t)rs_sm_count() ? h : 1;
 }
 
 /* v4: a warp walks the 16-row chunks of one head, or of a power-of-two slice of it (rs_replay_geom:
- * ~128 warps per SM, as v3), or with rs_cuda_set_lp_heads_per_warp(hpw > 1) those of hpw whole heads
- * of one key group as one pipeline (measured slower at B = 256 with this kernel's serial head-table
- * set-up: docs/kernels-notes.md v4b, so not the default); 1, 2 or 4 warps a block so that the
+ * ~128 warps per SM, as v3), or with hpw > 1 (lp_hpw) those of hpw whole heads of one key group as one
+ * pipeline; 1, 2 or 4 warps a block so that the
  * dynamic shared memory (per warp: the head tables and the stages) stays within the 48 KB that
  * needs no opt-in attribute (so the first launch may sit inside a graph capture) */
 template <int FAM, int RDT, int CKF>
-static void replay_launch_wide(bool fused, bool tc, const rs_ssm_dims *d, const rs_ssm_step_io *io,
+static void replay_launch_wide(const rs_knobs &k, bool fused, bool tc, const rs_ssm_dims *d, const rs_ssm_step_io *io,
                                const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
 {
     if (tc) fused = false; /* v7 runs with the prologue (rs_cuda_replay_launches says 2) */
     if (!fused) replay_prep_launch<FAM, RDT>(d, io, st, s);
-    rs_geom g = rs_replay_geom(d, RS_LPW_ROWS);
-    const unsigned hpw = lp_hpw(FAM, CKF, fused, tc, d);
+    rs_geom g = rs_replay_geom(d, RS_LPW_ROWS, k.wph);
+    const unsigned hpw = lp_hpw(k, FAM, CKF, fused, tc, d);
     if (hpw > 1) g.wph = 1, g.rows = d->d_v;
     const int sb = rs_lpw_stage_bytes(CKF, RDT, st->L);
     const int cb = rs_lpw_align32((int)(sizeof(float) * hpw * rs_lpw_head_floats(st->L))); /* stages 32-aligned */
@@ -1019,56 +999,59 @@ static void replay_launch_wide(bool fused, bool tc, const rs_ssm_dims *d, const 
         else rs_k_replay_lpw<FAM, RDT, CKF, false, true><<<blocks, 32 * wpb, smem, s>>>(*d, *io, *st, src, g, (int)hpw, sb, cb);
         return;
     }
-    /* after the prologue: its programmatic dependent (v4d: the warps' first loads go out while it runs) */
-    void (*k)(rs_ssm_dims, rs_ssm_step_io, rs_cuda_replay_state, rs_ckpt_src, rs_geom, int, int, int) =
+    /* after the prologue: its programmatic dependent (the warps' first loads go out while it runs) */
+    void (*kern)(rs_ssm_dims, rs_ssm_step_io, rs_cuda_replay_state, rs_ckpt_src, rs_geom, int, int, int) =
         tc ? (two ? rs_k_replay_lpw<FAM, RDT, CKF, true, false, true> : rs_k_replay_lpw<FAM, RDT, CKF, false, false, true>)
            : (two ? rs_k_replay_lpw<FAM, RDT, CKF, true, false> : rs_k_replay_lpw<FAM, RDT, CKF, false, false>);
-    rs_launch_pdl(k, blocks, 32 * wpb, smem, s, *d, *io, *st, src, g, (int)hpw, sb, cb);
+    rs_launch_pdl(kern, blocks, 32 * wpb, smem, s, *d, *io, *st, src, g, (int)hpw, sb, cb);
 }
 
 template <int FAM, int RDT>
-static void replay_launch_ckf(int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
-                              const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
+static void replay_launch_ckf(const rs_knobs &k, int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d,
+                              const rs_ssm_step_io *io, const rs_cuda_replay_state *st, const rs_ckpt_src &src,
+                              cudaStream_t s)
 {
     constexpr int RLP = FAM == RS_SSM_GDN ? 8 : 16;
     if (wide) {
         switch (ckf) {
-        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(fused, wide == 7, d, io, st, src, s); return;
-        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(fused, wide == 7, d, io, st, src, s); return;
-        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(fused, wide == 7, d, io, st, src, s); return;
-        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_FP16: replay_launch_wide<FAM, RDT, RS_FMT_FP16>(k, fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_BF16: replay_launch_wide<FAM, RDT, RS_FMT_BF16>(k, fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_FP8: replay_launch_wide<FAM, RDT, RS_FMT_FP8>(k, fused, wide == 7, d, io, st, src, s); return;
+        case RS_FMT_NVFP4: replay_launch_wide<FAM, RDT, RS_FMT_NVFP4>(k, fused, wide == 7, d, io, st, src, s); return;
         default: break;
         }
     }
     switch (ckf) { /* v3 low-precision reads: always with the prologue (fused = false there) */
-    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(false, d, io, st, src, s); break;
-    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(false, d, io, st, src, s); break;
-    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(false, d, io, st, src, s); break;
-    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(false, d, io, st, src, s); break;
+    case RS_FMT_FP16: replay_launch<FAM, RDT, RS_FMT_FP16, 8>(k, false, d, io, st, src, s); break;
+    case RS_FMT_BF16: replay_launch<FAM, RDT, RS_FMT_BF16, 8>(k, false, d, io, st, src, s); break;
+    case RS_FMT_FP8: replay_launch<FAM, RDT, RS_FMT_FP8, RLP>(k, false, d, io, st, src, s); break;
+    case RS_FMT_NVFP4: replay_launch<FAM, RDT, RS_FMT_NVFP4, RLP>(k, false, d, io, st, src, s); break;
     default:
-        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(fused, d, io, st, src, s);
-        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(fused, d, io, st, src, s);
+        if (rpw == 8) replay_launch<FAM, RDT, RS_FMT_FP32, 8>(k, fused, d, io, st, src, s);
+        else replay_launch<FAM, RDT, RS_FMT_FP32, 4>(k, fused, d, io, st, src, s);
         break;
     }
 }
 
-/* d_k = 64 / 256 (issue 18): fp32 reads only (rs_cuda_replay_decode refuses ckpt_read there), 4 rows a
+/* d_k = 64 / 256: fp32 reads only (rs_cuda_replay_decode refuses ckpt_read there), 4 rows a
  * chunk (rows_per_warp is not used: 8 rows of 8 columns a lane, prefetched, would be 128 registers of state
  * alone at d_k = 256); d_k = 128: every path above */
 template <int FAM, int RDT, int DK>
-static void replay_launch_dk(int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
-                             const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
+static void replay_launch_dk(const rs_knobs &k, int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d,
+                             const rs_ssm_step_io *io, const rs_cuda_replay_state *st, const rs_ckpt_src &src,
+                             cudaStream_t s)
 {
-    if constexpr (DK == 128) replay_launch_ckf<FAM, RDT>(ckf, rpw, wide, fused, d, io, st, src, s);
-    else replay_launch<FAM, RDT, RS_FMT_FP32, 4, DK>(fused, d, io, st, src, s);
+    if constexpr (DK == 128) replay_launch_ckf<FAM, RDT>(k, ckf, rpw, wide, fused, d, io, st, src, s);
+    else replay_launch<FAM, RDT, RS_FMT_FP32, 4, DK>(k, fused, d, io, st, src, s);
 }
 template <int FAM, int RDT>
-static void replay_launch_any(int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d, const rs_ssm_step_io *io,
-                              const rs_cuda_replay_state *st, const rs_ckpt_src &src, cudaStream_t s)
+static void replay_launch_any(const rs_knobs &k, int ckf, int rpw, int wide, bool fused, const rs_ssm_dims *d,
+                              const rs_ssm_step_io *io, const rs_cuda_replay_state *st, const rs_ckpt_src &src,
+                              cudaStream_t s)
 {
-    if (d->d_k == 64) replay_launch_dk<FAM, RDT, 64>(ckf, rpw, wide, fused, d, io, st, src, s);
-    else if (d->d_k == 256) replay_launch_dk<FAM, RDT, 256>(ckf, rpw, wide, fused, d, io, st, src, s);
-    else replay_launch_dk<FAM, RDT, 128>(ckf, rpw, wide, fused, d, io, st, src, s);
+    if (d->d_k == 64) replay_launch_dk<FAM, RDT, 64>(k, ckf, rpw, wide, fused, d, io, st, src, s);
+    else if (d->d_k == 256) replay_launch_dk<FAM, RDT, 256>(k, ckf, rpw, wide, fused, d, io, st, src, s);
+    else replay_launch_dk<FAM, RDT, 128>(k, ckf, rpw, wide, fused, d, io, st, src, s);
 }
 
 /* GDN two-precision records: the flush rows' recompute, a launch of its own after the main one */
@@ -1098,11 +1081,10 @@ static int replay_rpw(rs_ssm_family fam, int ckf, int knob)
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* v4 needs 16-byte aligned codes, ring values and v (its 16-byte cp.async pieces); else v3 runs.
- * lp_kernel 0 (AUTO) follows the H200 lp sweeps of issue 18 (B = 256, L = 16, fill 7): v4 on every format and
- * family. Until the eleventh session GDN's fp16 / bf16 reads took v3 (faster than v4a there: Qwen3.5-4B 107.9
- * vs 141.4 us, Qwen3.5-122B 192.9 vs 207.2 us, docs/kernels-notes.md "v4 since v4a"); v4e with its heads a
- * warp (lp_hpw) measured 90.3 vs 107.4 us (Qwen3.5-4B, 2 heads) and 162.6 (2 heads; one head 160.0, 4 heads
- * 167.5) vs 191.9 us (Qwen3.5-122B) against v3 (kernels-notes "v4e"); B = 1 low-precision reads were not measured. */
+ * lp_kernel 0 (AUTO) follows the H200 lp sweeps (B = 256, L = 16, fill 7; docs/kernels.md): v4 on every format
+ * and family. On GDN's fp16 / bf16 reads v4 with its heads a warp (lp_hpw) measured 90.3 vs 107.4 us
+ * (Qwen3.5-4B, 2 heads) and 162.6 (2 heads; one head 160.0, 4 heads 167.5) vs 191.9 us (Qwen3.5-122B) against
+ * v3; B = 1 low-precision reads were not measured. */
 extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const rs_cuda_replay_state *st)
 {
     if (!io || !st || !st->ckpt_read || st->ckpt_read->fmt.kind == RS_FMT_FP32) return 0;
@@ -1111,8 +1093,8 @@ extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io
     return st->lp_kernel == 7 ? 7 : 4;
 }
 
-/* One launch (the fused kernel) or two (prologue + main). AUTO follows the H200 measurements of issue 18
- * (docs/kernels-notes.md v5: one `replayssm bench` run with both paths, L = 16, the amortised cycle): every
+/* One launch (the fused kernel) or two (prologue + main). AUTO follows the H200 measurements (docs/kernels.md:
+ * one `replayssm bench` run with both paths, L = 16, the amortised cycle): every
  * fused warp pays the key dots and the decay scan (a dependent chain of ~1 us) once, so the fused launch
  * wins where that is paid once for the whole step, i.e. the main grid is at most one wave (B = 1 on the
  * four shapes: 1.23-1.67x), or where each warp streams enough chunks to hide it (>= 16 chunks of its
@@ -1122,7 +1104,7 @@ extern "C" int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io
  * (fused measured 0.81-0.94x at B = 256; B = 1 not measured). One wave = 16 warps per SM (the fp32 main
  * kernels' occupancy at 96-128 registers). */
 extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
-                                      const rs_cuda_replay_state *st)
+                                      const rs_cuda_replay_state *st, const rs_cuda_launch_opts *opts)
 {
     if (!dims || !io || !st) return 0;
     const int lpv = rs_cuda_replay_lp_version(fam, io, st);
@@ -1130,24 +1112,27 @@ extern "C" int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dim
     if (st->launch == RS_CUDA_LAUNCH_FUSED) return 1;
     if (lpv != 0) return 2; /* AUTO, v4 reads */
     const int rpw = st->rows_per_warp == 8 && dims->d_k == 128 ? 8 : 4;
-    const rs_geom g = rs_replay_geom_any(dims, rpw); /* replay_launch's fp32 geometry */
+    const rs_geom g = rs_replay_geom_any(dims, rpw, rs_knobs_of(opts).wph); /* replay_launch's fp32 geometry */
     return rs_one_wave(g) || g.rows / rpw >= 16 ? 1 : 2;
 }
 
 extern "C" int rs_cuda_replay_lp_heads_per_warp(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
-                                                const rs_cuda_replay_state *st)
+                                                const rs_cuda_replay_state *st, const rs_cuda_launch_opts *opts)
 {
     if (!dims || !io || !st || !st->ckpt_read || dims->key_heads <= 0) return 0;
     if (rs_cuda_replay_lp_version(fam, io, st) != 4) return 0;
-    const bool fused = rs_cuda_replay_launches(fam, dims, io, st) == 1;
-    return (int)lp_hpw((int)fam, (int)st->ckpt_read->fmt.kind, fused, false, dims);
+    const bool fused = rs_cuda_replay_launches(fam, dims, io, st, opts) == 1;
+    return (int)lp_hpw(rs_knobs_of(opts), (int)fam, (int)st->ckpt_read->fmt.kind, fused, false, dims);
 }
 
 extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
-                                           const rs_cuda_replay_state *st, rs_cuda_stream s)
+                                           const rs_cuda_replay_state *st, const rs_cuda_launch_opts *opts,
+                                           rs_cuda_stream s)
 {
     static const char who[] = "rs_cuda_replay_decode";
     RS_TRY(check_dims(dims, io, fam, who));
+    RS_TRY(rs_opts_check(opts, who));
+    const rs_knobs k = rs_knobs_of(opts);
     RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill, RS_E_INVAL,
              "%s: NULL state array", who);
     RS_CHECK(st->launch >= RS_CUDA_LAUNCH_AUTO && st->launch <= RS_CUDA_LAUNCH_FUSED, RS_E_INVAL,
@@ -1181,15 +1166,16 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
     const int lpv = rs_cuda_replay_lp_version(fam, io, st), wide = lpv == 4 || lpv == 7 ? lpv : 0; /* 4: v4, 7: v7 */
-    const bool fused = rs_cuda_replay_launches(fam, dims, io, st) == 1;
+    const bool fused = rs_cuda_replay_launches(fam, dims, io, st, opts) == 1;
     RS_CHECK(st->work || fused, RS_E_INVAL, "%s: NULL work (the separate prologue launch needs it)", who);
     if (fam == RS_SSM_MAMBA2) {
         if (st->ring_dtype == RS_CUDA_F32)
-            replay_launch_any<RS_SSM_MAMBA2, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
-        else replay_launch_any<RS_SSM_MAMBA2, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
+            replay_launch_any<RS_SSM_MAMBA2, RS_CUDA_F32>(k, ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_any<RS_SSM_MAMBA2, RS_CUDA_BF16>(k, ckf, rpw, wide, fused, dims, io, st, src, s);
     } else {
-        if (st->ring_dtype == RS_CUDA_F32) replay_launch_any<RS_SSM_GDN, RS_CUDA_F32>(ckf, rpw, wide, fused, dims, io, st, src, s);
-        else replay_launch_any<RS_SSM_GDN, RS_CUDA_BF16>(ckf, rpw, wide, fused, dims, io, st, src, s);
+        if (st->ring_dtype == RS_CUDA_F32)
+            replay_launch_any<RS_SSM_GDN, RS_CUDA_F32>(k, ckf, rpw, wide, fused, dims, io, st, src, s);
+        else replay_launch_any<RS_SSM_GDN, RS_CUDA_BF16>(k, ckf, rpw, wide, fused, dims, io, st, src, s);
     }
     RS_TRY(rs_cuda_launch_status(who));
     if (fam == RS_SSM_GDN && st->ring_vraw) { /* the flush rows the main kernel left: u recomputed */

@@ -1,5 +1,5 @@
-/* rs_cuda_lpread.cuh — the wide low-precision read kernel of ReplaySSM standard decode (issue 18,
- * kernel version v4; docs/kernels.md "Low-precision reads", docs/kernels-notes.md "v4").
+/* rs_cuda_lpread.cuh — the wide low-precision read kernel of ReplaySSM standard decode (kernel
+ * version v4; docs/kernels.md "Low-precision reads").
  * Included once, by rs_cuda_decode.cu, after replay_flush_rows (which its flush rows call).
  *
  * Why a second kernel: v3 (rs_k_replay_main with CKF != FP32) gives a lane 4 columns of a row, so an
@@ -33,9 +33,8 @@
 #define RS_LPW_ROWS 16  /* rows per chunk */
 #define RS_LPW_STAGES 4 /* chunks in flight per warp (3 loading while one is computed) */
 /* Every chunk's pieces are issued after fill is read, each chunk in its own cp.async group: issuing the first
- * chunks' checkpoint pieces before fill (the build-time knob RS_LPW_EARLY = 1 or 3 of the sixth to ninth sessions)
- * measured 0.93-0.98x slower on every v4 row in three sessions (docs/kernels-notes.md, "RS_LPW_EARLY" and "v7"), so
- * the knob went with v4e's counters (one issue order to keep track of). */
+ * chunks' checkpoint pieces before fill measured 0.93-0.98x slower on every v4 row (H200, docs/kernels.md), so
+ * there is one issue order. */
 
 #include "rs_cuda_lpread_tc.cuh" /* v7: the dot products on tensor cores (TC) */
 
@@ -53,19 +52,19 @@ template <int CKF> struct rs_lpw {
     static constexpr int NP = RS_LPW_ROWS / RA;                                        /* pieces per lane and chunk */
 };
 /* ring record stride in a stage: 16 rows + 16 bytes of padding (bank spread of the record reads), except a bf16
- * ring under fp8 / nvfp4 (v4f): 32 bytes, so a record's two 16-byte pieces fill one 32-byte shared segment (at 48
- * bytes every other record straddled two: 5x the ideal shared wavefronts of the ring copies, Nsight Compute,
- * eleventh session); their record reads stay within 2-way bank conflicts (8 or 4 lanes a row, records li) while
+ * ring under fp8 / nvfp4: 32 bytes, so a record's two 16-byte pieces fill one 32-byte shared segment (at 48
+ * bytes every other record straddles two: 5x the ideal shared wavefronts of the ring copies, Nsight Compute);
+ * their record reads stay within 2-way bank conflicts (8 or 4 lanes a row, records li) while
  * fp16's 16 lanes a row would read 4-way, so fp16 / bf16 keep 48 */
 __host__ __device__ __forceinline__ int rs_lpw_rstride(int ckf, int rdt)
 {
     return rdt == RS_CUDA_F32 ? 80 : ckf == RS_FMT_FP8 || ckf == RS_FMT_NVFP4 ? 32 : 48;
 }
-/* Every piece of a stage that a 32-byte global sector fills sits at a 32-byte boundary of shared memory (v4e): a
- * 16-byte cp.async whose source and destination differ by 16 modulo 32 costs its sector twice (Nsight Compute, H200,
- * eleventh session: the odd stages' checkpoint pieces 2x the ideal L2 sectors, 30 % of the fp8 read's sectors in
+/* Every piece of a stage that a 32-byte global sector fills sits at a 32-byte boundary of shared memory: a
+ * 16-byte cp.async whose source and destination differ by 16 modulo 32 costs its sector twice (Nsight Compute, H200:
+ * misaligned stages' checkpoint pieces took 2x the ideal L2 sectors, 30 % of the fp8 read's sectors in
  * excess, L2 at 86 % of its throughput). The stage size, the head tables' size and the offsets of v and the scales
- * are therefore multiples of 32, and so are the ring records under fp8 / nvfp4 with a bf16 ring (v4f,
+ * are therefore multiples of 32, and so are the ring records under fp8 / nvfp4 with a bf16 ring (
  * rs_lpw_rstride above; the other rings keep 48 / 80 bytes for the banks of their record reads). */
 __host__ __device__ __forceinline__ int rs_lpw_align32(int x) { return (x + 31) & ~31; }
 /* offset of this step's v (16 floats) in a stage; the scales follow it */
@@ -119,20 +118,20 @@ template <int RDT> __device__ __forceinline__ float rs_lpw_ringval(const unsigne
 /* per-head scalars after the two coefficient arrays of a head's table (floats) */
 #define RS_LPW_HS 8
 __host__ __device__ __forceinline__ int rs_lpw_head_floats(int L) { return 2 * L + RS_LPW_HS; }
-/* chunks in flight per warp (the same for every format: 3 stages for fp16/bf16 measured slower, v4b) */
+/* chunks in flight per warp (the same for every format: 3 stages for fp16/bf16 measured slower) */
 template <int CKF> __host__ __device__ __forceinline__ constexpr int rs_lpw_stages() { return RS_LPW_STAGES; }
 
 /* A warp owns a slice of gm.rows rows of one head (hpw = 1, the default), or `hpw` consecutive value
  * heads of one (row, key head) (hpw | H/G; they share fill, q and k), and walks their chunks as one
  * sequence through its pipeline (the start-up latency, fill -> tables -> first chunk, paid once per hpw
- * heads; v4b filled the head tables head after head, serially, and lost at B = 256; since v4d they are copied
- * together by cp.async and lp_hpw takes 2-4 heads for GDN and nvfp4: docs/kernels-notes.md v4b, v4d). hpw and
+ * heads; the heads' tables are copied together by cp.async, which makes 2-4 heads a warp faster for GDN and
+ * nvfp4: lp_hpw, docs/kernels.md). hpw and
  * gm.wph are powers of two. coef_bytes: the per-warp tables (a multiple of 32). */
-/* FUSED (issue 18, RS_CUDA_LAUNCH_FUSED): no prologue launch; the warp forms its heads' coefficients itself
+/* FUSED (RS_CUDA_LAUNCH_FUSED): no prologue launch; the warp forms its heads' coefficients itself
  * (replay_key_dots once for its key head, replay_head_coefs per value head) after issuing its first
  * stages' copies, and warps of part 0 store this step's record; !FUSED reads them from `work`. */
 /* TC (v7, rs_cuda_lpread_tc.cuh): the chunk's dot products on tensor cores; with the prologue only; 4 blocks an SM
- * (<= 128 registers: the first build took 133, 12 warps an SM, and was 1.4x slower than v4 there) */
+ * (<= 128 registers: uncapped it takes 133, 12 warps an SM, and was 1.4x slower than v4 there) */
 template <int FAM, int RDT, int CKF, bool TWO, bool FUSED, bool TC = false>
 __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF, TWO, FUSED>()) rs_k_replay_lpw(rs_ssm_dims d, rs_ssm_step_io io, rs_cuda_replay_state st,
                                                        rs_ckpt_src src, rs_geom gm, int hpw, int stage_bytes,
@@ -144,8 +143,7 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
     extern __shared__ __align__(16) unsigned char rs_lpw_sm[];
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    /* hpw and wph are powers of two (lp_hpw, rs_replay_geom): shifts, and one 32-bit division (B H < 2^32) where
-     * v4d divided four times, once in 64 bits (v4f) */
+    /* hpw and wph are powers of two (lp_hpw, rs_replay_geom): shifts, and one 32-bit division (B H < 2^32) */
     const unsigned lh = (unsigned)__ffs(hpw) - 1u, lw = (unsigned)__ffs((int)gm.wph) - 1u;
     if (gw >= (gm.BH >> lh) << lw) return; /* whole warps */
     const unsigned item = gw >> lw, part = gw & (gm.wph - 1u);
@@ -227,11 +225,11 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
     float tinv = 1.f;
 
     /* !FUSED: q and k (io's: nothing the prologue writes) into registers, then the wait for the prologue
-     * (rs_pdl_wait: this kernel is launched as its programmatic dependent, v4d), then the head tables copied
+     * (rs_pdl_wait: this kernel is launched as its programmatic dependent), then the head tables copied
      * from `work` by cp.async into the first group, which chunk 0 waits for anyway: one memory round trip
-     * fewer before the first chunk than loading them into registers and storing them (v4 to the ninth session).
+     * fewer before the first chunk than loading them into registers and storing them.
      * The loads go before the first stages' copies (issuing those first was measured 1.02-1.28x slower on every
-     * v4 row, H200, eighth session: docs/kernels-notes.md, v7). */
+     * v4 row, H200: docs/kernels.md). */
     if constexpr (!FUSED && !TC) load_qk();
     if constexpr (!FUSED) { /* (FUSED: formed below) */
         rs_pdl_wait();
@@ -263,12 +261,12 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
         const float qinv = __shfl_sync(RS_FULL_MASK, inv, 0), kinv = __shfl_sync(RS_FULL_MASK, inv, 16);
         tinv = (lane & 3) < 2 ? qinv : kinv;
     }
-    /* v4e: a chunk's copies from counters and fixed per-lane offsets. Chunk c is the 16 rows from row `rl` of the
+    /* A chunk's copies from counters and fixed per-lane offsets. Chunk c is the 16 rows from row `rl` of the
      * warp's slice of its head `hh` (hh = c / nch, rl = 16 (c % nch)), walked in order by an issue position
      * (ih, irl) and a compute position (ch, crl), each advanced by 16 rows a chunk and wrapped to the next head.
      * Every 64-bit address is a per-warp (or per-lane) base plus a 32-bit offset formed once a chunk: the
-     * general chunk index (a division by nch with hpw > 1) and the per-piece 64-bit products were ~230 of v4d's
-     * ~740 static instructions a chunk (docs/kernels-notes.md, "v4e"). */
+     * general chunk index (a division by nch with hpw > 1) and per-piece 64-bit products would be ~230 of ~740
+     * static instructions a chunk. */
     static_assert((NS & (NS - 1)) == 0, "stage slot = chunk & (NS - 1)");
     const int rows_w = r_end - r_begin, hstr = L * dv; /* slice rows; ring elements from a head's records to the next's */
     const int nring = hn * PR;                        /* 16-byte ring pieces a chunk: records 0..hn-1 */
@@ -461,7 +459,7 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
                 for (int p = 0; p < F::NP; ++p) xq[p] = __fmaf_rn(cq, rs_ring_round<RDT>(vc[p * F::RA + grp]), xq[p]);
             }
             if constexpr (FAM == RS_SSM_MAMBA2) {
-                rs_wsum_step<F::NP, F::LPR / 2>::run(xq, lane); /* lane li holds piece li / 2 of its row group */
+                rs_dev_tred<F::NP, F::LPR / 2, false>::run(xq, lane); /* lane li holds piece li / 2 of its row group */
                 if ((li & 1) == 0) io.o[grow0 + (li >> 1) * F::RA + grp] = xq[0];
                 if (lane < RS_LPW_ROWS) rs_ring_st1<RDT>(st.ring_v, erec + lane, rs_ring_round<RDT>(vc[lane])); /* this step's record */
             } else {
@@ -469,7 +467,7 @@ __global__ void __launch_bounds__(128, TC ? (TWO ? 1 : 4) : rs_lpw_minb<FAM, CKF
                 float x[2 * F::NP];
 #pragma unroll
                 for (int p = 0; p < F::NP; ++p) x[p] = xk[p], x[F::NP + p] = xq[p];
-                rs_wsum_step<2 * F::NP, F::LPR / 2>::run(x, lane); /* lane li: S_{t-1} k (li < NP) or S_{t-1} q of piece li % NP */
+                rs_dev_tred<2 * F::NP, F::LPR / 2, false>::run(x, lane); /* lane li: S_{t-1} k (li < NP) or S_{t-1} q of piece li % NP */
                 const float sq = __shfl_down_sync(RS_FULL_MASK, x[0], F::NP);
                 if (li < F::NP) {
                     const int rr = li * F::RA + grp;

@@ -1,10 +1,10 @@
-/* rs_cuda_lpread_tc.cuh — v7 of the low-precision read (issue 18; docs/kernels.md "Low-precision reads",
- * docs/kernels-notes.md "v7"): the checkpoint dot products of rs_k_replay_lpw on tensor cores.
+/* rs_cuda_lpread_tc.cuh — v7 of the low-precision read (docs/kernels.md "Low-precision reads"): the
+ * checkpoint dot products of rs_k_replay_lpw on tensor cores.
  * Included by rs_cuda_lpread.cuh; the kernel's pipeline (stages, pieces, tables, flush rows) is v4's.
  *
  * Why: v4's fp8 read issues ~658 instructions per 16-row chunk and warp (decode, one FFMA per element
  * and column pair, the per-row reductions), so at 16 warps per SM it is issue-bound near 60% of the
- * copy ceiling, and nvfp4 more so (docs/kernels-notes.md, "v4 since v4a"). Here a chunk's 16 rows x
+ * copy ceiling, and nvfp4 more so (docs/kernels.md). Here a chunk's 16 rows x
  * 128 columns are the A operand of eight mma.sync.m16n8k16 (f16, or bf16 for a bf16 copy) with fp32
  * accumulation, and the B operand's eight columns hold q split into three parts (hi, mid, lo) and, for
  * GDN, k likewise:

@@ -304,8 +304,8 @@ static rs_status encode_launch(const rs_format *f, const float *x, size_t n, siz
     const rs_dev_fmt df = dev_fmt(f);
     switch (f->kind) {
     case RS_FMT_FP32:
-        if (codes) return rs_cuda_call_status(cudaMemcpyAsync(codes, x, 4 * n, cudaMemcpyDeviceToDevice, s), who, "copy");
-        if (y != x) return rs_cuda_call_status(cudaMemcpyAsync(y, x, 4 * n, cudaMemcpyDeviceToDevice, s), who, "copy");
+        if (codes) return rs_cuda_call_status(cudaMemcpyAsync(codes, x, 4 * n, cudaMemcpyDeviceToDevice, s), who);
+        if (y != x) return rs_cuda_call_status(cudaMemcpyAsync(y, x, 4 * n, cudaMemcpyDeviceToDevice, s), who);
         return RS_OK;
     case RS_FMT_FP16:
     case RS_FMT_BF16:
@@ -358,7 +358,7 @@ extern "C" rs_status rs_cuda_dequantize(const rs_qtensor *dq, float *d_y, rs_cud
     RS_CHECK(d_y && dq->codes, RS_E_INVAL, "%s: NULL output or unallocated descriptor", who);
     switch (dq->fmt.kind) {
     case RS_FMT_FP32:
-        return rs_cuda_call_status(cudaMemcpyAsync(d_y, dq->codes, 4 * n, cudaMemcpyDeviceToDevice, s), who, "copy");
+        return rs_cuda_call_status(cudaMemcpyAsync(d_y, dq->codes, 4 * n, cudaMemcpyDeviceToDevice, s), who);
     case RS_FMT_FP16:
     case RS_FMT_BF16:
         rs_k_half_decode<<<grid_for(n, RS_QK_THREADS), RS_QK_THREADS, 0, s>>>(

@@ -335,20 +335,17 @@ static rs_status chunk_(rs_cuda_scan *s, int layer, int run0, int nr, uint64_t p
         a.list = s->d_list + lo2;
         if (gdn) rs_scan_launch_gdn(s->rpw, 2, a, m2, cs2);
         else rs_scan_launch_mamba2(s->rpw, 2, a, m2, cs2);
-        cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess && fork) e = cudaEventRecord(s->ev_join, cs2);
-        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
+        RS_TRY(rs_cuda_launch_status(who));
+        if (fork) RS_CUDA_TRY(cudaEventRecord(s->ev_join, cs2), who);
     }
     if (m1 > 0) {
         a.list = s->d_list + lo1;
         if (gdn) rs_scan_launch_gdn(s->rpw, 1, a, m1, cs);
         else rs_scan_launch_mamba2(s->rpw, 1, a, m1, cs);
-        const cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: launch failed: %s", who, cudaGetErrorString(e));
+        RS_TRY(rs_cuda_launch_status(who));
     }
     if (m2 > 0 && fork) {
-        const cudaError_t e = cudaStreamWaitEvent(cs, s->ev_join, 0);
-        if (e != cudaSuccess) return rs_error_set(RS_E_CUDA, "%s: join: %s", who, cudaGetErrorString(e));
+        RS_CUDA_TRY(cudaStreamWaitEvent(cs, s->ev_join, 0), who);
     }
     return RS_OK;
 }

@@ -22,6 +22,7 @@
 #include "replayssm/engine/rs_policy.h"
 #include "replayssm/quant/rs_codec.h"
 #include "replayssm/quant/rs_format.h"
+#include "rs_cuda_common.cuh" /* the warp reductions */
 
 #define RS_SCAN_FULL 0xFFFFFFFFu
 #define RS_SCAN_DK 128        /* the one supported d_k */
@@ -97,54 +98,6 @@ __device__ __forceinline__ void rs_scan_chk4(float4 x, float &chk)
     chk = __fmaf_rn(x.y, 0.0f, chk);
     chk = __fmaf_rn(x.z, 0.0f, chk);
     chk = __fmaf_rn(x.w, 0.0f, chk);
-}
-
-/* ---- warp reductions -----------------------------------------------------------------------------
- * Transposed reduction of N values per lane (N a power of two <= 32): afterwards x[0] of lane l is
- * the warp-wide sum (or max) of value l / (32 / N). N - 1 + (5 - log2 N) shuffles instead of 5 N. */
-template <int N, int OFF, bool MAX> struct rs_scan_tred {
-    static __device__ __forceinline__ void run(float *x, int lane)
-    {
-        if constexpr (N > 1) {
-            constexpr int H = N / 2;
-            const bool up = (lane & OFF) != 0;
-#pragma unroll
-            for (int i = 0; i < H; ++i) {
-                const float send = up ? x[i] : x[i + H];
-                const float keep = up ? x[i + H] : x[i];
-                const float got = __shfl_xor_sync(RS_SCAN_FULL, send, OFF);
-                x[i] = MAX ? fmaxf(keep, got) : __fadd_rn(keep, got);
-            }
-            rs_scan_tred<H, OFF / 2, MAX>::run(x, lane);
-        } else {
-            const float got = __shfl_xor_sync(RS_SCAN_FULL, x[0], OFF);
-            x[0] = MAX ? fmaxf(x[0], got) : __fadd_rn(x[0], got);
-            rs_scan_tred<1, OFF / 2, MAX>::run(x, lane);
-        }
-    }
-};
-template <int N, bool MAX> struct rs_scan_tred<N, 0, MAX> {
-    static __device__ __forceinline__ void run(float *, int) {}
-};
-template <int N, bool MAX = false> __device__ __forceinline__ float rs_scan_reduce(float *x, int lane)
-{
-    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
-    rs_scan_tred<N, 16, MAX>::run(x, lane);
-    return x[0];
-}
-
-__device__ __forceinline__ float rs_scan_allsum(float x)
-{
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) x = __fadd_rn(x, __shfl_xor_sync(RS_SCAN_FULL, x, off));
-    return x;
-}
-
-__device__ __forceinline__ float rs_scan_allmax(float x)
-{
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(RS_SCAN_FULL, x, off));
-    return x;
 }
 
 /* ---- the store of one head state in a format -----------------------------------------------------
@@ -285,7 +238,7 @@ __device__ __forceinline__ void rs_scan_store(const rs_scan_fmt &f, const float4
             rs_scan_chk4(src[i], chk);
             am[i] = rs_scan_amax4(src[i]);
         }
-        const float red = rs_scan_reduce<RPW, true>(am, lane); /* row lane / GS1's amax */
+        const float red = rs_dev_warp_reduce<RPW, true>(am, lane); /* row lane / GS1's amax */
 #pragma unroll
         for (int i = 0; i < RPW; ++i) {
             const float a = __shfl_sync(RS_SCAN_FULL, red, i * GS1);
@@ -310,7 +263,7 @@ __device__ __forceinline__ void rs_scan_store(const rs_scan_fmt &f, const float4
             rs_scan_chk4(src[i], chk);
             a = fmaxf(a, rs_scan_amax4(src[i]));
         }
-        a = rs_scan_allmax(a);
+        a = rs_dev_warp_max(a);
         float *buf = s_red + (red_ctr & 1) * RS_SCAN_MAX_WARPS; /* the half the previous store did not use */
         ++red_ctr;
         if (lane == 0) buf[warp] = a;

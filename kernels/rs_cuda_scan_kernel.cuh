@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
     for (int t = 0; t < T; ++t) {
         if (t + 1 < T) rs_scan_load<RPW, GDN>(a, rt0 + t + 1, h, g, row0, lane, nxt);
         const float al = cur.al, be = cur.be;
-        const float kq = rs_scan_allsum(rs_scan_dot4(cur.k, cur.q));
+        const float kq = rs_dev_warp_sum(rs_scan_dot4(cur.k, cur.q));
         int fl = (isnan(al) || (GDN && isnan(be))) ? RS_SCAN_F_IN : 0;
         float chk = 0.0f, o, red;
         bool writer;
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
 #pragma unroll
                 for (int i = 0; i < RPW; ++i) x[i] = rs_scan_dot4(A[i], cur.k), x[RPW + i] = rs_scan_dot4(A[i], cur.q);
             }
-            red = rs_scan_reduce<2 * RPW>(x, lane); /* lane < 16: (S k) of row lane / GS2; else (S q) */
+            red = rs_dev_warp_reduce<2 * RPW>(x, lane); /* lane < 16: (S k) of row lane / GS2; else (S q) */
             writer = lane >= 16 && (lane & (GS2 - 1)) == 0;
             orow = (lane - 16) / GS2;
         } else {
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
 #pragma unroll
                 for (int i = 0; i < RPW; ++i) x[i] = rs_scan_dot4(A[i], cur.q);
             }
-            red = rs_scan_reduce<RPW>(x, lane); /* (S q) of row lane / GS1 */
+            red = rs_dev_warp_reduce<RPW>(x, lane); /* (S q) of row lane / GS1 */
             writer = (lane & (GS1 - 1)) == 0;
             orow = lane / GS1;
         }
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
                 float y[RPW];
 #pragma unroll
                 for (int i = 0; i < RPW; ++i) y[i] = rs_scan_dot4(B[i], cur.k);
-                const float red2 = rs_scan_reduce<RPW>(y, lane); /* (W_hp k) of row lane / GS1 */
+                const float red2 = rs_dev_warp_reduce<RPW>(y, lane); /* (W_hp k) of row lane / GS1 */
                 const float u2 = __fmul_rn(be, __fsub_rn(cur.v2, __fmul_rn(al, red2)));
 #pragma unroll
                 for (int i = 0; i < RPW; ++i) {
@@ -220,9 +220,7 @@ __global__ void __launch_bounds__(32 * RS_SCAN_MAX_WARPS, RPW <= 4 && NS == 1 ? 
     }
 
     /* the head's first non-finite step of this chunk, if any */
-    int m = first_t;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) m = min(m, __shfl_xor_sync(RS_SCAN_FULL, m, off));
+    const int m = rs_dev_warp_min(first_t);
     __syncthreads();
     if (lane == 0 && m != INT_MAX) atomicMin(&s_min_t, m);
     __syncthreads();

@@ -1,6 +1,6 @@
 /* rs_cuda_ssm.cuh — device helpers shared by the ReplaySSM decode and verification kernels:
  * the warp mapping (a warp owns RPW consecutive state rows of one head; lane l holds columns
- * 4l .. 4l+3), multi-value ("transposed") warp reductions, ring record loads/stores, and the
+ * 4l .. 4l+3), ring record loads/stores, decay products, and the
  * checkpoint loaders that dequantise fp16 / bf16 / fp8 / nvfp4 in registers.
  * Device code only; included by rs_cuda_decode.cu and rs_cuda_verify.cu.
  */
@@ -17,6 +17,7 @@
 
 #include "replayssm/cuda/rs_cuda.h"
 #include "replayssm/quant/rs_codec.h"
+#include "rs_cuda_common.cuh" /* rs_dev_warp_reduce, the transposed warp reduction */
 
 #define RS_FULL_MASK 0xFFFFFFFFu
 
@@ -35,7 +36,7 @@ __device__ __forceinline__ float4 rs_scale4(float c, float4 s)
     return make_float4(__fmul_rn(c, s.x), __fmul_rn(c, s.y), __fmul_rn(c, s.z), __fmul_rn(c, s.w));
 }
 
-/* ---- the lane's columns of a state row, per d_k (issue 18: d_k in {64, 128, 256}) ----------------
+/* ---- the lane's columns of a state row, per d_k (d_k in {64, 128, 256}) ---------------------------
  * A warp owns whole state rows at every d_k; lane l holds DK / 32 columns of a row:
  *   d_k = 128: columns 4l .. 4l+3                          (a float4: one 512-byte warp access a row)
  *   d_k =  64: columns 2l, 2l+1                            (a float2: one 256-byte warp access)
@@ -96,40 +97,6 @@ __device__ __forceinline__ rs_f8 rs_fmav(float c, rs_f8 k, rs_f8 s) { return rs_
 __device__ __forceinline__ float4 rs_scalev(float c, float4 s) { return rs_scale4(c, s); }
 __device__ __forceinline__ float2 rs_scalev(float c, float2 s) { return make_float2(__fmul_rn(c, s.x), __fmul_rn(c, s.y)); }
 __device__ __forceinline__ rs_f8 rs_scalev(float c, rs_f8 s) { return rs_f8{rs_scale4(c, s.a), rs_scale4(c, s.b)}; }
-
-/* ---- transposed warp reduction ---------------------------------------------------------------
- * N values per lane (N a power of two <= 32). Afterwards x[0] of lane l holds the warp sum of
- * value index l / (32 / N). N - 1 + (5 - log2 N) shuffles instead of 5 N. */
-template <int N, int OFF> struct rs_wsum_step {
-    static __device__ __forceinline__ void run(float *x, int lane)
-    {
-        if constexpr (N > 1) {
-            constexpr int H = N / 2;
-            const bool up = (lane & OFF) != 0;
-#pragma unroll
-            for (int i = 0; i < H; ++i) {
-                const float send = up ? x[i] : x[i + H];
-                const float keep = up ? x[i + H] : x[i];
-                x[i] = keep + __shfl_xor_sync(RS_FULL_MASK, send, OFF);
-            }
-            rs_wsum_step<H, OFF / 2>::run(x, lane);
-        } else {
-            x[0] += __shfl_xor_sync(RS_FULL_MASK, x[0], OFF);
-            rs_wsum_step<1, OFF / 2>::run(x, lane);
-        }
-    }
-};
-template <int N> struct rs_wsum_step<N, 0> {
-    static __device__ __forceinline__ void run(float *, int) {}
-};
-template <int N> __device__ __forceinline__ float rs_warp_sum_t(float *x, int lane)
-{
-    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N must be a power of two <= 32");
-    rs_wsum_step<N, 16>::run(x, lane);
-    return x[0];
-}
-/* index of the value lane `lane` holds after rs_warp_sum_t<N> */
-template <int N> __device__ __forceinline__ int rs_warp_sum_t_index(int lane) { return lane / (32 / N); }
 
 /* ---- decay products (engine/rs_gamma.h convention: float64, rounded once per coefficient) ----------
  * Lane j holds a_j (1.0 past the last record). rs_warp_suffix_prod returns the inclusive suffix
@@ -507,17 +474,54 @@ static inline int rs_sm_count(void)
     return sms;
 }
 
+/* The launch options (rs_cuda_launch_opts) resolved: warps a head (0: automatic), heads a warp of the v4
+ * read (0: automatic), the early-load level (0 off, 1 values, 2 values and keys), the L2-prefetch level (0 off,
+ * 1 grids of more than one wave, 2 every launch) and the verification's table sharing (0 a warp, 1 a block,
+ * 2 a block after widening) */
+struct rs_knobs {
+    unsigned wph, hpw;
+    int spec, l2pf, gshare;
+};
+static inline bool rs_opts_valid(const rs_cuda_launch_opts *o)
+{
+    return !o || (o->warps_per_head >= 0 && o->lp_heads_per_warp >= 0 && o->replay_spec >= 0 &&
+                  o->replay_spec <= RS_CUDA_SPEC_KEYS && o->replay_l2pf >= 0 && o->replay_l2pf <= RS_CUDA_L2PF_ALWAYS &&
+                  o->verify_gshare >= 0 && o->verify_gshare <= RS_CUDA_GSHARE_WIDEN);
+}
+/* the launchers' check: RS_E_INVAL naming the fields unless every one is in range (NULL: the defaults) */
+static inline rs_status rs_opts_check(const rs_cuda_launch_opts *o, const char *who)
+{
+    if (rs_opts_valid(o)) return RS_OK;
+    return rs_error_set(RS_E_INVAL,
+                        "%s: launch options out of range (warps_per_head %d, lp_heads_per_warp %d, replay_spec %d, "
+                        "replay_l2pf %d, verify_gshare %d)",
+                        who, o->warps_per_head, o->lp_heads_per_warp, o->replay_spec, o->replay_l2pf, o->verify_gshare);
+}
+/* the options resolved (NULL or out of range: the defaults; the launchers refuse the latter first). A field's 0
+ * is its default level, a named value v its level v - 1. */
+static inline rs_knobs rs_knobs_of(const rs_cuda_launch_opts *o)
+{
+    static const rs_cuda_launch_opts dflt = {0, 0, 0, 0, 0};
+    if (!rs_opts_valid(o) || !o) o = &dflt;
+    rs_knobs k;
+    k.wph = (unsigned)o->warps_per_head, k.hpw = (unsigned)o->lp_heads_per_warp;
+    k.spec = o->replay_spec ? o->replay_spec - 1 : 1;
+    k.l2pf = o->replay_l2pf ? o->replay_l2pf - 1 : 1;
+    k.gshare = o->verify_gshare ? o->verify_gshare - 1 : 2;
+    return k;
+}
+
 /* warps per head: split heads into power-of-two slices until the grid has ~128 warps per SM
  * (about 8 waves at the main kernels' occupancy, so warps that flush, which take 2-3x longer,
- * do not leave a long tail) */
-static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw)
+ * do not leave a long tail); forced > 0 (rs_cuda_launch_opts.warps_per_head): the largest power of two
+ * <= forced dividing the chunk count */
+static inline rs_geom rs_replay_geom(const rs_ssm_dims *d, int rpw, unsigned forced)
 {
     rs_geom g;
     g.BH = (unsigned)d->batch * (unsigned)d->heads, g.H = (unsigned)d->heads, g.G = (unsigned)d->key_heads;
     g.grp = g.H / g.G;
     const unsigned nch = (unsigned)(d->d_v / rpw), target = 128u * (unsigned)rs_sm_count();
     g.wph = 1;
-    const unsigned forced = (unsigned)rs_cuda_get_warps_per_head();
     if (forced) {
         while (2 * g.wph <= forced && nch % (2 * g.wph) == 0) g.wph *= 2;
     } else {
@@ -533,14 +537,13 @@ static inline bool rs_one_wave(const rs_geom &g) { return (size_t)g.BH * g.wph <
 /* The fp32 main kernel's geometry (rs_k_replay_main divides by wph, so it need not be a power of two): as
  * rs_replay_geom, and where its grid is one wave (<= 16 warps an SM), the largest divisor of the chunk count that
  * keeps it one wave. Changes only heads whose chunk count is not a power of two: Nemotron-3-Nano's 80-row heads
- * (20 chunks of 4 rows) at B = 1 go from 4 slices (5 chunks a warp, a dependent chain each) to 20 (issue 18,
- * thirteenth session, H200: 7.5 -> 5.1 us a step; docs/kernels-notes.md "v6f and B = 1"). Not past one wave: at B = 8
- * (~6 waves) 20 slices made its steps 1.03x (prologue) and 1.44x (fused) slower than 4. */
-static inline rs_geom rs_replay_geom_any(const rs_ssm_dims *d, int rpw)
+ * (20 chunks of 4 rows) at B = 1 get 20 slices instead of 4 (5 chunks a warp, a dependent chain each; faster on
+ * the H200, docs/kernels.md). Not past one wave: at B = 8 (~6 waves) 20 slices were slower than 4. */
+static inline rs_geom rs_replay_geom_any(const rs_ssm_dims *d, int rpw, unsigned forced)
 {
-    rs_geom g = rs_replay_geom(d, rpw);
+    rs_geom g = rs_replay_geom(d, rpw, forced);
     const unsigned nch = (unsigned)(d->d_v / rpw);
-    if (rs_cuda_get_warps_per_head() || !rs_one_wave(g)) return g;
+    if (forced || !rs_one_wave(g)) return g;
     rs_geom c = g;
     for (c.wph = g.wph + 1; c.wph <= nch && rs_one_wave(c); ++c.wph)
         if (nch % c.wph == 0) g.wph = c.wph;

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(32 * RS_VPREP_WARPS) rs_k_verify_prep(rs_ssm_d
                 x[s] = rs_dot4(kj[u], qs[s]);
                 if (FAM == RS_SSM_GDN) x[TP + s] = rs_dot4(kj[u], kd[s]);
             }
-            rs_warp_sum_t<NV>(x, lane);
+            rs_dev_warp_reduce<NV>(x, lane);
             if (j < n && lane % SPAN == 0) {
                 const int idx = lane / SPAN;
                 if (idx < TP) kq_s[j][idx] = x[0];
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(128) rs_k_verify_main(rs_ssm_dims d, int T, rs
 #pragma unroll
                 for (int r = 0; r < RPW; ++r)
                     x[r * TP + si] = __fmaf_rn(c1[si], cv1[r], __fmaf_rn(c0[si], cv0[r], __fmul_rn(Ds[si], rs_dot4(cs[r], q4[si]))));
-            rs_warp_sum_t<N>(x, lane);
+            rs_dev_warp_reduce<N>(x, lane);
             const int idx = lane / SPAN, r = idx / TP, si = idx % TP;
             if (lane % SPAN == 0 && si < T) io.o[((size_t)si * BH + bh) * dv + row + r] = x[0];
             if (flush) {
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(128) rs_k_verify_main(rs_ssm_dims d, int T, rs
                     x[RPW * TP + r * TP + si] =
                         __fmaf_rn(c1[si], cv1[r], __fmaf_rn(c0[si], cv0[r], __fmul_rn(Ds[si], rs_dot4(cs[r], q4[si]))));
                 }
-            rs_warp_sum_t<N>(x, lane);
+            rs_dev_warp_reduce<N>(x, lane);
             float acc = x[0];                                     /* alpha_t S_{t-1} k_t without the drafts */
             float o = __shfl_down_sync(RS_FULL_MASK, x[0], 16);   /* S_ckpt and committed part of o */
             float U = 0.f;
@@ -416,7 +416,7 @@ __global__ void __launch_bounds__(128) rs_k_snapshot_verify(rs_ssm_dims d, int T
             float x[RPW];
 #pragma unroll
             for (int r = 0; r < RPW; ++r) x[r] = rs_dot4(s[r], k4);
-            rs_warp_sum_t<RPW>(x, lane);
+            rs_dev_warp_reduce<RPW>(x, lane);
 #pragma unroll
             for (int r = 0; r < RPW; ++r) a[r] = beta * (a[r] - alpha * __shfl_sync(RS_FULL_MASK, x[0], r * (32 / RPW)));
         }
@@ -427,7 +427,7 @@ __global__ void __launch_bounds__(128) rs_k_snapshot_verify(rs_ssm_dims d, int T
             x[r] = rs_dot4(s[r], q4);
             *reinterpret_cast<float4 *>(snap + t * nS + (grow0 + r) * RS_CUDA_DK + 4 * lane) = s[r];
         }
-        rs_warp_sum_t<RPW>(x, lane);
+        rs_dev_warp_reduce<RPW>(x, lane);
         if (lane % (32 / RPW) == 0) io.o[(t * BH + bh) * d.d_v + row0 + lane / (32 / RPW)] = x[0];
     }
 }
@@ -450,9 +450,9 @@ extern "C" int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int 
 {
     if (!st) return 0;
     if (st->kernel != RS_CUDA_VERIFY_AUTO) return st->kernel;
-    /* the H200 runs (docs/kernels-notes.md, v6 and v6c): at T = 1 the CUDA-core kernel is 1.18-1.55x faster
-     * (B = 256), at T = 2 0.83-0.94x the time of v6a on the four paper shapes (ninth session), at T = 8 and 16
-     * the tensor-core kernel v6a is 1.09-2.8x faster; T = 3..7 were not timed against each other */
+    /* the H200 runs (docs/kernels.md): at T = 1 the CUDA-core kernel is 1.18-1.55x faster (B = 256), at T = 2
+     * 0.83-0.94x the time of v6a on the four paper shapes, at T = 8 and 16 the tensor-core kernel v6a is
+     * 1.09-2.8x faster; T = 3..7 were not timed against each other */
     return T <= 2 ? RS_CUDA_VERIFY_CORES : RS_CUDA_VERIFY_TC_V6A;
 }
 
@@ -475,11 +475,6 @@ static rs_status check_common(const rs_ssm_dims *d, const rs_ssm_step_io *io, rs
 
 #define RS_VERIFY_RPW_M2 4
 #define RS_VERIFY_RPW_GDN 2
-
-/* rs_cuda_set_verify_gshare: the GDN T <= 8 tensor-core kernel's shared B tables (GS, kernels/rs_cuda_verify_tc.cuh) */
-static int g_rs_vgs = RS_CUDA_VERIFY_GSHARE_DEFAULT;
-extern "C" void rs_cuda_set_verify_gshare(int mode) { g_rs_vgs = mode <= 0 ? 0 : mode >= 2 ? 2 : 1; }
-extern "C" int rs_cuda_get_verify_gshare(void) { return g_rs_vgs; }
 
 /* the block's shared memory in bytes: 4 warps' regions, plus the tables once (GS) */
 static inline size_t vtc_block_bytes(const vtc_lay &y) { return sizeof(float) * (4 * (size_t)y.total + (size_t)y.shared); }
@@ -512,11 +507,11 @@ static void verify_launch_tc_geom(const rs_ssm_dims *d, int T, const rs_ssm_step
 }
 
 template <int FAM, int RDT, int NT, bool PF>
-static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
-                             cudaStream_t s)
+static void verify_launch_tc(const rs_knobs &k, const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
+                             const rs_cuda_verify_state *st, cudaStream_t s)
 {
-    rs_geom g = rs_replay_geom(d, 16);
-    if (!rs_cuda_get_warps_per_head()) { /* automatic: any divisor of the tile count (Nano's d_v = 80: 5 tiles) */
+    rs_geom g = rs_replay_geom(d, 16, k.wph);
+    if (!k.wph) { /* automatic: any divisor of the tile count (Nano's d_v = 80: 5 tiles) */
         const unsigned nch = (unsigned)(d->d_v / 16), target = 128u * (unsigned)rs_sm_count();
         for (unsigned c = 1; c <= nch; ++c)
             if (nch % c == 0) {
@@ -525,14 +520,14 @@ static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *
             }
         g.rows = d->d_v / (int)g.wph;
     }
-    /* GS (rs_cuda_set_verify_gshare): a block's 4 warps are slices of one head when the warps a head are a multiple
-     * of 4; mode 2 (the default) first widens an automatic geometry to 4 warps a head where the tiles allow (H200:
-     * Qwen3.5-122B at B = 256, 2 -> 4 warps a head, 0.85-0.99x on the T <= 8 rows) */
+    /* GS (rs_cuda_launch_opts.verify_gshare): a block's 4 warps are slices of one head when the warps a head are a
+     * multiple of 4; level 2 (the default) first widens an automatic geometry to 4 warps a head where the tiles
+     * allow (faster on the T <= 8 rows of Qwen3.5-122B at B = 256 on the H200: docs/kernels.md) */
     if constexpr (FAM == RS_SSM_GDN && NT == 1 && !PF) {
         const unsigned nch = (unsigned)(d->d_v / 16);
-        if (g_rs_vgs == 2 && !rs_cuda_get_warps_per_head() && g.wph < 4 && nch % 4 == 0)
+        if (k.gshare == 2 && !k.wph && g.wph < 4 && nch % 4 == 0)
             g.wph = 4, g.rows = d->d_v / 4;
-        if (g_rs_vgs && g.wph % 4 == 0) {
+        if (k.gshare && g.wph % 4 == 0) {
             verify_launch_tc_geom<FAM, RDT, NT, PF, true>(d, T, io, st, g, s);
             return;
         }
@@ -541,8 +536,8 @@ static void verify_launch_tc(const rs_ssm_dims *d, int T, const rs_ssm_step_io *
 }
 
 template <int FAM, int RDT, int TP>
-static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
-                          cudaStream_t s)
+static void verify_launch(const rs_knobs &k, const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
+                          const rs_cuda_verify_state *st, cudaStream_t s)
 {
     /* rows per warp: one transposed reduction holds RPW x TP (Mamba-2) or 2 RPW x TP (GDN) values, at
      * most 32, so T > 8 halves the rows (Mamba-2 2, GDN 1) */
@@ -553,34 +548,37 @@ static void verify_launch(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
         *d, T, *io, *st);
     const int vk = rs_cuda_replay_verify_kernel(st, T);
     if (vk == RS_CUDA_VERIFY_TC_V6B) {
-        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), true>(d, T, io, st, s);
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), true>(k, d, T, io, st, s);
         return;
     }
     if (vk == RS_CUDA_VERIFY_TC_V6A) {
-        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), false>(d, T, io, st, s);
+        verify_launch_tc<FAM, RDT, (TP > 8 ? 2 : 1), false>(k, d, T, io, st, s);
         return;
     }
-    const rs_geom g = rs_replay_geom(d, RPW);
+    const rs_geom g = rs_replay_geom(d, RPW, k.wph);
     const size_t warps = (size_t)g.BH * g.wph;
     rs_k_verify_main<FAM, RDT, TP, RPW><<<(unsigned)((warps + 3) / 4), 128, 0, s>>>(*d, T, *io, *st, g);
 }
 
 template <int FAM, int RDT>
-static void verify_launch_t(const rs_ssm_dims *d, int T, const rs_ssm_step_io *io, const rs_cuda_verify_state *st,
-                            cudaStream_t s)
+static void verify_launch_t(const rs_knobs &k, const rs_ssm_dims *d, int T, const rs_ssm_step_io *io,
+                            const rs_cuda_verify_state *st, cudaStream_t s)
 {
-    if (T <= 1) verify_launch<FAM, RDT, 1>(d, T, io, st, s);
-    else if (T <= 2) verify_launch<FAM, RDT, 2>(d, T, io, st, s);
-    else if (T <= 4) verify_launch<FAM, RDT, 4>(d, T, io, st, s);
-    else if (T <= 8) verify_launch<FAM, RDT, 8>(d, T, io, st, s);
-    else verify_launch<FAM, RDT, 16>(d, T, io, st, s);
+    if (T <= 1) verify_launch<FAM, RDT, 1>(k, d, T, io, st, s);
+    else if (T <= 2) verify_launch<FAM, RDT, 2>(k, d, T, io, st, s);
+    else if (T <= 4) verify_launch<FAM, RDT, 4>(k, d, T, io, st, s);
+    else if (T <= 8) verify_launch<FAM, RDT, 8>(k, d, T, io, st, s);
+    else verify_launch<FAM, RDT, 16>(k, d, T, io, st, s);
 }
 
 extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
-                                           const rs_cuda_verify_state *st, rs_cuda_stream s)
+                                           const rs_cuda_verify_state *st, const rs_cuda_launch_opts *opts,
+                                           rs_cuda_stream s)
 {
     static const char who[] = "rs_cuda_replay_verify";
     RS_TRY(check_common(dims, io, fam, T, fam == RS_SSM_MAMBA2 ? RS_VERIFY_RPW_M2 : RS_VERIFY_RPW_GDN, who));
+    RS_TRY(rs_opts_check(opts, who));
+    const rs_knobs k = rs_knobs_of(opts);
     RS_CHECK(st && st->S_ckpt && st->ring_v && st->ring_k && st->ring_alpha && st->fill && st->start && st->work,
              RS_E_INVAL, "%s: NULL state array", who);
     RS_CHECK(st->L >= T && st->cap >= st->L + T && st->cap <= RS_VCAP_MAX, RS_E_INVAL,
@@ -591,11 +589,11 @@ extern "C" rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims 
     RS_CHECK(st->kernel >= RS_CUDA_VERIFY_AUTO && st->kernel <= RS_CUDA_VERIFY_TC_V6A, RS_E_INVAL,
              "%s: kernel %d (0..3: AUTO, CORES, TC_V6B, TC_V6A)", who, st->kernel);
     if (fam == RS_SSM_MAMBA2) {
-        if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(dims, T, io, st, s);
-        else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(dims, T, io, st, s);
+        if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_F32>(k, dims, T, io, st, s);
+        else verify_launch_t<RS_SSM_MAMBA2, RS_CUDA_BF16>(k, dims, T, io, st, s);
     } else {
-        if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_GDN, RS_CUDA_F32>(dims, T, io, st, s);
-        else verify_launch_t<RS_SSM_GDN, RS_CUDA_BF16>(dims, T, io, st, s);
+        if (st->ring_dtype == RS_CUDA_F32) verify_launch_t<RS_SSM_GDN, RS_CUDA_F32>(k, dims, T, io, st, s);
+        else verify_launch_t<RS_SSM_GDN, RS_CUDA_BF16>(k, dims, T, io, st, s);
     }
     RS_TRY(rs_cuda_launch_status(who));
     /* rows with fill + T > L folded their records: round their checkpoint (before the commit moves fill) */

@@ -1,5 +1,5 @@
-/* rs_cuda_verify_tc.cuh — the tensor-core main kernel of ReplaySSM verification (issue 18, v6;
- * docs/kernels-notes.md "v6"), included by rs_cuda_verify.cu after its prologue, whose `work`
+/* rs_cuda_verify_tc.cuh — the tensor-core main kernel of ReplaySSM verification (v6a / v6b;
+ * docs/kernels.md), included by rs_cuda_verify.cu after its prologue, whose `work`
  * coefficients it reads (layout in rs_cuda_verify.cu's header comment).
  *
  * One warp per (row b, value head, slice of rows) as the CUDA-core kernel, walking its rows in
@@ -23,7 +23,7 @@
  * warp in shared memory (an explicit register file extension: each lane reads only its own entries,
  * except the GDN solve tables); TP = 8 NT drafts, NT = 1 (T <= 8) or 2 (T <= 16), zero-padded.
  * Each tile's record values (the committed records' 16 rows, the drafts' v) come from a per-warp record stage
- * filled by cp.async one tile ahead (v6e; at stage_rec below). */
+ * filled by cp.async one tile ahead (at stage_rec below). */
 #ifndef RS_CUDA_VERIFY_TC_CUH
 #define RS_CUDA_VERIFY_TC_CUH
 
@@ -44,16 +44,16 @@ __device__ __forceinline__ void rs_tf32_split(float x, uint32_t &hi, uint32_t &l
     hi = rs_tf32(x);
     lo = rs_tf32(__fsub_rn(x, __uint_as_float(hi)));
 }
-/* The split in the k loops (RS_VTC_SPLIT, build-time; issue 18, ninth session). cvt.rna.tf32.f32 is no sm_90
+/* The split in the k loops (RS_VTC_SPLIT, build-time). cvt.rna.tf32.f32 is no sm_90
  * instruction: ptxas emits FSETP (|x| < inf) + IADD 0x1000 + SEL + LOP3 for each, so rs_tf32_split costs 9
- * instructions an element, ~2/3 of v6a's instructions a tile (docs/kernels-notes.md "v6c").
+ * instructions an element, ~2/3 of v6a's instructions a tile with it.
  * 1 (default): hi = the same round-to-nearest-away by IADD + LOP3 alone (equal to cvt.rna for every finite x
  *   and for +-inf; a NaN may become +-0 in hi, but lo = x - hi is then NaN and carries it into the products),
  *   lo = x - hi exact and passed unrounded: the tensor core reads its top 19 bits (truncation), an error
  *   <= 2^-21 |x| instead of <= 2^-22 |x|; 3 instructions.
- * 0: rs_tf32_split (v6a as first measured).
- * Not for Mamba-2 at T > 8 (NT = 2): there the integer split made ptxas spill (16 bytes at the 128-register cap,
- * none before) and the a = T rows 1.12-1.16x slower (H200, ninth session), so that instance keeps cvt.rna. */
+ * 0: rs_tf32_split.
+ * Not for Mamba-2 at T > 8 (NT = 2): there the integer split makes ptxas spill (16 bytes at the 128-register cap,
+ * none with cvt.rna) and the a = T rows 1.12-1.16x slower (H200), so that instance keeps cvt.rna. */
 #ifndef RS_VTC_SPLIT
 #define RS_VTC_SPLIT 1
 #endif
@@ -118,22 +118,21 @@ __device__ __forceinline__ uint4 rs_tf32_split2(float2 b)
  * 1.20-1.36x v6a's time, kept for side-by-side benchmarks): the next tile's loads go out before this tile's
  * products (two tiles in registers, <= 255 registers, 8 warps an SM) and the B operands are staged pre-split
  * (uint4 a lane and k-step, 2x the bytes, no split in the k loop), except GDN at T > 8. */
-/* RS_VTC_STAGE (build-time; ninth session, docs/kernels-notes.md "v6c"), v6a at Mamba-2 T <= 8 only:
- * 1: the next tile is copied into shared memory by cp.async while this one is computed (one 8 KB stage a warp:
- *    each lane copies and later reads back its own float4s, so no warp barrier) instead of loaded into registers
- *    after the products; B split in the loop; 14 KB a warp, 56 KB a block, 4 blocks an SM as before (v6c; with
- *    v6e's record stage, sized by L and T, 13.8 KB a warp at L = 16, T = 8, bf16 ring, still 4 blocks). Measured
- *    0.975-0.991x the time of 0 on the Mamba-2 rows, tests and sanitizers clean (ninth session); the default
- *    since the tenth, whose benchmark is this build's.
- * 0: the tile loaded into registers after the products, B staged pre-split (12 KB a warp, 48 KB a block, before v6e;
- *    measured no faster than splitting in the loop; the default to the ninth session). */
+/* RS_VTC_STAGE (build-time), v6a at Mamba-2 T <= 8 only:
+ * 1 (default): the next tile is copied into shared memory by cp.async while this one is computed (one 8 KB stage a
+ *    warp: each lane copies and later reads back its own float4s, so no warp barrier) instead of loaded into
+ *    registers after the products; B split in the loop; with the record stage, sized by L and T, 13.8 KB a warp at
+ *    L = 16, T = 8, bf16 ring: 4 blocks an SM. Measured 0.975-0.991x the time of 0 on the Mamba-2 rows (H200,
+ *    docs/kernels.md).
+ * 0: the tile loaded into registers after the products, B staged pre-split (measured no faster than splitting in
+ *    the loop). */
 #ifndef RS_VTC_STAGE
 #define RS_VTC_STAGE 1
 #endif
-/* The most committed records the record stage holds (v6f, thirteenth session): records past it are read from the
- * ring in the loops. RS_VTC_RMAX = 24 keeps 4 blocks an SM where v6e's stage of L records did not (Mamba-2 NT = 2
+/* The most committed records the record stage holds: records past it are read from the
+ * ring in the loops. RS_VTC_RMAX = 24 keeps 4 blocks an SM where a stage of L records would not (Mamba-2 NT = 2
  * at L = 48 and GDN at L = 56, bf16 ring: 3 528 floats a warp, 4 blocks allow 3 584), applied only where it
- * measured faster (H200, `bench --sweep tcl`, A B A B; docs/kernels-notes.md "v6f and B = 1"): Mamba-2 T > 8 (L = 48,
+ * measured faster (H200, `bench --sweep tcl`, A B A B; docs/kernels.md): Mamba-2 T > 8 (L = 48,
  * T = 16, a = 16: 0.91x) and GDN T <= 8 (L = 56, T = 8, a = 8: 0.94x); Mamba-2 T <= 8 at L = 56 was 1.06-1.11x
  * slower with it (the records past 24 read from the ring inside the loop cost more than the fourth block) and
  * GDN T > 8 at L = 48 1.03x: those stage all L. */
@@ -144,8 +143,8 @@ template <int FAM, int NT> __host__ __device__ constexpr int vtc_rmax_cap()
 {
     return (FAM == RS_SSM_MAMBA2) == (NT == 2) ? RS_VTC_RMAX : RS_VCAP_MAX;
 }
-/* The record coefficients (`work`, written by the prologue) by cp.async where B entries are not pre-split (v6f):
- * v6e's set-up read them one float at a time into the B tables, the top set-up stall line in its profiles. */
+/* The record coefficients (`work`, written by the prologue) by cp.async where B entries are not pre-split: read
+ * one float at a time into the B tables they were the top set-up stall line in the profiles. */
 #ifndef RS_VTC_COEF_CP
 #define RS_VTC_COEF_CP 1
 #endif
@@ -153,11 +152,11 @@ template <int FAM, int NT, bool PF> __host__ __device__ constexpr bool vtc_presp
 {
     return PF ? !(FAM == RS_SSM_GDN && NT == 2) : (!RS_VTC_STAGE && FAM == RS_SSM_MAMBA2 && NT == 1);
 }
-/* GS (rs_cuda_set_verify_gshare, on by default since the fourteenth session): GDN at T <= 8 (v6a) where the 4 warps
+/* GS (rs_cuda_launch_opts.verify_gshare, on by default): GDN at T <= 8 (v6a) where the 4 warps
  * of a block are slices of one head (warps a head a multiple of 4): the B tables (queries, keys, coefficients, the
  * solve's tables), identical for those warps, are held once a block (the warps fill a quarter each, then wait at a
  * block barrier), and the 9.7 KB a warp saved pays for the checkpoint tile's stage as Mamba-2 has it
- * (docs/kernels-notes.md "v6g": Qwen3.5-4B's T <= 8 rows 0.84-0.94x of the per-warp tables on the H200). */
+ * (Qwen3.5-4B's T <= 8 rows 0.84-0.94x of the per-warp tables on the H200, docs/kernels.md). */
 #ifndef RS_VTC_GSTAGE /* with GS: the tile staged too (1) or loaded into registers as v6a's GDN (0) */
 #define RS_VTC_GSTAGE 1
 #endif
@@ -171,9 +170,8 @@ template <int FAM, int NT, bool PF, bool GS = false> __host__ __device__ constex
  *   checkpoint tile, drf [TP][16] the drafts' v of the tile's rows (fp32, io->v), rec [rmax][16] the committed
  *   records' values of the tile's rows (ring type).
  * krc record k-steps cover the most records a sum can have (Mamba-2 L + T, GDN L: the commit keeps h <= L) and
- * rmax = min(L, RS_VTC_RMAX) committed records are staged (v6e, twelfth session: sized by L and T instead of the
- * cap of 64, which pays for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8,
- * bf16 ring; v6f: at most vtc_rmax_cap). */
+ * rmax = min(L, vtc_rmax_cap) committed records are staged (sized by L and T instead of the cap of 64, which pays
+ * for the record stage within the 14 KB a warp that keeps 4 blocks an SM at L = 16, T = 8, bf16 ring). */
 struct vtc_lay {
     int bq, bk, cq, ce, tk, tq, stile, drf, rec, desc, total, krc, rmax;
     int shared; /* GS: floats of the block's tables (bq .. tq, offsets from the block's base) before the warps' */
@@ -305,10 +303,9 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
 #pragma unroll
         for (int i = 0; i < 8; ++i) xa[i] = rs_ld4(p + 16 * i), xb[i] = rs_ld4(p + 8 * RS_CUDA_DK + 16 * i);
     }
-    /* The record stage (v6e, twelfth session; docs/kernels-notes.md "v6e"): the tile's committed records (ring) and
-     * the drafts' v (io->v) of its 16 rows, copied by cp.async one tile ahead, one commit group a tile. The
-     * source-level profile of v6c (Nemotron-3-Super, T = 8, a = 1) had ~48 % of the warps' stall samples on
-     * these loads, issued inside the record loop one k-step at a time. 16-byte copies where ring_v and io->v are
+    /* The record stage: the tile's committed records (ring) and the drafts' v (io->v) of its 16 rows, copied by
+     * cp.async one tile ahead, one commit group a tile. Issued inside the record loop one k-step at a time, these
+     * loads held ~48 % of the warps' stall samples (source-level profile, Nemotron-3-Super, T = 8, a = 1). 16-byte copies where ring_v and io->v are
      * 16-byte aligned (every 16-row piece then is: d_v % 16 == 0), else 4-byte ones. Lanes read what other lanes
      * copied: wait, then __syncwarp; and __syncwarp before the next tile's copies overwrite the stage. */
     vtc_sdesc *sdesc = reinterpret_cast<vtc_sdesc *>(sm + ly.desc);
@@ -357,8 +354,7 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
     }
     stage_rec(r_begin); /* with the queries: one group */
     /* launched as the prologue's programmatic dependent (rs_launch_pdl): everything below reads what it writes
-     * (`work`, the drafts' ring slots: keys); the checkpoint tile, the queries and the record stage above do not
-     * (tenth session, kernels-notes v4d) */
+     * (`work`, the drafts' ring slots: keys); the checkpoint tile, the queries and the record stage above do not */
     rs_pdl_wait();
 
     /* the coefficients by cp.async: NT = 1 only (at NT = 2 the copies' addresses made ptxas spill 68 bytes in the
@@ -483,8 +479,8 @@ __global__ void __launch_bounds__(128, (PF || (FAM == RS_SSM_GDN && NT == 2)) ? 
                 if (GDN) rs_mma_3xtf32<false, FS>(ak[nt], ah, al, bk[(nt * 16 + kk) * 32 + lane]);
             }
         }
-        /* GS: the next tile's copies after the products, not before them as Mamba-2's: before, ptxas spilled 144-148
-         * bytes inside the tile loop, after 16 (a test compile; the copies still overlap the records, solve, fold) */
+        /* GS: the next tile's copies after the products, not before them as Mamba-2's: before, ptxas spills 144-148
+         * bytes inside the tile loop, after 16 (the copies still overlap the records, solve, fold) */
         if (GS && STG && more) stage_tile(row0 + 16);
         if (!PF && !STG && !flush && more) { /* v6a: the tile is dead, the next one's loads overlap the rest */
             const float *p = st.S_ckpt + (bh * dv + row0 + 16 + g) * RS_CUDA_DK + 4 * t;

@@ -4,7 +4,7 @@
 # Kernel time of one decode step of one SSM layer (fp32 state, B x H heads), conventional
 # (read + write the state every step) against ReplaySSM (L = 16, bf16 ring; non-flush steps read
 # the checkpoint once, flush steps fold and write it; rows staggered so the flush cost is
-# amortised exactly). Top: time per step; bottom: speed-up, next to the traffic bound of theory/'s
+# amortised exactly). Top: time per step; bottom: speed-up, next to the traffic bound of lib/theory's
 # C.3 model (M_conv / M_replay per window) and the paper's kernel range at B = 256 (1.46-1.80x).
 # Data: `replayssm bench` (sweep `std`). Run: `python3 notebooks/fig02_decode_batch.py [bench.h5]`.
 

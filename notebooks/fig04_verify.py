@@ -27,7 +27,7 @@ fig, axes = plt.subplots(1, 4, figsize=(11, 2.9), sharey=True)
 for i, m in enumerate(S.MODELS):
     ax = axes[i]
     # B = 256 and the default kernel's rows only: the verify sweep also writes B = 1 rows and the
-    # kernels side by side (variants "-cores", "-tc-v6a", ...; issue 18 v6)
+    # kernels side by side (variants "-cores", "-tc-v6a", ...)
     Ts = tab.get("T", sweep="verify", model=m, kernel="verify-snapshot", B=256)
     if len(Ts) == 0:
         continue

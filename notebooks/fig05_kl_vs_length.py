@@ -12,7 +12,7 @@
 # books (Student t; an SR policy's books are first averaged over the seed logs given), see
 # rs_style "Confidence intervals"; the ratio is given with its interval.
 #
-# Run: `python3 notebooks/fig05_kl_vs_length.py LOG.h5 [SEED_LOG.h5 ...] [--out-dir figures]`
+# Run: `python3 notebooks/fig05_kl_vs_length.py LOG.h5 [SEED_LOG.h5 ...] [--out-dir notebooks/figures]`
 # (reproduce.sh makes LOG.h5 with `replayssm kl --model data/models/gdn-tiny --seed 0 ...` and a
 # seed log of the SR policies with `--seed 1`). Writes fig05_kl_vs_length.png/.pdf/.json.
 

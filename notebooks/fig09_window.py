@@ -2,7 +2,7 @@
 # # Figure 9 — window sweep: amortised ReplaySSM step vs L (H200, B = 256)
 #
 # ReplaySSM standard decode with window L (bf16 ring, fp32 checkpoint, flush amortised over the
-# window), as speed-up over the conventional step; dashed: the traffic bound of theory/'s C.3
+# window), as speed-up over the conventional step; dashed: the traffic bound of lib/theory's C.3
 # model, M_conv(L) / M_replay(L) with r = 2 d_v + 2 d_k + 4 bytes per record. The paper finds
 # the best amortised latency at L = 16 for all four models (L in {8, 16, 32}).
 # Data: `replayssm bench` (sweep `window`). Run: `python3 notebooks/fig09_window.py [bench.h5]`.

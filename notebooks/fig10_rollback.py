@@ -29,8 +29,7 @@ MODELLED = [("Mamba in the Llama\n1R+2W (model)", 3), ("Snakes & Ladders\n3R+3W 
 
 # %%
 # Measured bars first, then a gap, a separator and the modelled schemes on a shaded ground with
-# hollow hatched bars: a reader must not compare a model bar with a measured one as if equal
-# (issue 18, acceptance 3).
+# hollow hatched bars: a reader must not compare a model bar with a measured one as if equal.
 Ts = [4, 8]
 GAP = 0.8
 fig, axes = plt.subplots(1, len(Ts), figsize=(10, 3.6), sharey=True)

@@ -7,7 +7,7 @@
 # arrow = shared NVFP4+SR / split NVFP4/FP32 in the last bucket (paper: 13-29x at the longest
 # length). Points: mean over books of per-book bucket means, bands: 95% CI over books (Student t;
 # logs of one model with other --seed values average an SR policy's books over seeds first).
-# Run: `python3 notebooks/fig12_kl_other_models.py LOG.h5 [LOG2.h5 ...] [--out-dir figures]`
+# Run: `python3 notebooks/fig12_kl_other_models.py LOG.h5 [LOG2.h5 ...] [--out-dir notebooks/figures]`
 # (one panel per model; logs of the same model are its seed logs).
 
 # %%

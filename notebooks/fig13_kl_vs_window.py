@@ -7,7 +7,7 @@
 # common length), against L. The paper finds split flat across L = 4..64 and shared degrading
 # with context. Inputs: any number of logs of the same model and books (`replayssm sweep
 # --windows ...` and/or `replayssm kl --window L`); a (policy, L) found twice is taken from the
-# first file. Run: `python3 notebooks/fig13_kl_vs_window.py LOG.h5 [LOG2.h5 ...] [--out-dir figures]`.
+# first file. Run: `python3 notebooks/fig13_kl_vs_window.py LOG.h5 [LOG2.h5 ...] [--out-dir notebooks/figures]`.
 
 # %%
 import os
@@ -51,7 +51,7 @@ fig, ax = plt.subplots(figsize=(6.6, 3.6))
 alphas = np.linspace(0.35, 1.0, len(lengths)) if len(lengths) > 1 else [1.0]
 result = {"lengths": lengths, "policies": {}}
 for p in order:
-    st = S.policy_style(p)
+    st = S.policy_style(next(iter(by_policy[p].values())))  # a run of p: its stored fields
     Ls = sorted(by_policy[p])
     result["policies"][p] = {"label": st["label"], "windows": Ls, "kl": {}, "max_over_min_across_L": {}}
     for n0, a in zip(lengths, alphas):

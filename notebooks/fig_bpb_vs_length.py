@@ -9,7 +9,7 @@
 # thin lines per book, and a dotted line at the training context if given.
 #
 # Run: `python3 notebooks/fig_bpb_vs_length.py LOG.h5 [LOG.h5 ...] [--train-context 16384]
-# [--out-dir figures]`. Writes fig_bpb_vs_length.png/.pdf/.json.
+# [--out-dir notebooks/figures]`. Writes fig_bpb_vs_length.png/.pdf/.json.
 
 # %%
 import math

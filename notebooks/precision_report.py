@@ -1,5 +1,5 @@
 # %% [markdown]
-# # precision_report — the precision-figures section of figures/README.md
+# # precision_report — the precision-figures section of notebooks/figures/README.md
 #
 # Reads the JSON sidecars the figure scripts write next to their PNGs (fig05_kl_vs_length.json,
 # fig12_kl_other_models.json, fig13_kl_vs_window.json, table11_rtn_vs_sr.json,
@@ -7,7 +7,7 @@
 # the paper's, and replaces the text between the markers below in the README (appending the
 # section if the markers are missing; everything outside them is left as it is).
 # Run by notebooks/reproduce.sh; by hand:
-# `python3 notebooks/precision_report.py --fig-dir figures --readme figures/README.md`.
+# `python3 notebooks/precision_report.py --fig-dir notebooks/figures --readme notebooks/figures/README.md`.
 
 # %%
 import argparse
@@ -151,7 +151,7 @@ def differences(f5, f12, f13, t11):
 def section(fig_dir, mode, timings, total, command, commands=None):
     commands = commands or {}
     js = {n: load(fig_dir, n) for n in FIGS}
-    L = [BEGIN, "", f"## Precision figures (issue 7) — `{command}`", ""]
+    L = [BEGIN, "", f"## Precision figures — `{command}`", ""]
     L += [f"Regenerate everything (experiments, figures, this section): `{command}` "
           "(`--full` for 131072 positions; sizes and what each step does: docs/figures.md). "
           "Each figure's script reads the HDF5 logs named below; the logs themselves are not committed "
@@ -233,7 +233,7 @@ def main():
             if len(parts) >= 4 and parts[3] != "reused":
                 cmds[S._rel(parts[1])] = f"replayssm {parts[3]} --out {S._rel(parts[1])}"
     sec = section(a.fig_dir, a.mode, tim, a.total_seconds, a.command, cmds)
-    old = open(a.readme).read() if os.path.isfile(a.readme) else "# figures/\n"
+    old = open(a.readme).read() if os.path.isfile(a.readme) else "# notebooks/figures/\n"
     if BEGIN in old and END in old:
         new = old[:old.index(BEGIN)] + sec.rstrip("\n") + old[old.index(END) + len(END):]
     else:

@@ -6,13 +6,13 @@
 #   bash notebooks/reproduce.sh --full    # 131072 positions x 4 books: for a long CPU run / big host
 #   options: --reuse   keep logs that are already complete (default: --full yes, --quick no)
 #            --logs DIR  where the HDF5 logs go (default out/figures-<mode>/, git-ignored)
-#            --no-readme do not rewrite the precision section of figures/README.md
+#            --no-readme do not rewrite the precision section of notebooks/figures/README.md
 #            --dry-run   print the replayssm commands with the chosen sizes, run nothing
 #
 # Needs: the replayssm binary ($REPLAYSSM, default build/replayssm; this script builds nothing:
 # `cmake -S . -B build && cmake --build build -j2`) and Python with notebooks/requirements.txt.
-# Writes figures/<name>.png|pdf|json (+ table11_rtn_vs_sr.md) and regenerates the section of
-# figures/README.md between the precision-figures markers. Sizes can be overridden with the
+# Writes notebooks/figures/<name>.png|pdf|json (+ table11_rtn_vs_sr.md) and regenerates the section
+# of notebooks/figures/README.md between the precision-figures markers. Sizes can be overridden with the
 # environment variables TOKENS, BOOKS, SEEDS, WIN_TOKENS, WIN_BOOKS, WINDOWS, THREADS, MC_STEPS (e.g.
 # TOKENS=16384 BOOKS=4 bash notebooks/reproduce.sh --quick). SEEDS (default 2): the SR policies of
 # Figures 5/12 and Table 11 also run with --seed 1 .. SEEDS-1 (one more log per seed and model), so
@@ -52,7 +52,7 @@ fi
 : "${GDN_MODEL:=data/models/gdn-tiny}" "${MAMBA_MODEL:=data/models/mamba2-tiny}" "${DATA:=data/pg19-sample}"
 : "${WINDOWS:=4,8,16,32,64}"
 logs="${logs:-out/figures-$mode}"
-figs="${FIG_DIR:-figures}"
+figs="${FIG_DIR:-notebooks/figures}"
 py="${PYTHON:-python3}"
 
 if [ "$dry" = 0 ] && [ ! -x "$bin" ]; then
@@ -126,7 +126,7 @@ fig notebooks/theory_error_accumulation.py "$logs/theory.h5"
 fig notebooks/fig_bpb_vs_length.py "$logs/kl_gdn-tiny.h5" "$logs/kl_mamba2-tiny.h5" --train-context 16384
 total=$(( $(date +%s) - t0 ))
 if [ "$readme" = 1 ]; then
-  say "figures/README.md: regenerating the precision-figures section"
+  say "$figs/README.md: regenerating the precision-figures section"
   "$py" notebooks/precision_report.py --fig-dir "$figs" --readme "$figs/README.md" --mode "$mode" \
     --timings "$timings" --total-seconds "$total" --command "bash notebooks/reproduce.sh --$mode"
 fi

@@ -2,7 +2,7 @@
 # # rs_style — shared look and helpers of the figure scripts in notebooks/
 #
 # Generic on purpose (any figure script may import it): paper-like rcParams, one colour per
-# method, a save helper that writes `figures/<name>.png` (`save`; `save_figure` writes PNG + PDF
+# method, a save helper that writes `notebooks/figures/<name>.png` (`save`; `save_figure` writes PNG + PDF
 # to any folder), and readers for the HDF5 files the `replayssm` commands write
 # (`replayssm bench`: a flat table under /rows, one dataset per column; layout in
 # docs/kernels.md. `replayssm kl`/`sweep` logs: `KLLog`, layout in docs/hdf5-layout.md).
@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402,F401  (re-exported for the scripts)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-FIG_DIR = os.path.join(REPO, "figures")
+FIG_DIR = os.path.join(REPO, "notebooks", "figures")
 
 # one colour per method / configuration, reused across figures
 COLORS = {
@@ -70,7 +70,7 @@ def setup():
 
 
 def save(fig, name):
-    """Write figures/<name>.png and return its path."""
+    """Write notebooks/figures/<name>.png and return its path."""
     os.makedirs(FIG_DIR, exist_ok=True)
     path = os.path.join(FIG_DIR, name + ".png")
     fig.savefig(path, bbox_inches="tight")
@@ -146,6 +146,7 @@ def default_bench_path():
 import matplotlib.ticker  # noqa: E402
 
 # canonical policy string (as `replayssm` stores it in runs/runNN@policy) -> (paper label, colour, marker, linestyle)
+# (the strings are only compared with the stored one: a run's mode and formats come from its fields)
 POLICY_STYLE = {
     "shared:fp8-sr": ("shared FP8+SR", "#d62728", "v", "-"),
     "shared:nvfp4-sr": ("shared NVFP4+SR", "#ff7f0e", "o", "-"),
@@ -153,6 +154,14 @@ POLICY_STYLE = {
     "split:nvfp4-rtn/fp16-sr": ("split NVFP4/FP16+SR", "#17becf", "D", "--"),
     "conv:fp16-sr": ("conventional FP16+SR", "#4d4d4d", "^", "-"),
     "fp32": ("FP32", "#000000", "", ":"),
+}
+# the RTN partners of the SR policies above (the recurrent checkpoint rounded to nearest): drawn in
+# the partner's colour and marker, dotted, so a pair reads together
+RTN_PARTNERS = {
+    "shared:fp8-rtn": "shared:fp8-sr",
+    "shared:nvfp4-rtn": "shared:nvfp4-sr",
+    "split:nvfp4-rtn/fp16-rtn": "split:nvfp4-rtn/fp16-sr",
+    "conv:fp16-rtn": "conv:fp16-sr",
 }
 # the five policies of the paper's Figure 5, in its legend order
 FIG5_POLICIES = ["shared:fp8-sr", "shared:nvfp4-sr", "split:nvfp4-rtn/fp32", "split:nvfp4-rtn/fp16-sr", "conv:fp16-sr"]
@@ -174,73 +183,47 @@ PAPER = {
 }
 
 
-def _fmt_word(fmt):
-    """'nvfp4-sr' -> 'NVFP4+SR', 'fp32' -> 'FP32', 'fp8-rtn+pow2' -> 'FP8+RTN+pow2'."""
-    base, _, rest = fmt.partition("-")
-    w = base.upper()
-    for part in rest.replace("+", "-").split("-"):
-        if part:
-            w += "+" + (part.upper() if part in ("sr", "rtn") else part)
-    return w
-
-
-def parse_policy(policy):
-    """'split:nvfp4-rtn/fp16-sr' -> dict(mode, lp, hp, recurrent) where `recurrent` is the format
-    that carries the recurrence (conv/shared: the stored format; split: the HP copy)."""
-    if ":" not in policy:
-        return {"mode": policy, "lp": policy, "hp": policy, "recurrent": policy}
-    mode, fmts = policy.split(":", 1)
-    if "/" in fmts:
-        lp, hp = fmts.split("/", 1)
-    else:
-        lp = hp = fmts
-    return {"mode": mode, "lp": lp, "hp": hp, "recurrent": hp if mode.startswith("split") else lp}
-
-
-def policy_label(policy):
-    """The paper's label of a policy ('shared NVFP4+SR'), or one made the same way."""
+def policy_label(run):
+    """The paper's label of a run's policy ('shared NVFP4+SR'), or one made the same way from the
+    fields the log stores (mode and the formats of the read and recurrent copies); a bare policy
+    string (no fields) outside POLICY_STYLE is its own label."""
+    policy = run if isinstance(run, str) else run.policy
     if policy in POLICY_STYLE:
         return POLICY_STYLE[policy][0]
-    p = parse_policy(policy)
-    if p["mode"] in MODE_WORDS and ":" in policy:
-        if p["mode"].startswith("split"):
-            lp = _fmt_word(p["lp"]).replace("+RTN", "")  # the read copy is RTN by default, as the paper writes it
-            return f"{MODE_WORDS[p['mode']]} {lp}/{_fmt_word(p['hp'])}"
-        return f"{MODE_WORDS[p['mode']]} {_fmt_word(p['lp'])}"
-    return policy
+    if isinstance(run, str) or run.mode not in MODE_WORDS:
+        return policy
+    if run.split:  # the read copy is RTN by default, as the paper writes it
+        return f"{MODE_WORDS[run.mode]} {run.lp.word(rtn=False)}/{run.hp.word()}"
+    return f"{MODE_WORDS[run.mode]} {run.hp.word()}"
 
 
-def _sibling(policy):
-    """The policy with the recurrent checkpoint's rounding flipped (rtn <-> sr), or None."""
-    p = parse_policy(policy)
-    r = p["recurrent"]
-    if "-rtn" in r:
-        r2 = r.replace("-rtn", "-sr")
-    elif "-sr" in r:
-        r2 = r.replace("-sr", "-rtn")
-    else:
-        return None
-    if p["mode"].startswith("split"):
-        return f"{p['mode']}:{p['lp']}/{r2}"
-    return f"{p['mode']}:{r2}"
-
-
-def policy_style(policy):
-    """dict(label, color, marker, ls) for plotting. A policy not in POLICY_STYLE whose RTN/SR twin
-    is (e.g. shared:nvfp4-rtn) takes the twin's colour and marker, dotted, so pairs read together."""
+def policy_style(run):
+    """dict(label, color, marker, ls) for plotting a run (or a policy string). An RTN partner of a
+    POLICY_STYLE policy (RTN_PARTNERS, e.g. shared:nvfp4-rtn) takes the partner's colour and marker,
+    dotted, so pairs read together."""
+    policy = run if isinstance(run, str) else run.policy
     if policy in POLICY_STYLE:
         lab, c, m, ls = POLICY_STYLE[policy]
         return {"label": lab, "color": c, "marker": m, "ls": ls}
-    twin = _sibling(policy)
-    if twin in POLICY_STYLE:
-        _, c, m, _ = POLICY_STYLE[twin]
-        return {"label": policy_label(policy), "color": c, "marker": m, "ls": ":"}
+    if RTN_PARTNERS.get(policy) in POLICY_STYLE:
+        _, c, m, _ = POLICY_STYLE[RTN_PARTNERS[policy]]
+        return {"label": policy_label(run), "color": c, "marker": m, "ls": ":"}
     c = _EXTRA_COLOURS[sum(policy.encode()) % len(_EXTRA_COLOURS)]
-    return {"label": policy_label(policy), "color": c, "marker": "x", "ls": "-."}
+    return {"label": policy_label(run), "color": c, "marker": "x", "ls": "-."}
+
+
+def sr_partner(run, runs):
+    """The runs of `runs` that differ from an RTN `run` only in the recurrent checkpoint's rounding
+    (SR with the default 32 random bits) at the same window, by the fields the log stores."""
+    if run.hp.rounding != "rtn":
+        return []
+    return [r for r in runs if r.mode == run.mode and r.window == run.window and r.hp.base == run.hp.base
+            and r.hp.options == run.hp.options and r.hp.rounding == "sr" and r.hp.sr_bits == 32
+            and (not run.split or r.lp.format == run.lp.format)]
 
 
 def save_figure(fig, name, out_dir=None, formats=("png", "pdf")):
-    """Write <out_dir>/<name>.<fmt> for every format (default figures/, PNG + PDF); returns the paths."""
+    """Write <out_dir>/<name>.<fmt> for every format (default notebooks/figures/, PNG + PDF); returns the paths."""
     out_dir = out_dir or FIG_DIR
     os.makedirs(out_dir, exist_ok=True)
     paths = []
@@ -313,7 +296,7 @@ def figure_args(description, name, nargs="+", help_files="HDF5 log(s) of replays
 
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("files", nargs=nargs, help=help_files)
-    ap.add_argument("--out-dir", default=FIG_DIR, help="where PNG, PDF and JSON go (default: figures/)")
+    ap.add_argument("--out-dir", default=FIG_DIR, help="where PNG, PDF and JSON go (default: notebooks/figures/)")
     ap.add_argument("--name", default=name, help=f"output base name (default: {name})")
     return ap
 
@@ -347,6 +330,33 @@ def open_h5(path):
         return h5py.File(path, "r")
 
 
+class StateCopy:
+    """One stored copy of a run's state as the log describes it (runs/runNN@<c>_format, <c>_base,
+    <c>_rounding, <c>_sr_bits, <c>_options for c = hp, the recurrent copy, and lp, the read copy):
+    format is the canonical string, base fp32|fp16|bf16|fp8|nvfp4, rounding none|rtn|sr, sr_bits
+    the SR random bits (0 unless SR), options ""|pow2|floor."""
+
+    def __init__(self, attrs, c, where):
+        missing = [k for k in ("format", "base", "rounding", "sr_bits", "options") if f"{c}_{k}" not in attrs]
+        if missing:
+            raise ValueError(f"{where}: no {c}_{missing[0]} attribute: a log written before runs recorded their "
+                             "formats' fields; evaluate it again with this replayssm")
+        self.format = str(_s(attrs[c + "_format"]))
+        self.base = str(_s(attrs[c + "_base"]))
+        self.rounding = str(_s(attrs[c + "_rounding"]))
+        self.sr_bits = int(_s(attrs[c + "_sr_bits"]))
+        self.options = str(_s(attrs[c + "_options"]))
+
+    def word(self, rtn=True):
+        """'NVFP4+SR', 'FP32', 'FP8+RTN+pow2', 'NVFP4+sr8' (rtn=False leaves '+RTN' out)."""
+        w = self.base.upper()
+        if self.rounding == "sr":
+            w += "+SR" if self.sr_bits == 32 else f"+sr{self.sr_bits}"
+        elif self.rounding == "rtn" and rtn:
+            w += "+RTN"
+        return w + (f"+{self.options}" if self.options else "")
+
+
 class KLRun:
     def __init__(self, log, name, attrs, first_nonfinite):
         self.log, self.name = log, name
@@ -354,8 +364,21 @@ class KLRun:
         self.window = int(_s(attrs.get("window", 0)))
         self.mode = str(_s(attrs.get("mode", "")))
         self.seed = _s(attrs.get("seed", 0))
+        where = f"{log.path}: runs/{name}"
+        self.hp = StateCopy(attrs, "hp", where)  # the copy that carries the recurrence
+        self.lp = StateCopy(attrs, "lp", where)  # the copy outputs read (== hp for conv / shared)
         self.first_nonfinite = np.asarray(first_nonfinite, dtype=np.int64)  # [B] position (t), -1 none
-        self.style = policy_style(self.policy)
+        self.style = policy_style(self)
+
+    @property
+    def split(self):
+        """Two checkpoints (split, split-naive)."""
+        return self.mode in ("split", "split-naive")
+
+    @property
+    def stochastic(self):
+        """Any checkpoint stored with stochastic rounding."""
+        return "sr" in (self.hp.rounding, self.lp.rounding)
 
     @property
     def label(self):
@@ -563,11 +586,6 @@ def ratio_ci(num_units, den_units):
         return R, R * np.exp(-half), R * np.exp(half), k
 
 
-def is_stochastic(policy):
-    """True if any checkpoint of the policy is stored with stochastic rounding."""
-    return "-sr" in policy
-
-
 def book_units(runs, edges):
     """Per-book bucket means of one (policy, window) over its runs in several logs (SR seeds):
     returns (book ids, units [B, nb] averaged over each book's seeds, seeds per book, pooled
@@ -590,7 +608,7 @@ class LogGroup:
     """Logs of one model that differ only in the SR seed (e.g. kl_gdn-tiny.h5 with --seed 0 and
     kl_gdn-tiny.seed1.h5 with --seed 1). runs_of(policy) gives the run of every log for an SR
     policy and the first log's only for a deterministic one (its other runs are identical, and
-    counting them twice would shrink the interval)."""
+    counting them twice would shrink the interval); stochastic: the run's stored rounding."""
 
     def __init__(self, logs):
         self.logs = logs
@@ -601,10 +619,8 @@ class LogGroup:
         self.seeds = [g.seed for g in logs]
 
     def runs_of(self, policy, window=None):
-        out = self.main.find(policy, window)[:1]
-        if is_stochastic(policy):
-            out += [r for g in self.logs[1:] for r in g.find(policy, window)[:1]]
-        return out
+        runs = [r for g in self.logs for r in g.find(policy, window)[:1]]  # the first of each log
+        return runs if runs and runs[0].stochastic else self.main.find(policy, window)[:1]
 
     @property
     def books(self):

@@ -13,7 +13,7 @@
 # logs given first), with its 95% confidence interval over books (Student t, rs_style
 # "Confidence intervals"); RTN/SR is paired per book. The crossover uses the book-mean ratio.
 # Paper: RTN below SR at 1K, SR below RTN past ~16K, RTN non-finite at 64K-128K on both GDN models.
-# Run: `python3 notebooks/table11_rtn_vs_sr.py LOG.h5 [LOG2.h5 ...] [--out-dir figures]`.
+# Run: `python3 notebooks/table11_rtn_vs_sr.py LOG.h5 [LOG2.h5 ...] [--out-dir notebooks/figures]`.
 # Writes table11_rtn_vs_sr.md (also on stdout), .png/.pdf (KL and RTN/SR vs length) and .json.
 
 # %%
@@ -36,24 +36,17 @@ logs = [S.KLLog(p) for p in args.files]
 groups = S.group_logs(logs)
 
 
-def rounding(policy):
-    r = S.parse_policy(policy)["recurrent"]
-    return "rtn" if "-rtn" in r else "sr" if "-sr" in r else None
-
-
-def base_label(policy):
-    """'split:nvfp4-rtn/fp16-sr' -> 'split NVFP4/FP16' (the configuration without the rounding)."""
-    return S.policy_label(policy).replace("+SR", "").replace("+RTN", "")
+def base_label(run):
+    """split:nvfp4-rtn/fp16-sr -> 'split NVFP4/FP16' (the configuration without the rounding)."""
+    return S.policy_label(run).replace("+SR", "").replace("+RTN", "")
 
 
 # %%
 pairs = []  # (log group, rtn run, sr run) from each model's first log; seeds via the group
 for grp in groups:
     g = grp.main
-    for r in g.runs:
-        if rounding(r.policy) != "rtn":
-            continue
-        twin = [x for x in g.find(S._sibling(r.policy), r.window)]
+    for r in g.runs:  # the recurrent checkpoint's rounding as the log stores it (runs/*@hp_rounding)
+        twin = S.sr_partner(r, g.runs)
         if twin:
             pairs.append((grp, r, twin[0]))
 if not pairs:
@@ -154,10 +147,10 @@ for grp, rtn, sr in pairs:
     cols = columns(grp)
     res, a, b = crossover(grp, rtn, sr)
     curves.append((g, rtn, sr, a, b, res))
-    entry = {"model": g.model, "config": base_label(rtn.policy), "window": rtn.window, "rtn": rtn.policy, "sr": sr.policy,
+    entry = {"model": g.model, "config": base_label(rtn), "window": rtn.window, "rtn": rtn.policy, "sr": sr.policy,
              "cells": {}, **res}
     for run, rnd in ((rtn, "RTN"), (sr, "SR")):
-        row = f"| {g.model} | {base_label(run.policy)} | {rnd} | `{run.policy}` | {run.window} | "
+        row = f"| {g.model} | {base_label(run)} | {rnd} | `{run.policy}` | {run.window} | "
         vals = []
         for n in all_cols:
             if n not in cols:
@@ -216,7 +209,7 @@ for j, m in enumerate(models):
         s = sr.style
         S.band(axr, a["x"][ok], np.array(res["ratio_ci95_lo"], dtype=float)[ok],
                np.array(res["ratio_ci95_hi"], dtype=float)[ok], s["color"])
-        axr.plot(a["x"][ok], r[ok], color=s["color"], marker=s["marker"], markersize=3.5, label=base_label(sr.policy))
+        axr.plot(a["x"][ok], r[ok], color=s["color"], marker=s["marker"], markersize=3.5, label=base_label(sr))
         if res.get("rtn_nonfinite_at"):
             for axx in (ax, axr):
                 axx.axvline(res["rtn_nonfinite_at"], color=s["color"], ls="--", lw=0.8)
@@ -228,7 +221,7 @@ for j, m in enumerate(models):
             xc = res["crossover_at"]
             axr.axvline(xc, color=s["color"], ls=(0, (2, 2)), lw=0.9)
             right = xc < np.sqrt(a["x"][0] * a["x"][-1])
-            axr.text(xc * (1.08 if right else 1 / 1.08), 0.06, f"{base_label(sr.policy)}: crossover ≈ {S.fmt_tokens(xc)}",
+            axr.text(xc * (1.08 if right else 1 / 1.08), 0.06, f"{base_label(sr)}: crossover ≈ {S.fmt_tokens(xc)}",
                      transform=axr.get_xaxis_transform(), ha="left" if right else "right", va="bottom", fontsize=7,
                      color=s["color"], bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
     axr.axhline(1.0, color="#555555", lw=0.8)

@@ -10,7 +10,7 @@
 # (replayssm/theory/rs_theory_mc.h), error bars = 2 standard errors. Top row: RTN, the accumulated bias
 # |E D_t|; bottom row: SR, Var D_t (SR is unbiased; its variance is what accumulates).
 # Data: `replayssm theory --out theory.h5` (groups /c6/<format>/alpha_<a>/<conv|shared|split>).
-# Run: `python3 notebooks/theory_error_accumulation.py theory.h5 [--out-dir figures]`.
+# Run: `python3 notebooks/theory_error_accumulation.py theory.h5 [--out-dir notebooks/figures]`.
 
 # %%
 import os

@@ -2,6 +2,7 @@
  * exact storage bytes per element. The grammar is documented in rs_format.h.
  *
  * Parsing is strict so that every format has exactly one spelling after printing:
+ *   - a bare base ("nvfp4", "fp8+pow2") is RTN, and prints with its rounding ("nvfp4-rtn");
  *   - K in "srK" is a decimal number 1..32 without sign or leading zeros; "sr32" is accepted
  *     and prints back as "sr" (32 is the default);
  *   - each option may appear at most once and only on the base it belongs to;
@@ -15,8 +16,8 @@
 
 static const char k_valid_list[] =
     "fp32, fp16-rtn, fp16-sr[K], bf16-rtn, bf16-sr[K], fp8-rtn[+pow2], fp8-sr[K][+pow2], "
-    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor] (K = SR random bits 1..32, default 32; "
-    "e.g. fp8-rtn, fp16-sr, nvfp4-sr8, fp8-sr+pow2, nvfp4-rtn+floor)";
+    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor] (K = SR random bits 1..32, default 32; a bare base "
+    "fp16, bf16, fp8, nvfp4 is its -rtn; e.g. fp8-rtn, fp16-sr, nvfp4-sr8, fp8-sr+pow2, nvfp4-rtn+floor)";
 
 const char *rs_format_valid_list(void) { return k_valid_list; }
 
@@ -40,16 +41,71 @@ static const struct {
     {"nvfp4", RS_FMT_NVFP4},
 };
 
-static const char *base_name(rs_format_kind k)
+const char *rs_format_kind_name(rs_format_kind k)
 {
+    if (k == RS_FMT_FP32) return "fp32";
     for (size_t i = 0; i < sizeof k_bases / sizeof k_bases[0]; ++i)
         if (k_bases[i].kind == k) return k_bases[i].name;
     return NULL;
 }
 
+const char *rs_format_rounding_name(const rs_format *f)
+{
+    return !f || f->kind == RS_FMT_FP32 ? "none" : f->rounding == RS_ROUND_SR ? "sr" : "rtn";
+}
+
+const char *rs_format_option_name(const rs_format *f)
+{
+    return f && f->fp8_pow2 ? "pow2" : f && f->nvfp4_floor ? "floor" : "";
+}
+
 static rs_status bad(const char *s, const char *why)
 {
     return rs_error_set(RS_E_INVAL, "unknown format '%s' (%s); valid formats: %s", s, why, k_valid_list);
+}
+
+/* the rounding word at *p ("rtn", "sr", "srK") into f, *p moved past it; NULL, or why it is not one */
+static const char *rounding_(const char **p, rs_format *f)
+{
+    const char *q = *p;
+    if (strncmp(q, "rtn", 3) == 0) {
+        f->rounding = RS_ROUND_RTN;
+        q += 3;
+    } else if (strncmp(q, "sr", 2) == 0) {
+        f->rounding = RS_ROUND_SR;
+        f->sr_bits = RS_SR_BITS_DEFAULT;
+        q += 2;
+        if (*q >= '0' && *q <= '9') {
+            if (*q == '0') return "SR bits must be 1..32 without leading zeros";
+            int k = 0;
+            while (*q >= '0' && *q <= '9') {
+                k = k * 10 + (*q - '0');
+                if (k > 32) return "SR bits must be 1..32";
+                ++q;
+            }
+            f->sr_bits = k;
+        }
+    } else {
+        return "rounding must be rtn, sr or srK";
+    }
+    *p = q;
+    return NULL;
+}
+
+rs_status rs_format_set_rounding(rs_format *f, const char *rounding)
+{
+    if (!f || !rounding) return rs_error_set(RS_E_INVAL, "rs_format_set_rounding: NULL argument");
+    if (f->kind == RS_FMT_FP32)
+        return rs_error_set(RS_E_INVAL, "fp32 has no rounding to set to '%s' (rounding applies to %s)", rounding,
+                            "fp16, bf16, fp8, nvfp4");
+    rs_format g = *f;
+    const char *p = rounding, *why = rounding_(&p, &g);
+    if (!why && *p) why = "unexpected trailing text";
+    if (why) return rs_error_set(RS_E_INVAL, "unknown rounding '%s' (%s); choose rtn, sr or srK (K = SR random bits "
+                                             "1..32)", rounding, why);
+    if (f->rounding == RS_ROUND_SR && !strcmp(rounding, "sr")) g.sr_bits = f->sr_bits; /* "sr" keeps an SR format's K */
+    *f = g;
+    return RS_OK;
 }
 
 rs_status rs_format_parse(const char *s, rs_format *out)
@@ -63,10 +119,8 @@ rs_status rs_format_parse(const char *s, rs_format *out)
         return RS_OK;
     }
 
-    /* base */
-    const char *dash = strchr(s, '-');
-    if (!dash) return bad(s, "expected base-rounding");
-    const size_t blen = (size_t)(dash - s);
+    /* base: up to the rounding's "-" or the first option's "+" */
+    const size_t blen = strcspn(s, "-+");
     int found = 0;
     for (size_t i = 0; i < sizeof k_bases / sizeof k_bases[0]; ++i) {
         if (strlen(k_bases[i].name) == blen && strncmp(s, k_bases[i].name, blen) == 0) {
@@ -74,28 +128,15 @@ rs_status rs_format_parse(const char *s, rs_format *out)
             found = 1;
         }
     }
-    if (!found) return bad(s, "unknown base");
+    if (!found) return bad(s, blen == 4 && !strncmp(s, "fp32", 4) ? "fp32 takes no rounding or options" : "unknown base");
 
-    /* rounding */
-    const char *p = dash + 1;
-    if (strncmp(p, "rtn", 3) == 0) {
-        f.rounding = RS_ROUND_RTN;
-        p += 3;
-    } else if (strncmp(p, "sr", 2) == 0) {
-        f.rounding = RS_ROUND_SR;
-        p += 2;
-        if (*p >= '0' && *p <= '9') {
-            if (*p == '0') return bad(s, "SR bits must be 1..32 without leading zeros");
-            int k = 0;
-            while (*p >= '0' && *p <= '9') {
-                k = k * 10 + (*p - '0');
-                if (k > 32) return bad(s, "SR bits must be 1..32");
-                ++p;
-            }
-            f.sr_bits = k;
-        }
-    } else {
-        return bad(s, "rounding must be rtn, sr or srK");
+    /* rounding: RTN unless spelled */
+    const char *p = s + blen;
+    f.rounding = RS_ROUND_RTN;
+    if (*p == '-') {
+        ++p;
+        const char *why = rounding_(&p, &f);
+        if (why) return bad(s, why);
     }
 
     /* options */
@@ -129,7 +170,7 @@ rs_status rs_format_print(const rs_format *f, char *buf, size_t bufsize)
         memcpy(buf, "fp32", 5);
         return RS_OK;
     }
-    const char *base = base_name(f->kind);
+    const char *base = f->kind == RS_FMT_FP32 ? NULL : rs_format_kind_name(f->kind);
     if (!base) return rs_error_set(RS_E_INVAL, "invalid format: unknown kind %d", (int)f->kind);
     if (f->rounding != RS_ROUND_RTN && f->rounding != RS_ROUND_SR)
         return rs_error_set(RS_E_INVAL, "invalid format: unknown rounding %d", (int)f->rounding);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench_mpi_scaling.sh — wall time of one sweep spread over 1, 2, 4, 8 ranks on one host's CPU
-# cores (issue 19, acceptance 4; docs/evaluator.md "Scale-out with MPI"), as a table.
+# cores, as a table, each rank count's log checked against the 1-rank log (docs/evaluator.md
+# "Scale-out with MPI" has measured tables).
 #
 #   scripts/bench_mpi_scaling.sh [BIN] [RANKS] [TOKENS] [THREADS]
 #     BIN      replayssm binary [build/replayssm]
@@ -17,8 +18,8 @@
 #
 # Modes, chosen by what it finds (it says which, and why, before the table):
 #   mpi    BIN links an MPI library and mpiexec runs: `mpiexec -np K BIN sweep ...` (the MPI driver)
-#   procs  otherwise (e.g. the static CPU binary of scripts/build_static_cpu.sh, which has no MPI,
-#          or no mpiexec): K independent `BIN sweep` processes, item i on process i mod K (the
+#   procs  otherwise (a binary built with RS_MPI=OFF, or no mpiexec): K independent
+#          `BIN sweep` processes, item i on process i mod K (the
 #          static schedule of equal items), then `BIN merge` of the 16 logs — the same split of
 #          the work without the MPI driver's messages (which are a few bytes per item).
 # Every run's log is compared with the 1-rank log, bit for bit (tests/mpi/compare_logs.py, h5py),
@@ -40,7 +41,7 @@ echo "== what this machine has"
 echo "host: $(hostname), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "binary: $BIN ($("$BIN" --version 2>&1 | head -1))"
 BIN_MPI=$(ldd "$BIN" 2>/dev/null | awk '/libmpi/ {print $1 " => " $3}' | head -1)
-echo "binary's MPI library: ${BIN_MPI:-none (built without MPI, e.g. scripts/build_static_cpu.sh or RS_MPI=OFF)}"
+echo "binary's MPI library: ${BIN_MPI:-none (built without MPI: RS_MPI=OFF)}"
 MPIEXEC=${MPIEXEC:-$(command -v mpiexec || command -v mpirun || true)}
 PY=$(command -v python3 || true)
 if [ -z "$MPIEXEC" ] && [ -n "$PY" ]; then # mpi4py's MPI may bring its own mpiexec (pip wheels of MPICH / Open MPI)

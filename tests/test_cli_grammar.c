@@ -1,15 +1,19 @@
-/* test_cli_grammar.c — one CLI grammar across the `replayssm` commands (issue 17, acceptance 4)
- * and the progress report of `kl` (acceptance 2, progress part):
+/* test_cli_grammar.c — one CLI grammar across the `replayssm` commands and the progress report
+ * of `kl`:
  *  - the same bad option value (--seed -3, --threads abc, an unknown option, a missing value, a
  *    value given to a flag) gives the same message, byte for byte but for the command name, and
  *    exit status 2 in every command that has (or lacks) the option;
- *  - every command's --help has the layout of the one renderer (cli/cli_opts.c): "usage:
+ *  - every command's --help has the layout of the one renderer (eval/cli/cli_opts.c): "usage:
  *    replayssm CMD", an "options:" section whose every option starts at column 2 with its text
  *    at column 24 (or on the next line there), continuation lines at column 24, the "-h, --help"
  *    line last, nothing wider than 100 columns, the default seed "[0]" wherever --seed is;
  *  - theory/bench: --shape, --model NAME-not-a-folder refused with a pointer to --shape, a
  *    folder refused, the old --model SHAPE spelling kept;
  *  - quant-error: --format nvfp4 is nvfp4-rtn, --out writes the printed table as CSV;
+ *  - one format grammar (rs_format.h) in kl, sweep and quant-error: a bare base is RTN in each
+ *    (kl --policy shared:nvfp4 == sweep --formats nvfp4 --rounding rtn, bit for bit, both named
+ *    shared:nvfp4-rtn; quant-error nvfp4 == nvfp4-rtn), and a bad format or window gives the
+ *    library's one message in each;
  *  - kl: stderr to a file with --progress-every 0.5: progress lines appear while the process
  *    runs, with increasing positions and a last line at 100%; --quiet prints none;
  *  - sweep without --out writes its documented default name. */
@@ -29,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "replayssm/eval/rs_h5log.h"
 #include "rs_test_util.h"
 
 static char g_dir[256];
@@ -322,6 +327,95 @@ static void test_progress_lines(void **state)
     free(t);
 }
 
+/* the runs' names and KL rows of two logs: the same names in order, the same bits */
+static void same_runs_(const char *a, const char *b, const char *const *names, size_t n)
+{
+    rs_h5log *x = NULL, *y = NULL;
+    assert_int_equal(rs_h5log_open(a, 0, NULL, &x), RS_OK);
+    assert_int_equal(rs_h5log_open(b, 0, NULL, &y), RS_OK);
+    assert_int_equal(rs_h5log_n_runs(x), n);
+    assert_int_equal(rs_h5log_n_runs(y), n);
+    for (size_t r = 0; r < n; r++) {
+        assert_string_equal(rs_h5log_policy(x, r), names[r]);
+        assert_string_equal(rs_h5log_policy(y, r), names[r]);
+        assert_int_equal(rs_h5log_window(x, r), rs_h5log_window(y, r));
+        double kx[32], ky[32];
+        assert_int_equal(rs_h5log_read_row(x, (long)r, "kl", 0, 32, kx), RS_OK);
+        assert_int_equal(rs_h5log_read_row(y, (long)r, "kl", 0, 32, ky), RS_OK);
+        assert_memory_equal(kx, ky, sizeof kx);
+    }
+    rs_h5log_close(x);
+    rs_h5log_close(y);
+}
+
+/* `cli args` exits 2 and its output has the library's message `msg` */
+static void refused_(const char *args, const char *msg)
+{
+    const int rc = rs_test_sh(g_dir, "'%s' %s", g_cli, args);
+    if (rc != 2 || !rs_test_out_has(g_dir, msg)) fail_msg("%s: exit %d, wanted 2 and \"%s\"", args, rc, msg);
+}
+
+static void test_one_format_grammar(void **state)
+{
+    (void)state;
+    char kl[600], spelled[600], sw[600], a[600], b[600], args[2048];
+    const char *common = "--book-ids 1023 --tokens 32 --chunk 32 --threads 1 --quiet --seed 3";
+    snprintf(kl, sizeof kl, "%s/bare-kl.h5", g_dir);
+    snprintf(spelled, sizeof spelled, "%s/spelled-kl.h5", g_dir);
+    snprintf(sw, sizeof sw, "%s/bare-sweep.h5", g_dir);
+    /* a bare base in kl's policies, in sweep's formats and hp, and spelled out: the same runs */
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --policy shared:nvfp4,split:nvfp4/fp16 "
+                                "--window 8 --out '%s'", g_cli, GDN, DATA, common, kl), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' %s --policy shared:nvfp4-rtn "
+                                "--policy split:nvfp4-rtn/fp16-rtn --window 8 --out '%s'", g_cli, GDN, DATA, common,
+                                spelled), 0);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' sweep --model '%s' --data '%s' %s --modes shared,split --formats nvfp4 "
+                                "--rounding rtn --hp fp16 --windows 8 --out '%s'", g_cli, GDN, DATA, common, sw), 0);
+    static const char *const names[] = {"shared:nvfp4-rtn", "split:nvfp4-rtn/fp16-rtn"};
+    same_runs_(kl, spelled, names, 2);
+    same_runs_(kl, sw, names, 2);
+    /* quant-error: nvfp4 is nvfp4-rtn, and --rounding sr over it is nvfp4-sr, row for row */
+    static const char *const pairs[][3] = {{"--format nvfp4", "--format nvfp4-rtn", "nvfp4-rtn   "},
+                                           {"--format nvfp4 --rounding sr", "--format nvfp4-sr", "nvfp4-sr    "},
+                                           {"--format fp8+pow2", "--format fp8-rtn+pow2", "fp8-rtn+pow2"}};
+    snprintf(a, sizeof a, "%s/qa.txt", g_dir);
+    snprintf(b, sizeof b, "%s/qb.txt", g_dir);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(rs_test_sh(g_dir, "('%s' quant-error %s --dist gaussian --tensors 1 > '%s') && "
+                                    "('%s' quant-error %s --dist gaussian --tensors 1 > '%s') && cmp '%s' '%s' && "
+                                    "grep -q '| gaussian   | %s |' '%s'",
+                                    g_cli, pairs[i][0], a, g_cli, pairs[i][1], b, a, b, pairs[i][2], a), 0);
+    /* a bad format: the format parser's message in all three */
+    const char *bad = "unknown format 'nvfp5' (unknown base); valid formats: fp32, fp16-rtn";
+    snprintf(args, sizeof args, "kl --model '%s' --data '%s' %s --policy shared:nvfp5 --out '%s/x.h5'", GDN, DATA, common,
+             g_dir);
+    refused_(args, bad);
+    snprintf(args, sizeof args, "sweep --model '%s' --data '%s' %s --formats fp8,nvfp5 --out '%s/x.h5'", GDN, DATA,
+             common, g_dir);
+    refused_(args, bad);
+    refused_("quant-error --format nvfp5", bad);
+    refused_("quant-error --format fp32-rtn", "unknown format 'fp32-rtn' (fp32 takes no rounding or options)");
+    snprintf(args, sizeof args, "kl --model '%s' --data '%s' %s --policy shared:fp32-rtn --out '%s/x.h5'", GDN, DATA,
+             common, g_dir);
+    refused_(args, "unknown format 'fp32-rtn' (fp32 takes no rounding or options)");
+    /* a bad rounding word: the same message in sweep and quant-error */
+    snprintf(args, sizeof args, "sweep --model '%s' --data '%s' %s --rounding sr0 --out '%s/x.h5'", GDN, DATA, common,
+             g_dir);
+    refused_(args, "unknown rounding 'sr0'");
+    refused_("quant-error --format fp32 --rounding sr", "fp32 has no rounding to set to 'sr'");
+    /* a bad window: the run spec parser's one message in kl and sweep */
+    const char *win = "window L '0' is not an integer in [1, 4096]";
+    snprintf(args, sizeof args, "kl --model '%s' --data '%s' %s --policy shared:nvfp4 --window 0 --out '%s/x.h5'", GDN,
+             DATA, common, g_dir);
+    refused_(args, win);
+    snprintf(args, sizeof args, "sweep --model '%s' --data '%s' %s --windows 16,0 --out '%s/x.h5'", GDN, DATA, common,
+             g_dir);
+    refused_(args, win);
+    struct stat sb;
+    snprintf(a, sizeof a, "%s/x.h5", g_dir);
+    assert_int_not_equal(stat(a, &sb), 0); /* nothing written by a refused command */
+}
+
 static void test_sweep_default_out(void **state)
 {
     (void)state;
@@ -340,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_same_errors),      cmocka_unit_test(test_help_layout),
         cmocka_unit_test(test_shape_and_model),  cmocka_unit_test(test_quant_error_out),
         cmocka_unit_test(test_progress_lines),   cmocka_unit_test(test_sweep_default_out),
+        cmocka_unit_test(test_one_format_grammar),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

@@ -1,4 +1,4 @@
-/* test_cli_progress.c — the progress report of `kl` / `sweep` (cli/cli_progress.c, compiled in):
+/* test_cli_progress.c — the progress report of `kl` / `sweep` (eval/cli/cli_progress.c, compiled in):
  *  - ETA: events of a run whose cost per position grows linearly with the position, c(t) = a + b t
  *    (attention), each chunk's time the exact integral of c over its positions; the ETA must be the
  *    exact integral of c over the positions left (this book and the later books), where a constant
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "cli_progress.h"
+#include "cli/cli_progress.h"
 #include "rs_test_util.h"
 
 static const char *const k_pol[] = {"shared:nvfp4-sr", "split:nvfp4-rtn/fp32", "split:nvfp4-rtn/fp16-sr", "conv:fp16-sr"};

@@ -1,5 +1,5 @@
 /* test_codec_tf32.c — rs_codec_tf32_split (rs_codec.h), the hi / lo split of the tensor-core verification's
- * 3xTF32 products (kernels/rs_cuda_verify_tc.cuh, RS_VTC_SPLIT; issue 18, docs/kernels-notes.md "v6c"), on every
+ * 3xTF32 products (kernels/rs_cuda_verify_tc.cuh, RS_VTC_SPLIT; docs/kernels.md), on every
  * float32 bit pattern. The kernel compiles the same header function, so what holds here holds there. Checked
  * against double arithmetic (an independent reference: no bit tricks), for every x:
  *   - finite x: hi is x rounded to TF32 (10 explicit mantissa bits; quantum 2^(e-10) in binade 2^e, 2^-136 for

@@ -1,5 +1,5 @@
-/* test_engine.c — fast checks of the state engine (engine/rs_gamma, rs_ring, rs_replay,
- * rs_head): acceptance item 3 (OUTPUTONLY == materialised REPLAY then S q; GDN UT solve ==
+/* test_engine.c — fast checks of the state engine (lib/engine/rs_gamma, rs_ring, rs_replay,
+ * rs_head): the replay operators agree (OUTPUTONLY == materialised REPLAY then S q; GDN UT solve ==
  * sequential GDN on the drafts), the gamma convention, the ring canaries, the L = 1 bit
  * identity with the conventional step, SR stream keying, non-finite reporting, API errors. */
 #include <setjmp.h>
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_gamma.h"
+#include "engine/rs_gamma.h"
 #include "replayssm/engine/rs_head.h"
-#include "rs_replay.h" /* private (engine/): the operators are tested directly */
-#include "rs_ring.h"   /* private (engine/) */
+#include "engine/rs_replay.h" /* private (engine/): the operators are tested directly */
+#include "engine/rs_ring.h"   /* private (engine/) */
 #include "rs_test_ssm.h"
 
 static rs_head_config cfg_(rs_ssm_kind kind, size_t d_v, size_t d_k, const char *pol,

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "replayssm/eval/rs_backend.h"
-#include "replayssm/eval/rs_layers.h"
+#include "model/rs_backend.h"
+#include "model/rs_layers.h"
 #include "replayssm/engine/rs_ssm.h"
 #include "rs_test_util.h"
 

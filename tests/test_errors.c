@@ -1,14 +1,14 @@
-/* test_errors.c — error messages that wrap an inner cause (issue 13, acceptance 6).
+/* test_errors.c — error messages that wrap an inner cause.
  *
- * `rs_error_set(code, "...%s...", rs_last_error())` used to format the thread-local message
- * buffer into itself (undefined behaviour): `replayssm kl --data DIR` printed the context twice
- * ("PG-19 metadata: PG-19 metadata: ...") and lost the cause. common/rs_status.c now formats
- * into a local buffer first. Checked here:
+ * `rs_error_set(code, "...%s...", rs_last_error())` must not format the thread-local message
+ * buffer into itself (undefined behaviour: the context would print twice, "PG-19 metadata:
+ * PG-19 metadata: ...", and the cause be lost); quant/rs_status.c formats into a local buffer
+ * first. Checked here:
  *  - the mechanism: rs_last_error() as an argument (once, twice, nested), messages at and past
  *    the 1024-byte buffer (truncation keeps a NUL, the kept text is the right prefix, no shift);
- *  - each former call site, through the public API, with the cause present exactly once:
- *    eval/rs_pg19.c rs_pg19_meta_load (missing metadata.csv), eval/rs_kl.c rs_kl_compare
- *    (non-finite reference logits), theory/rs_theory_mc.c rs_theory_mc_state (the quantizer
+ *  - call sites that wrap a cause, through the public API, with the cause present exactly once:
+ *    eval/input/rs_pg19.c rs_pg19_meta_load (missing metadata.csv), eval/log/rs_kl.c rs_kl_compare
+ *    (non-finite reference logits), lib/theory/rs_theory_mc.c rs_theory_mc_state (the quantizer
  *    refuses the stored format: an invalid format is the one failure the public API can reach
  *    there, since the experiment's inputs cannot go non-finite);
  *  - the CLI: `replayssm kl --data DIR` with DIR without metadata.csv prints the real cause once
@@ -27,14 +27,14 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_pg19.h"
 #include "replayssm/quant/rs_format.h"
 #include "replayssm/theory/rs_theory_mc.h"
 #include "rs_test_util.h"
 
-#define MSG_CAP 1024 /* the message buffer of common/rs_status.c, NUL included */
+#define MSG_CAP 1024 /* the message buffer of quant/rs_status.c, NUL included */
 
 static char g_dir[256];
 

@@ -1,6 +1,8 @@
 /* test_format.c — the format config-string grammar (rs_format.h): every valid string
- * parses, prints canonically and parses back to the same format; malformed strings give
- * RS_E_INVAL with a message that lists the valid ones; block sizes and exact bytes per element. */
+ * parses, prints canonically and parses back to the same format; a bare base is its RTN format;
+ * malformed strings give RS_E_INVAL with a message that lists the valid ones; a rounding word over
+ * a format (rs_format_set_rounding); the field names of a format; block sizes and exact bytes per
+ * element. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,12 +98,13 @@ static void test_bad_strings(void **state)
 {
     (void)state;
     static const char *bad[] = {
-        "",          "fp64",          "fp16",           "fp16-",         "fp16-rn",       "fp16-sr0",
+        "",          "fp64",          "fp16+",          "fp16-",         "fp16-rn",       "fp16-sr0",
         "fp16-sr33", "fp16-sr08",     "fp16-sr100",     "fp16-sr-1",     "fp16-srx",      "FP8-rtn",
         "fp8-RTN",   "fp32-rtn",      "fp32-sr",        " fp8-rtn",      "fp8-rtn ",      "fp8-rtn+",
         "fp8-rtn+pow2+pow2", "fp8-rtn+floor", "nvfp4-rtn+pow2", "fp16-rtn+pow2", "bf16-sr+floor",
         "nvfp4-rtn+floor+floor", "fp8rtn", "fp8--rtn", "nvfp4-sr8+", "fp8-rtn+pow", "e4m3", "nvfp4-sr 8",
-        "fp8-sr+pow2-rtn", "fp8-rtnsr",
+        "fp8-sr+pow2-rtn", "fp8-rtnsr", "nvfp4+floor-rtn", "fp8+pow2+pow2", "nvfp4+pow2", "fp32+floor",
+        "fp16sr",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         rs_format f = rs_format_fp32();
@@ -130,6 +133,88 @@ static void test_bad_strings(void **state)
     assert_non_null(strstr(list, "fp16-sr"));
     assert_non_null(strstr(list, "+pow2"));
     assert_non_null(strstr(list, "+floor"));
+}
+
+/* A bare base, alone or with its option, is the base's RTN format, written out by hand here:
+ * the one rule of every command (quant-error --format nvfp4, sweep --formats nvfp4, kl --policy
+ * conv:nvfp4) and of the Python module, which call this parser. */
+static void test_bare_base_is_rtn(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bare, *canonical;
+        rs_format_kind kind;
+    } tab[] = {
+        {"fp16", "fp16-rtn", RS_FMT_FP16},          {"bf16", "bf16-rtn", RS_FMT_BF16},
+        {"fp8", "fp8-rtn", RS_FMT_FP8},             {"nvfp4", "nvfp4-rtn", RS_FMT_NVFP4},
+        {"fp8+pow2", "fp8-rtn+pow2", RS_FMT_FP8},   {"nvfp4+floor", "nvfp4-rtn+floor", RS_FMT_NVFP4},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; ++i) {
+        rs_format f, g;
+        char buf[32];
+        assert_int_equal(rs_format_parse(tab[i].bare, &f), RS_OK);
+        assert_int_equal(f.kind, tab[i].kind);
+        assert_int_equal(f.rounding, RS_ROUND_RTN);
+        assert_int_equal(rs_format_print(&f, buf, sizeof buf), RS_OK);
+        assert_string_equal(buf, tab[i].canonical);
+        assert_int_equal(rs_format_parse(tab[i].canonical, &g), RS_OK);
+        assert_int_equal(memcmp(&f, &g, sizeof f), 0); /* the same format, field for field */
+    }
+}
+
+/* a rounding word over a format: replaces its rounding (sr keeps an SR format's K); fp32 and bad
+ * words are refused with the choices named, the format left as it was */
+static void test_set_rounding(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *fmt, *rounding, *want;
+    } tab[] = {
+        {"nvfp4", "sr", "nvfp4-sr"},       {"nvfp4-sr", "rtn", "nvfp4-rtn"},   {"fp8+pow2", "sr8", "fp8-sr8+pow2"},
+        {"nvfp4-sr8", "sr", "nvfp4-sr8"},  {"nvfp4-sr8", "sr4", "nvfp4-sr4"},  {"nvfp4-rtn", "sr32", "nvfp4-sr"},
+        {"bf16-sr", "rtn", "bf16-rtn"},    {"fp16", "rtn", "fp16-rtn"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; ++i) {
+        rs_format f;
+        assert_int_equal(rs_format_parse(tab[i].fmt, &f), RS_OK);
+        assert_int_equal(rs_format_set_rounding(&f, tab[i].rounding), RS_OK);
+        assert_int_equal(rs_format_print(&f, buf, sizeof buf), RS_OK);
+        assert_string_equal(buf, tab[i].want);
+    }
+    static const char *const bad[] = {"", "RTN", "sr0", "sr33", "rtn8", "sr+pow2", "s", "nearest"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        rs_format f, keep;
+        assert_int_equal(rs_format_parse("fp8-sr8", &f), RS_OK);
+        keep = f;
+        assert_int_equal(rs_format_set_rounding(&f, bad[i]), RS_E_INVAL);
+        assert_int_equal(memcmp(&f, &keep, sizeof f), 0);
+        assert_non_null(strstr(rs_last_error(), "rtn, sr or srK"));
+    }
+    rs_format f = rs_format_fp32();
+    assert_int_equal(rs_format_set_rounding(&f, "sr"), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "fp32 has no rounding"));
+    assert_int_equal(f.kind, RS_FMT_FP32);
+}
+
+/* the words a log stores for a format (hp_base, hp_rounding, hp_options) */
+static void test_field_names(void **state)
+{
+    (void)state;
+    rs_format f;
+    assert_string_equal(rs_format_kind_name(RS_FMT_FP32), "fp32");
+    assert_string_equal(rs_format_kind_name(RS_FMT_NVFP4), "nvfp4");
+    assert_null(rs_format_kind_name((rs_format_kind)9));
+    f = rs_format_fp32();
+    assert_string_equal(rs_format_rounding_name(&f), "none");
+    assert_string_equal(rs_format_option_name(&f), "");
+    assert_int_equal(rs_format_parse("fp8-sr8+pow2", &f), RS_OK);
+    assert_string_equal(rs_format_kind_name(f.kind), "fp8");
+    assert_string_equal(rs_format_rounding_name(&f), "sr");
+    assert_string_equal(rs_format_option_name(&f), "pow2");
+    assert_int_equal(rs_format_parse("nvfp4-rtn+floor", &f), RS_OK);
+    assert_string_equal(rs_format_rounding_name(&f), "rtn");
+    assert_string_equal(rs_format_option_name(&f), "floor");
 }
 
 static void test_print_errors(void **state)
@@ -209,7 +294,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_valid_roundtrip), cmocka_unit_test(test_examples_from_header),
         cmocka_unit_test(test_bad_strings),         cmocka_unit_test(test_print_errors),
-        cmocka_unit_test(test_block_and_bytes),
+        cmocka_unit_test(test_block_and_bytes),     cmocka_unit_test(test_bare_base_is_rtn),
+        cmocka_unit_test(test_set_rounding),        cmocka_unit_test(test_field_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,9 +9,9 @@
  *    and the old file intact: a file-size limit in the middle of the writing, a missing or
  *    unwritable folder, an existing file without --force, --force onto a FIFO (must not block),
  *    a directory or a symbolic link;
- *  - the bench writer (cli/bench_write.c, compiled in here: `replayssm bench` needs a GPU): the
- *    rows of the committed H200 run (figures/data/bench_h200.h5, written by the writer before it
- *    moved onto rs_h5file) rewritten give byte-identical datasets and attributes. */
+ *  - the bench writer (eval/cli/bench_write.c, compiled in here: `replayssm bench` needs a GPU):
+ *    the rows of the committed H200 run (notebooks/figures/data/bench_h200.h5) read back and
+ *    written again give byte-identical datasets and attributes. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,7 +31,7 @@
 #include "rs_test_util.h"
 
 /* the bench writer is CLI code (no library function): compiled into this test directly */
-#include "../cli/bench_write.c"
+#include "../eval/cli/bench_write.c"
 
 static char g_dir[256];
 static char g_out[65536];
@@ -306,7 +306,7 @@ static void test_refusals(void **state)
     alarm(0);
 }
 
-/* issue 14 item 5 for result files: a real kill -9 between create and close */
+/* result files: a real kill -9 between create and close leaves no file under the final name */
 static void test_killed_writer_leftover(void **state)
 {
     (void)state;
@@ -486,7 +486,7 @@ static void test_bench_writer_same_file(void **state)
 {
     (void)state;
     char before[1024], after[600];
-    rs_test_fixture_path(before, sizeof before, "../../figures/data/bench_h200.h5");
+    rs_test_fixture_path(before, sizeof before, "../../notebooks/figures/data/bench_h200.h5");
     snprintf(after, sizeof after, "%s/bench.h5", g_dir);
     /* the rows back from the committed file */
     hid_t f = open_ro_(before);
@@ -514,7 +514,7 @@ static void test_bench_writer_same_file(void **state)
     read_str_attr_(f, "device", device, sizeof device);
     bn_meta m = {tool, command, device, (int)attr_f64_(f, "/", "sms"), (size_t)attr_f64_(f, "/", "l2_bytes"),
                  attr_f64_(f, "/", "copy_us"), attr_f64_(f, "/", "copy_bytes"), 0, 0};
-    const int has_read = H5Aexists_by_name(f, "/", "read_us", H5P_DEFAULT) > 0; /* files since the 14th session */
+    const int has_read = H5Aexists_by_name(f, "/", "read_us", H5P_DEFAULT) > 0; /* optional: older files lack it */
     if (has_read) m.read_us = attr_f64_(f, "/", "read_us"), m.read_bytes = attr_f64_(f, "/", "read_bytes");
     c.copy_gbps = attr_f64_(f, "/", "copy_gbps");
     c.reps = (int)attr_f64_(f, "/", "reps");
@@ -568,7 +568,7 @@ static void test_bench_writer_same_file(void **state)
     H5Gclose(r1);
     H5Fclose(f);
     H5Fclose(g);
-    print_message("bench writer: %zu rows x %zu columns identical to figures/data/bench_h200.h5\n", n,
+    print_message("bench writer: %zu rows x %zu columns identical to notebooks/figures/data/bench_h200.h5\n", n,
                   sizeof k_cols / sizeof k_cols[0]);
 }
 

@@ -1,4 +1,4 @@
-/* test_h5log.c — the HDF5 log (eval/rs_h5log.h): write / flush / reopen / resume, crash
+/* test_h5log.c — the HDF5 log (replayssm/eval/rs_h5log.h): write / flush / reopen / resume, crash
  * simulation (fork, kill -9 at random moments of a writer that flushes constantly, then reopen
  * and check every committed chunk), no overwrite without force, atomic replace with force,
  * unwritable path, and h5dump readability when the tool is installed; --force keeps the old log
@@ -368,7 +368,7 @@ static uint64_t len_of_(const char *path, size_t book)
     return n;
 }
 
-/* issue 14 item 2: a --force run leaves the old complete log intact until rs_h5log_finish; its
+/* a --force run leaves the old complete log intact until rs_h5log_finish; its
  * partial sits at "<out>.partial", a plain create refuses to bury it, --resume continues it and
  * its finish replaces the old log. */
 static void test_force_keeps_old_log(void **state)
@@ -516,7 +516,7 @@ static void test_force_kill9(void **state)
     assert_int_not_equal(system(cmd), 0);
 }
 
-/* issue 14 items 3-4: nothing but a regular file is replaced or continued, with or without
+/* nothing but a regular file is replaced or continued, with or without
  * force; nothing blocks on a FIFO (an alarm turns a hang into a failure) */
 static void refused_(const char *path, const char *what)
 {
@@ -574,7 +574,7 @@ static void test_non_regular_refused(void **state)
     alarm(0);
 }
 
-/* issue 14 item 5: "<out>.tmp.<pid>" of a dead writer is removed by the next create; a live
+/* "<out>.tmp.<pid>" of a dead writer is removed by the next create; a live
  * process's, one held open by a writer, and other names are kept */
 static void test_stale_temps(void **state)
 {

@@ -1,5 +1,5 @@
 /* test_h5log_corrupt.c — a corrupted or hostile log is refused with an error, never a crash
- * (issue 14 item 1): rs_h5log_open (read-only and --resume) and `replayssm info` on copies of a
+ * (docs/threat-model.md): rs_h5log_open (read-only and --resume) and `replayssm info` on copies of a
  * valid log whose counts, types, shapes and bytes were changed:
  *  - attributes rewritten through HDF5 (n_runs / n_books = 2^64-1, too few / too many for the
  *    datasets, as strings, doubles, negative integers, arrays; format as an array), datasets
@@ -473,10 +473,10 @@ static void expect_refused_(const char *path, const char *says)
     assert_int_equal(info_status_(path), 1);
 }
 
-/* issue 14 / threat model, work for info and --resume: the committed positions must fit the file.
+/* threat model, work for info and --resume: the committed positions must fit the file.
  * A log of a few KiB that extends its datasets to 2 x 2^24 positions without writing a chunk (read
- * as fill values) and commits all of them used to open, and info / --resume then read 2^25
- * positions per dataset; it is refused at open now. Storage that reads more than the file holds
+ * as fill values) and commits all of them would make info / --resume read 2^25 positions per
+ * dataset; it is refused at open. Storage that reads more than the file holds
  * (external raw-data files, which name any path; the scale-offset filter, a constant chunk in a few
  * bytes) is refused too; shuffle + deflate (what the writer uses) and plain storage are fine. */
 static void test_work_bound(void **state)

@@ -1,4 +1,4 @@
-/* test_h5log_merge.c — rs_h5log_merge (eval/rs_h5log_merge.c, behind `replayssm merge` and the MPI
+/* test_h5log_merge.c — rs_h5log_merge (eval/log/rs_h5log_merge.c, behind `replayssm merge` and the MPI
  * driver's final step). Logs are written through rs_h5log_create / write_chunk with values that
  * are a closed-form function of (book id, run, position), so every check of the merged log
  * compares with an independent expectation: the union of books and runs in first-appearance
@@ -51,7 +51,7 @@ static double v_ref(size_t b, uint64_t t) { return 2.0 + 1e-3 * (double)((t * 17
 static int32_t v_top(size_t b, uint64_t t) { return (int32_t)((t * 5 + b) % 256); }
 
 typedef struct spec {
-    const char *hash;    /* model_config_hash ["fnv1a64:00000000000000aa"] */
+    const char *hash;    /* model_config_hash [NULL: the writer's default, an fnv1a64 string] */
     uint64_t tokens;     /* [20] */
     uint64_t chunk;      /* [CH] */
     const char *device_kind; /* ["cpu"] */

@@ -255,7 +255,7 @@ static void test_unknown_and_malformed(void **state) {
     expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M*\",\"n_groups\":8,\"mamba_num_heads\":8,"
                "\"mamba_head_dim\":1,\"ssm_state_size\":1073741824}", RS_E_FORMAT, "conv width");
     expect_err("{\"model_type\":\"qwen3_5_text\",\"vocab_size\":2000000000}", RS_E_FORMAT, "vocab_size = 2000000000");
-    /* integers that do not fit an int are out of range, not "not an integer" (issue 14, item 7) */
+    /* integers that do not fit an int are out of range, not "not an integer" */
     expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":4294967296}", RS_E_FORMAT,
                "hidden_size = 4294967296 is out of range");
     expect_err("{\"model_type\":\"qwen3_5_text\",\"hidden_size\":-2147483648}", RS_E_FORMAT, "is out of range");
@@ -265,8 +265,8 @@ static void test_unknown_and_malformed(void **state) {
     assert_non_null(strstr(rs_last_error(), "/nonexistent/dir/config.json"));
 }
 
-/* issue 14: float fields must be finite and in sane ranges; transformers' tagged "Infinity" / "NaN"
- * and huge numbers used to pass the sign checks (rms_eps = inf, rope_theta = inf were accepted) */
+/* float fields must be finite and in sane ranges; transformers' tagged "Infinity" / "NaN" and huge
+ * numbers would pass a sign check alone (rms_eps = inf, rope_theta = inf) */
 static void test_float_ranges(void **state) {
     (void)state;
 #define Q_ "{\"model_type\":\"qwen3_5_text\","

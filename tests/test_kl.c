@@ -1,4 +1,4 @@
-/* test_kl.c — per-position measurements and the summary (eval/rs_kl.h).
+/* test_kl.c — per-position measurements and the summary (replayssm/eval/rs_kl.h).
  * References: closed forms derived by hand (3 positions x 4-token vocabulary), and a plain
  * long-double evaluation of sum p log(p/q) (a different formula from the library's Bregman form). */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* test_kl_batch.c — books batched (rs_kleval_config.batch, `kl --batch B`, issue 15) on the CPU
+/* test_kl_batch.c — books batched (rs_kleval_config.batch, `kl --batch B`) on the CPU
  * scorer, whose streams are independent runners: a batched evaluation must give the sequential
  * one's log bit for bit. Four streams of different lengths (text files cut from the PG-19
  * excerpts of tests/fixtures/pg19-mini, --short truncate), chunk 16, SR and RTN policies of
@@ -23,6 +23,7 @@
 
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_kleval.h"
+#include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
 #define N_FILES 4
@@ -32,6 +33,12 @@ static const char *g_paths[N_FILES];
  * 420 by --tokens) and 232 positions; chunk 16 leaves short last chunks of 12, 5, 0 and 8 */
 static const size_t k_len[N_FILES] = {301, 150, 420, 233};
 static const size_t k_off[N_FILES] = {0, 400, 800, 1500};
+
+static const rs_test_run k_runs[] = {
+    {"shared:nvfp4-sr", 16, 3}, {"split:nvfp4-rtn/fp16-sr", 16, 3}, {"conv:fp16-sr", 16, 5},
+    {"split:nvfp4-rtn/fp32", 8, 3}, {"split-naive:fp8-rtn/fp16-rtn", 4, 3}};
+#define N_RUNS (sizeof k_runs / sizeof k_runs[0])
+static rs_run_spec g_specs[N_RUNS]; /* k_runs by the library's parser (setup) */
 
 static int setup_(void **state)
 {
@@ -53,7 +60,7 @@ static int setup_(void **state)
         struct stat sb;
         if (stat(g_files[i], &sb) != 0 || (size_t)sb.st_size != k_len[i]) return -1;
     }
-    return 0;
+    return rs_test_specs(k_runs, N_RUNS, g_specs) == RS_OK ? 0 : -1;
 }
 
 static int teardown_(void **state)
@@ -63,10 +70,6 @@ static int teardown_(void **state)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     return system(cmd) == 0 ? 0 : -1;
 }
-
-static const rs_kleval_run_spec k_runs[] = {
-    {"shared:nvfp4-sr", 16, 3}, {"split:nvfp4-rtn/fp16-sr", 16, 3}, {"conv:fp16-sr", 16, 5},
-    {"split:nvfp4-rtn/fp32", 8, 3}, {"split-naive:fp8-rtn/fp16-rtn", 4, 3}};
 
 /* what the PROGRESS events said: per book the positions in event order */
 typedef struct progress_log {
@@ -103,8 +106,8 @@ static rs_kleval_config config_(const char *model, const char *out, size_t batch
     c.batch = batch;
     c.out_path = out;
     c.output = RS_KLEVAL_OUT_FORCE;
-    c.runs = k_runs;
-    c.n_runs = sizeof k_runs / sizeof k_runs[0];
+    c.runs = g_specs;
+    c.n_runs = N_RUNS;
     c.on_event = on_event_;
     c.user = pl;
     return c;

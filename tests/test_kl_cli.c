@@ -1,18 +1,18 @@
 /* test_kl_cli.c — `replayssm kl` end to end on the random-init fixture models
  * (tests/fixtures/models/) and two PG-19 book excerpts (tests/fixtures/pg19-mini, copied into a
  * temporary PG-19 layout):
- *  - acceptance 2: conv:fp16-sr, shared:nvfp4-sr, split:nvfp4-rtn/fp32 give finite, non-zero KL;
- *    fp32 gives exactly 0 and 100% top-1 (acceptance 1); the log reads back (and with h5dump);
- *  - acceptance 4: missing book, empty book, unknown policy, a book listed twice, existing output,
+ *  - conv:fp16-sr, shared:nvfp4-sr, split:nvfp4-rtn/fp32 give finite, non-zero KL; fp32 gives
+ *    exactly 0 and 100% top-1; the log reads back (and with h5dump);
+ *  - refusals: missing book, empty book, unknown policy, a book listed twice, existing output,
  *    unwritable path, a file-size limit (disk full): the exit status of each (1 failure, 2 usage
  *    error), the message, existing files intact; a BPE vocabulary without tokenizer files, and a
  *    tokenizer whose ids reach vocab_size, are refused;
- *  - issue 16: a Qwen3.5-vocabulary copy of the gdn fixture (vocab 248320, the bundled ranks) runs
+ *  - a Qwen3.5-vocabulary copy of the gdn fixture (vocab 248320, the bundled ranks) runs
  *    with the BPE tokenizer: logged next tokens == rs_tokenizer_encode, provenance, info;
  *  - the no-option default names the missing bundled paths;
  *  - sweep: the product and its command line; one swept run bit-identical to `kl` alone;
  *  - --policy none (the reference alone): the printed bits per token, resume, info;
- *  - issue 14: a run that goes non-finite (the gdn fixture with layer 0's v rows scaled by 1e6, as
+ *  - a run that goes non-finite (the gdn fixture with layer 0's v rows scaled by 1e6, as
  *    test_model_parity's test_nonfinite_run) is announced before the statistics by `kl` and `info`
  *    alike: "non-finite at position P (layer l, head h); summary over P finite positions", with
  *    the log's run index everywhere (the runner's message names no run), one notion of position.
@@ -64,11 +64,11 @@ static int teardown_(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* acceptance 1 + 2 on one model */
+/* fp32 gives KL exactly 0, the quantized policies finite non-zero KL, on one model */
 static void check_model_(const char *model, const char *tag)
 {
     char out[600];
-    snprintf(out, sizeof out, "%s/acc2-%s.h5", g_dir, tag);
+    snprintf(out, sizeof out, "%s/policies-%s.h5", g_dir, tag);
     assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 160 --chunk 32 --window 16 --seed 7 "
                          "--policy fp32 --policy conv:fp16-sr --policy shared:nvfp4-sr --policy split:nvfp4-rtn/fp32 "
                          "--threads 1 --quiet --out '%s'", g_cli, model, g_data, out), 0);
@@ -125,7 +125,7 @@ static void test_sweep(void **state)
         assert_string_equal(rs_h5log_policy(a, r), want[r]);
         assert_int_equal(rs_h5log_window(a, r), r % 2 ? 16 : 4);
     }
-    /* regression: the lists used to be split in place in argv ("--modes shared --windows 4") */
+    /* the lists are not split in place in argv (that would record "--modes shared --windows 4") */
     assert_int_equal(rs_h5log_get_attr_string(a, "/", "command_line", cmdl, sizeof cmdl), RS_OK);
     assert_non_null(strstr(cmdl, "--modes shared,split"));
     assert_non_null(strstr(cmdl, "--windows 4,16"));
@@ -252,7 +252,7 @@ static void make_nonfinite_model_(const char *mdir)
     rs_st_close(&set);
 }
 
-/* issue 14: `kl` and `info` say first that a run went non-finite, where, and over how many finite
+/* `kl` and `info` say first that a run went non-finite, where, and over how many finite
  * positions the statistics are; the same lines and run indices in both */
 static void test_nonfinite_summary(void **state)
 {
@@ -362,9 +362,9 @@ static void make_qwen_vocab_model_(const char *mdir)
     rs_st_close(&set);
 }
 
-/* issue 16, `kl --text` on the Qwen3.5-vocabulary model: a UTF-8 file and a Latin-1 file are
+/* `kl --text` on the Qwen3.5-vocabulary model: a UTF-8 file and a Latin-1 file are
  * tokenized as books are: the logged next tokens == rs_tokenizer_encode of the file's bytes, and
- * the Latin-1 file's == those of its UTF-8 transcoding (made here: Latin-1 is decoded as such);
+ * with --invalid-utf8 latin1 the Latin-1 file's == those of its UTF-8 transcoding (made here);
  * the provenance names the rank file and the input files with their SHA-256 (== sha256sum) */
 static void bpe_text_(const char *mdir, const rs_tokenizer *tok)
 {
@@ -394,7 +394,7 @@ static void bpe_text_(const char *mdir, const rs_tokenizer *tok)
     assert_int_equal(fwrite(lb, 1, nl, f), nl);
     fclose(f);
     assert_int_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --text '%s' '%s' --tokens 48 --chunk 16 --threads 1 --quiet "
-                         "--policy fp32 --out '%s'", g_cli, mdir, u8p, l1p, out), 0);
+                         "--invalid-utf8 latin1 --policy fp32 --out '%s'", g_cli, mdir, u8p, l1p, out), 0);
     rs_h5log *lg = NULL;
     assert_int_equal(rs_h5log_open(out, 0, NULL, &lg), RS_OK);
     assert_int_equal(rs_h5log_n_books(lg), 2);
@@ -429,7 +429,7 @@ static void bpe_text_(const char *mdir, const rs_tokenizer *tok)
     }
 }
 
-/* issue 16: a model with the Qwen3.5 vocabulary runs end to end with the BPE tokenizer; the ids
+/* a model with the Qwen3.5 vocabulary runs end to end with the BPE tokenizer; the ids
  * the log records are those of rs_tokenizer_encode (equal to tiktoken's: test_bpe_tokenizer) and
  * the provenance names the rank file and its SHA-256 */
 static void test_bpe_model(void **state)
@@ -514,7 +514,7 @@ static void test_bad_inputs(void **state)
     fails_(2, "fp7", g_gdn, "--policy shared:fp7-sr", out);
     fails_(2, "book 1023 listed twice", g_gdn, "--book-ids 1023,105,1023 --policy fp32", out);
     fails_(2, "cannot be combined", g_gdn, "--policy none,fp32", out);
-    /* empty list items are refused, not skipped (issue 14: '' and ',' ran the reference alone) */
+    /* empty list items are refused, not skipped ('' and ',' would otherwise run the reference alone) */
     fails_(2, "--policy: empty item in ''", g_gdn, "--policy ''", out);
     fails_(2, "--policy: empty item in ','", g_gdn, "--policy ,", out);
     fails_(2, "--policy: empty item in 'fp32,,shared:nvfp4-sr'", g_gdn, "--policy fp32,,shared:nvfp4-sr", out);
@@ -526,7 +526,7 @@ static void test_bad_inputs(void **state)
     assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && sed 's/\"vocab_size\": 256/\"vocab_size\": 248320/' '%s/config.json' > "
                          "'%s/config.json' && ln -s '%s/model.safetensors' '%s/model.safetensors'", mdir, g_gdn, mdir,
                          g_gdn, mdir), 0);
-    fails_(2, mdir, mdir, "--policy fp32", out); /* tokenizer refusals are exit 2 (issue 16) */
+    fails_(2, mdir, mdir, "--policy fp32", out); /* tokenizer refusals are exit 2 (usage errors) */
     assert_true(rs_test_out_has(g_dir, "tokenizer.json"));
     assert_true(rs_test_out_has(g_dir, "*.tiktoken"));
     /* the Qwen3.5 ranks (ids up to 248076) on a model whose vocab_size is smaller: refused */

@@ -1,4 +1,4 @@
-/* test_kl_cli_arith.c — the log's `arithmetic` attribute (eval/rs_log_arith.h): what a CPU device
+/* test_kl_cli_arith.c — the log's `arithmetic` attribute (eval/log/rs_log_arith.h): what a CPU device
  * line names, written by `replayssm kl`, and compared by --resume and `replayssm merge`, also against
  * logs written before the attribute (their `device` line says it). A refused --resume leaves the log
  * byte for byte as it was. Fixture model gdn-tiny-random, PG-19 excerpts of tests/fixtures/pg19-mini. */
@@ -14,7 +14,7 @@
 #include <hdf5.h>
 
 #include "replayssm/eval/rs_h5log.h"
-#include "rs_log_arith.h"
+#include "log/rs_log_arith.h"
 #include "rs_test_util.h"
 
 static char g_dir[256], g_data[512], g_cli[1024], g_gdn[1024], g_args[2048];
@@ -35,7 +35,7 @@ static int teardown_(void **state)
     return rs_test_rmdir(g_dir);
 }
 
-/* the device lines the CPU scorer writes (eval/rs_scorer_cpu.c) and the ones of older logs */
+/* the device lines the CPU scorer writes (eval/kleval/rs_scorer_cpu.c) and the ones of older logs */
 static void test_from_device(void **state)
 {
     (void)state;

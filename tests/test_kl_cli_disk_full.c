@@ -4,9 +4,10 @@
  * command fails cleanly (exit 1, no signal), no temporary is left, and the log is either absent
  * (the skeleton never was placed) or opens with `info` and rs_h5log_open; `--resume` with the
  * limit lifted completes it, and every committed dataset then equals an uninterrupted run bit for
- * bit. Before the log driver (eval/rs_h5vfd.c) a limit in the middle of the run left a file HDF5
- * refused ("truncated file: eof = ..., stored_eof = ..."): the close after the failed write
- * flushed a superblock whose end of allocation lay past the bytes the limit had let through.
+ * bit. The log driver (eval/log/rs_h5vfd.c) is what makes this hold: without it a limit in the
+ * middle of the run leaves a file HDF5 refuses ("truncated file: eof = ..., stored_eof = ..."),
+ * as the close after the failed write flushes a superblock whose end of allocation lies past the
+ * bytes the limit let through.
  * Inputs are two `--text` files (the byte tokenizer of the fixture model).
  * The CLI is RS_CLI_PATH (override with the environment variable RS_KL_CLI). */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
-/* test_kl_cli_resume.c — `replayssm kl` killed with kill -9 at a random moment (issue 6
- * acceptance 3) on the random-init fixture model gdn-tiny-random and the PG-19 excerpts of
+/* test_kl_cli_resume.c — `replayssm kl` killed with kill -9 at a random moment on the
+ * random-init fixture model gdn-tiny-random and the PG-19 excerpts of
  * tests/fixtures/pg19-mini: the interrupted log is valid, a plain rerun refuses to overwrite it,
  * --resume completes it, and every dataset then equals an uninterrupted run bit for bit; resuming
  * with another configuration is refused. (The library's stop / resume: test_kleval.c.)
@@ -37,7 +37,7 @@ static int teardown_(void **state)
     return rs_test_rmdir(g_dir);
 }
 
-/* acceptance 3: kill -9 at a random moment, --resume, identical to an uninterrupted run */
+/* kill -9 at a random moment, --resume, identical to an uninterrupted run */
 static void test_kill9_resume(void **state)
 {
     (void)state;

@@ -1,5 +1,5 @@
-/* test_kl_cli_signal.c — `replayssm kl` stopped by SIGINT / SIGTERM (issue 17 acceptance 2;
- * cli/cli_signal.c, rs_kleval_config.cancel) on the fixture model gdn-tiny-random and the PG-19
+/* test_kl_cli_signal.c — `replayssm kl` stopped by SIGINT / SIGTERM (eval/cli/cli_signal.c,
+ * rs_kleval_config.cancel) on the fixture model gdn-tiny-random and the PG-19
  * excerpts of tests/fixtures/pg19-mini:
  *  - SIGINT in the middle of the run: exit status 130, one line naming --resume on stderr, the
  *    log closed with status "interrupted" (root and history) holding a committed prefix, and
@@ -73,8 +73,8 @@ static int stopped_run_(const char *out, const char *err, int sig, int count)
         if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0) continue; /* finished before the signal: again */
         if (count > 1 && WIFEXITED(wst) && WEXITSTATUS(wst) == 128 + sig)
             continue; /* the graceful stop of the first signal can end between the harness's check that the run is
-                         still going and the second kill (the process already in its exit: seen once in CI, twelfth
-                         session): again; a second signal that is really ignored ends every attempt this way, and
+                         still going and the second kill (the process already in its exit; seen in CI):
+                         again; a second signal that is really ignored ends every attempt this way, and
                          the caller's assertion then fails */
         struct stat sb;
         if (count == 1 && WIFSIGNALED(wst) && stat(out, &sb) != 0) continue; /* signalled during start-up,

@@ -1,4 +1,4 @@
-/* test_kl_inputs.c — issue 16, inputs beyond the PG-19 layout, end to end through the CLI on the
+/* test_kl_inputs.c — inputs beyond the PG-19 layout, end to end through the CLI on the
  * bundled byte-level model data/models/gdn-tiny (docs/evaluator.md "Inputs: PG-19, text files,
  * token ids"):
  *  - `kl --text a.txt b.txt sub/a.txt`: one stream per file, ids = base names (#2 for a repeat),
@@ -30,10 +30,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "replayssm/eval/rs_sha256.h"
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_kleval.h"
 #include "replayssm/eval/rs_pg19.h"
 #include "replayssm/eval/rs_tokenizer.h"
+#include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
 #define GDN_TINY RS_FIXTURE_DIR "/../../data/models/gdn-tiny"
@@ -600,7 +602,9 @@ static void test_tokenizer_exit2(void **state)
     tok_refused_(m, "bad.tiktoken");
     /* the library names the stage */
     rs_kleval_config c = rs_kleval_config_default();
-    const rs_kleval_run_spec run = {"fp32", 16, 0};
+    const rs_test_run fp32 = {"fp32", 16, 0};
+    rs_run_spec run;
+    assert_int_equal(rs_test_specs(&fp32, 1, &run), RS_OK);
     const char *files[1] = {g_txt[0]};
     c.model_dir = m;
     c.input = RS_KLEVAL_INPUT_TEXT;
@@ -651,7 +655,9 @@ static void test_resume(void **state)
     }
     snprintf(cut, sizeof cut, "%s/cut.h5", g_dir);
     /* the library stops after 4 of the 9 chunks (book 1 in progress), as an interrupted run */
-    const rs_kleval_run_spec runs[2] = {{"shared:nvfp4-sr", 16, 0}, {"split:nvfp4-rtn/fp16-sr", 16, 0}};
+    const rs_test_run two[2] = {{"shared:nvfp4-sr", 16, 0}, {"split:nvfp4-rtn/fp16-sr", 16, 0}};
+    rs_run_spec runs[2];
+    assert_int_equal(rs_test_specs(two, 2, runs), RS_OK);
     rs_kleval_config c = rs_kleval_config_default();
     c.model_dir = GDN_TINY;
     c.input = RS_KLEVAL_INPUT_TEXT;
@@ -755,16 +761,16 @@ static void test_sha256_pieces(void **state)
     for (int trial = 0; trial < 200; trial++) {
         const size_t n = (size_t)(rs_test_uniform(&rng) * 5000);
         char a[65], b[65];
-        rs_tokenizer_sha256(buf, n, a);
-        rs_tokenizer_sha256_ctx c;
-        rs_tokenizer_sha256_init(&c);
+        rs_sha256(buf, n, a);
+        rs_sha256_ctx c;
+        rs_sha256_init(&c);
         for (size_t i = 0; i < n;) {
             size_t k = (size_t)(rs_test_uniform(&rng) * 130);
             if (k > n - i) k = n - i;
-            rs_tokenizer_sha256_update(&c, buf + i, k);
+            rs_sha256_update(&c, buf + i, k);
             i += k;
         }
-        rs_tokenizer_sha256_final(&c, b);
+        rs_sha256_final(&c, b);
         assert_string_equal(a, b);
     }
     free(buf);

@@ -1,4 +1,4 @@
-/* test_kleval.c — the evaluator library (eval/rs_kleval.h) called directly, on the random-init
+/* test_kleval.c — the evaluator library (replayssm/eval/rs_kleval.h) called directly, on the random-init
  * fixture models (tests/fixtures/models/) and the two PG-19 excerpts of tests/fixtures/pg19-mini:
  *  - one runner for any mix of policies, windows and seeds: every run of a mixed evaluation is
  *    bit-identical to the same run evaluated alone with the reference, on both model families;
@@ -43,10 +43,14 @@ static const char *path_(char *buf, const char *name)
     return buf;
 }
 
-/* book 1023, 160 positions in chunks of 32, 1 thread (rs_test_kleval.h) */
-static rs_kleval_config config_(const char *model, const char *out, const rs_kleval_run_spec *runs, size_t n)
+/* book 1023, 160 positions in chunks of 32, 1 thread (rs_test_kleval.h); the runs made into specs
+ * by the library's parser, held until the next config_ */
+static rs_kleval_config config_(const char *model, const char *out, const rs_test_run *runs, size_t n)
 {
-    return rs_test_kleval_config(model, g_data, out, runs, n);
+    static rs_run_spec specs[16];
+    assert_true(n <= 16);
+    assert_int_equal(rs_test_specs(runs, n, specs), RS_OK);
+    return rs_test_kleval_config(model, g_data, out, specs, n);
 }
 
 /* create + run; the handle stays open for its result */
@@ -98,9 +102,9 @@ static void same_log_(const char *a, const char *b, size_t n_runs)
  * carries the reference once and steps once per chunk. */
 static void mixed_(const char *model, const char *tag)
 {
-    static const rs_kleval_run_spec runs[] = {{"shared:nvfp4-sr", 4, 3},  {"split:nvfp4-rtn/fp32", 16, 3},
-                                              {"shared:nvfp4-sr", 16, 3}, {"conv:fp16-sr", 8, 3},
-                                              {"shared:nvfp4-sr", 4, 9},  {"split:nvfp4-sr/fp16-sr", 4, 3}};
+    static const rs_test_run runs[] = {{"shared:nvfp4-sr", 4, 3},  {"split:nvfp4-rtn/fp32", 16, 3},
+                                       {"shared:nvfp4-sr", 16, 3}, {"conv:fp16-sr", 8, 3},
+                                       {"shared:nvfp4-sr", 4, 9},  {"split:nvfp4-sr/fp16-sr", 4, 3}};
     const size_t R = sizeof runs / sizeof runs[0];
     char mixed[600], one[600], name[64];
     snprintf(name, sizeof name, "mixed-%s.h5", tag);
@@ -111,7 +115,7 @@ static void mixed_(const char *model, const char *tag)
     assert_int_equal(res->runner_runs, R + 1);
     assert_int_equal(res->runner_steps, 5); /* 160 / 32: one forward per chunk for all runs */
     assert_int_equal(res->reference_positions, 160);
-    assert_string_equal(res->runs[5].policy, "split:nvfp4-sr/fp16-sr");
+    assert_string_equal(res->runs[5].name, "split:nvfp4-sr/fp16-sr");
     rs_kleval_free(ev);
     for (size_t r = 0; r < R; r++) {
         snprintf(name, sizeof name, "one-%s-%zu.h5", tag, r);
@@ -141,10 +145,10 @@ static void test_mixed_mamba2(void **state) { (void)state; mixed_(g_m2, "mamba2"
 static void test_reference_once(void **state)
 {
     (void)state;
-    rs_kleval_run_spec runs[10];
+    rs_test_run runs[10];
     const size_t L[5] = {4, 8, 16, 32, 64};
     for (size_t i = 0; i < 10; i++)
-        runs[i] = (rs_kleval_run_spec){i % 2 ? "split:nvfp4-sr/fp32" : "shared:nvfp4-sr", L[i / 2], 0};
+        runs[i] = (rs_test_run){i % 2 ? "split:nvfp4-sr/fp32" : "shared:nvfp4-sr", L[i / 2], 0};
     char out[600];
     rs_kleval_config c = config_(g_gdn, path_(out, "sweep5.h5"), runs, 10);
     c.tokens = 96;
@@ -169,7 +173,7 @@ static int stop_after_(const rs_kleval_event *e, void *user)
 static void test_stop_resume(void **state)
 {
     (void)state;
-    static const rs_kleval_run_spec runs[] = {
+    static const rs_test_run runs[] = {
         {"shared:nvfp4-sr", 4, 3}, {"split:nvfp4-rtn/fp16-sr", 16, 3}, {"conv:fp16-sr", 16, 3}};
     char full[600], cut[600], buf[64];
     rs_kleval_config c = config_(g_gdn, path_(full, "full.h5"), runs, 3);
@@ -215,7 +219,7 @@ static void test_stop_resume(void **state)
 static void test_reference_only(void **state)
 {
     (void)state;
-    static const rs_kleval_run_spec one = {"split:nvfp4-rtn/fp32", 16, 0};
+    static const rs_test_run one = {"split:nvfp4-rtn/fp32", 16, 0};
     char ref[600], pol[600];
     rs_kleval_config c = config_(g_m2, path_(ref, "ref.h5"), NULL, 0);
     rs_kleval *ev = run_(&c);

@@ -1,6 +1,6 @@
-/* test_kleval_fixture.c — issue 13 acceptance 3: the same bits before and after the evaluator
- * moved into the library (eval/rs_kleval.h) and to one runner for all windows.
- * tests/fixtures/kleval/ (README: how) holds short runs of the binary before the move: both
+/* test_kleval_fixture.c — the evaluator library (replayssm/eval/rs_kleval.h, one runner for all
+ * windows) gives the bits of an independent driver: tests/fixtures/kleval/ (README: how) holds
+ * short runs of the CLI from before the evaluator was a library (one runner per window): both
  * bundled models with the default policies, and a two-window sweep. Every command of
  * commands.txt, rerun with this CLI, gives the fixture's kl, nll, dp, top1_agree of every run and
  * nll, next_token, top1 of the reference bit for bit and the same printed table; the first one
@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "replayssm/eval/rs_kleval.h"
+#include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
 #define MAX_SETS 256
@@ -229,7 +230,7 @@ static size_t row_words_(const char *text, const char *head, int r, char words[]
 }
 
 /* The table of the old binary (one row per run: run policy L mean ±se median p90 p99 p99.9 max
- * RMS-Δp top1 n/f) against this build's summary (issue 17: a legend of the runs, a KL table and a
+ * RMS-Δp top1 n/f) against this build's summary (a legend of the runs, a KL table and a
  * Δp / top-1 table keyed by run, more statistics): the header line, every number the old table
  * printed (the same printf formats, so compared as text) and the blocks from "mean KL by position
  * window" on (unchanged) must agree. */
@@ -320,8 +321,10 @@ static void test_cli_before_after(void **state)
 static void test_api_equals_cli(void **state)
 {
     (void)state;
-    static const rs_kleval_run_spec runs[] = {{"shared:nvfp4-sr", 16, 0}, {"split:nvfp4-rtn/fp32", 16, 0},
-                                              {"split:nvfp4-rtn/fp16-sr", 16, 0}, {"conv:fp16-sr", 16, 0}};
+    static const rs_test_run four[] = {{"shared:nvfp4-sr", 16, 0}, {"split:nvfp4-rtn/fp32", 16, 0},
+                                       {"split:nvfp4-rtn/fp16-sr", 16, 0}, {"conv:fp16-sr", 16, 0}};
+    rs_run_spec runs[4];
+    assert_int_equal(rs_test_specs(four, 4, runs), RS_OK);
     char out[600], cli[600], cmd[4096];
     snprintf(out, sizeof out, "%s/api.h5", g_dir);
     snprintf(cli, sizeof cli, "%s/cli.h5", g_dir);

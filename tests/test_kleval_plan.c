@@ -1,4 +1,4 @@
-/* test_kleval_plan.c — rs_kleval_create / rs_kleval_prepare (eval/rs_kleval.h) on the fixture
+/* test_kleval_plan.c — rs_kleval_create / rs_kleval_prepare (replayssm/eval/rs_kleval.h) on the fixture
  * model tests/fixtures/models/gdn-tiny-random and the PG-19 excerpts of tests/fixtures/pg19-mini,
  * copied into a temporary layout with an empty book 777 and a 50-byte book 900:
  *  - short books: reported as events (skip, or truncate to what they have) and in the plan;
@@ -47,10 +47,14 @@ static const char *path_(char *buf, const char *name)
     return buf;
 }
 
-/* book 1023, 160 positions in chunks of 32, 1 thread (rs_test_kleval.h) */
-static rs_kleval_config config_(const char *model, const char *out, const rs_kleval_run_spec *runs, size_t n)
+/* book 1023, 160 positions in chunks of 32, 1 thread (rs_test_kleval.h); the runs made into specs
+ * by the library's parser, held until the next config_ */
+static rs_run_spec g_specs[4];
+static rs_kleval_config config_(const char *model, const char *out, const rs_test_run *runs, size_t n)
 {
-    return rs_test_kleval_config(model, g_data, out, runs, n);
+    assert_true(n <= 4);
+    assert_int_equal(rs_test_specs(runs, n, g_specs), RS_OK);
+    return rs_test_kleval_config(model, g_data, out, g_specs, n);
 }
 
 typedef struct seen_books { size_t skipped, truncated, avail, kept; int truncatable; } seen_books;
@@ -69,7 +73,7 @@ static void test_short_books(void **state)
 {
     (void)state;
     static const char *const ids[] = {"900", "1023"};
-    static const rs_kleval_run_spec one = {"shared:nvfp4-sr", 16, 0};
+    static const rs_test_run one = {"shared:nvfp4-sr", 16, 0};
     char out[600];
     for (int trunc = 0; trunc < 2; trunc++) {
         seen_books s = {0, 0, 0, 0, 0};
@@ -120,21 +124,30 @@ static void prepare_fails_(const rs_kleval_config *c, rs_status st, rs_kleval_st
 static void test_bad_config(void **state)
 {
     (void)state;
-    static const rs_kleval_run_spec bad = {"shared:fp7-sr", 16, 0}, twice[] = {{"fp32", 16, 0}, {"fp32", 16, 0}};
-    static const rs_kleval_run_spec one = {"fp32", 16, 0};
+    static const rs_test_run bad = {"shared:fp7-sr", 16, 0}, twice[] = {{"fp32", 16, 0}, {"fp32", 16, 0}};
+    static const rs_test_run one = {"fp32", 16, 0};
     static const char *const dup[] = {"1023", "105", "1023"}, *empty[] = {"777"};
     char out[600], nomodel[600];
-    rs_kleval_config c = config_(g_gdn, path_(out, "bad.h5"), &bad, 1);
+    /* a policy is refused where it is parsed, once: rs_run_spec_parse, before any evaluation */
+    rs_run_spec spec;
+    assert_int_equal(rs_test_specs(&bad, 1, &spec), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "unknown policy"));
+    assert_non_null(strstr(rs_last_error(), "fp7"));
+    /* the evaluator takes specs, and refuses a repeated run or one not as the parser makes them */
+    rs_kleval_config c = config_(g_gdn, path_(out, "bad.h5"), twice, 2);
     static char sentinel;
     rs_kleval *ev = (rs_kleval *)(void *)&sentinel; /* create must reset it to NULL on failure */
     assert_int_equal(rs_kleval_create(&c, &ev), RS_E_INVAL);
     assert_null(ev);
-    assert_non_null(strstr(rs_last_error(), "unknown policy"));
-    assert_non_null(strstr(rs_last_error(), "fp7"));
-    c.runs = twice;
-    c.n_runs = 2;
-    assert_int_equal(rs_kleval_create(&c, &ev), RS_E_INVAL);
     assert_non_null(strstr(rs_last_error(), "repeats run 0"));
+    c = config_(g_gdn, out, &one, 1);
+    g_specs[0].window = 0; /* the one window range: rs_run_spec_make's */
+    assert_int_equal(rs_kleval_create(&c, &ev), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "run 0: run fp32: window L 0 is not in [1, 4096]"));
+    c = config_(g_gdn, out, &one, 1);
+    snprintf(g_specs[0].name, sizeof g_specs[0].name, "conv:fp16-sr"); /* a name that is not the policy's */
+    assert_int_equal(rs_kleval_create(&c, &ev), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "canonical"));
     c = config_(g_gdn, out, &one, 1);
     c.tokens = 0;
     assert_int_equal(rs_kleval_create(&c, &ev), RS_E_INVAL);

@@ -1,5 +1,5 @@
-/* test_kleval_provenance.c — what a log records about its model and its invocations (issue 17
- * acceptance 3; docs/hdf5-layout.md "Provenance"), through the library (rs_kleval) on the fixture
+/* test_kleval_provenance.c — what a log records about its model and its invocations
+ * (docs/hdf5-layout.md "Provenance"), through the library (rs_kleval) on the fixture
  * model gdn-tiny-random and book 1023 of tests/fixtures/pg19-mini:
  *  - two model folders differing only in one weight byte get different digests of that file, the
  *    same digest of config.json and different model_config_hash; every digest equals sha256sum's
@@ -28,6 +28,7 @@
 
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_kleval.h"
+#include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
 static char g_dir[256];
@@ -74,11 +75,13 @@ static int on_event_(const rs_kleval_event *e, void *user)
     return 0;
 }
 
-static const rs_kleval_run_spec k_run[1] = {{"split:nvfp4-rtn/fp16-sr", 16, 5}};
+static const rs_test_run k_run[1] = {{"split:nvfp4-rtn/fp16-sr", 16, 5}};
 
 static rs_kleval_config config_(const char *model, const char *out, const char *cmdline, stopper *s)
 {
     static const char *const ids[] = {"1023"};
+    static rs_run_spec run[1];
+    assert_int_equal(rs_test_specs(k_run, 1, run), RS_OK);
     rs_kleval_config c = rs_kleval_config_default();
     c.model_dir = model;
     c.data_dir = "pg19";
@@ -88,7 +91,7 @@ static rs_kleval_config config_(const char *model, const char *out, const char *
     c.chunk = 16;
     c.threads = 1;
     c.out_path = out;
-    c.runs = k_run;
+    c.runs = run;
     c.n_runs = 1;
     c.command_line = cmdline;
     if (s) {

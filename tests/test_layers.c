@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replayssm/eval/rs_backend.h"
-#include "replayssm/eval/rs_layers.h"
+#include "model/rs_backend.h"
+#include "model/rs_layers.h"
 #include "rs_test_util.h"
 
 static void fill_(float *x, size_t n, uint64_t *s, double scale)

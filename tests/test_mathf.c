@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "replayssm/common/rs_mathf.h"
+#include "replayssm/quant/rs_mathf.h"
 #include "replayssm/quant/rs_codec.h" /* rs_codec_f2u / rs_codec_u2f: the float <-> bits casts */
 /* distance in ulps between two finite floats of the same sign (or zeros) */
 static long ulps_(float a, float b)

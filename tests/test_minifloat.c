@@ -1,5 +1,5 @@
-/* test_minifloat.c — decode and round-to-nearest-even of the scalar codecs (issue 2,
- * acceptance 1 and 2), against two independent references:
+/* test_minifloat.c — decode and round-to-nearest-even of the scalar codecs (E4M3, E2M1, FP16,
+ * BF16), against two independent references:
  *   - values computed here from the bit fields (sign, exponent, mantissa; ldexp), and
  *   - tests/fixtures/codec_fixtures.bin, made by make_codec_fixtures.py from ml_dtypes 0.6
  *     (E4M3, E2M1, BF16) and numpy (FP16); see tests/fixtures/README.md "codec fixtures".
@@ -179,7 +179,7 @@ static void test_decode_e4m3_all_codes(void **state)
 static void test_decode_e2m1_all_codes(void **state)
 {
     (void)state;
-    static const double table[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6}; /* issue 2 */
+    static const double table[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6}; /* the E2M1 magnitudes (OCP MX spec) */
     size_t n;
     float *lut = fx_get("e2m1_decode", 4, &n);
     assert_int_equal(n, 16);

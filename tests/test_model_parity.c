@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replayssm/eval/rs_backend.h"
+#include "model/rs_backend.h"
 #include "replayssm/eval/rs_model.h"
-#include "replayssm/eval/rs_runner.h"
+#include "model/rs_runner.h"
 #include "replayssm/eval/rs_safetensors.h"
 #include "rs_test_util.h"
 
@@ -104,7 +104,7 @@ static int setup_(void **state, const char *name, rs_dt_mode hf_dt, rs_dt_mode h
     return setup_any_(state, name, NULL, hf_dt, hf_dt_dec);
 }
 
-/* The bundled trained models (data/models/, issue 6): transformers' reference logits on the
+/* The bundled trained models (data/models/): transformers' reference logits on the
  * first 256 bytes of PG-19 book 244. The NemotronH full-sequence path clamps dt at
  * time_step_min (1e-4 here), its decode path does not (see test_dt_clamp_option). */
 static int setup_gdn_trained_(void **state)
@@ -149,13 +149,13 @@ static int teardown_(void **state)
 static void run_(const fixture *f, const char *const *pols, size_t R, size_t C, size_t window,
                  rs_dt_mode dt, float *out, int check_layers)
 {
-    rs_policy p[4];
-    for (size_t r = 0; r < R; r++) assert_int_equal(rs_policy_parse(pols[r], &p[r]), RS_OK);
+    rs_run_spec p[4];
+    char w[32];
+    snprintf(w, sizeof w, "%zu", window);
+    for (size_t r = 0; r < R; r++) assert_int_equal(rs_run_spec_parse(pols[r], w, 7, &p[r]), RS_OK);
     rs_runner_config rc = rs_runner_config_default();
     rc.n_runs = R;
-    rc.policies = p;
-    rc.window = window;
-    rc.seed = 7;
+    rc.runs = p;
     rc.chunk = C;
     rc.max_tokens = f->T;
     rc.dt_mode = dt;
@@ -313,16 +313,16 @@ static void test_errors(void **state)
     assert_int_equal(rs_runner_reset(run), RS_OK);
     assert_int_equal(rs_runner_step(run, ok, 4), RS_OK);
     rs_runner_free(run);
-    rs_policy p;
-    assert_int_equal(rs_policy_parse("shared:fp32", &p), RS_OK);
-    rc.policies = &p;
-    rc.window = 0; /* replay needs L >= 1: the state engine refuses, the runner reports it */
+    rs_run_spec p;
+    assert_int_equal(rs_run_spec_parse("shared:fp32", NULL, 0, &p), RS_OK);
+    p.window = 0; /* replay needs L >= 1: the state engine refuses, the runner reports it */
+    rc.runs = &p;
     assert_int_not_equal(rs_runner_create(&f->m, f->be, &rc, &run), RS_OK);
     assert_null(run);
 }
 
 /* Trained weights: fp32 full-sequence logits (chunk 64) vs transformers' full-sequence path,
- * and one token per step vs its cache path; bar 1e-4 x max|logit| (issue 4's parity bar). */
+ * and one token per step vs its cache path; bar 1e-4 x max|logit| (the parity bar of docs/models.md). */
 static void test_trained_parity(void **state)
 {
     const fixture *f = (const fixture *)*state;
@@ -355,12 +355,12 @@ static void test_nonfinite_run(void **state)
     const size_t d = (size_t)m.cfg.hidden, kd = (size_t)m.cfg.gdn.key_dim, vd = (size_t)m.cfg.gdn.value_dim;
     float *w = (float *)m.w.layers[0].gdn.in_qkv; /* the slab is ours; the view is const for the forward */
     for (size_t i = 2 * kd * d; i < (2 * kd + vd) * d; i++) w[i] *= 1e6f;
-    rs_policy p[2];
-    assert_int_equal(rs_policy_parse("fp32", &p[0]), RS_OK);
-    assert_int_equal(rs_policy_parse("conv:fp16-rtn", &p[1]), RS_OK);
+    rs_run_spec p[2];
+    assert_int_equal(rs_run_spec_parse("fp32", NULL, 0, &p[0]), RS_OK);
+    assert_int_equal(rs_run_spec_parse("conv:fp16-rtn", NULL, 0, &p[1]), RS_OK);
     rs_runner_config rc = rs_runner_config_default();
     rc.n_runs = 2;
-    rc.policies = p;
+    rc.runs = p;
     rc.chunk = 8;
     rc.max_tokens = 16;
     rs_runner *run = NULL;

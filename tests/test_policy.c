@@ -1,6 +1,9 @@
-/* test_policy.c — acceptance item 6: every policy string round-trips through the parser
+/* test_policy.c — every policy string round-trips through the parser
  * (print(parse(s)) is canonical and parses back to the same policy); bad strings fail with
- * RS_E_INVAL and a message that quotes the input and lists the valid forms. */
+ * RS_E_INVAL and a message that quotes the input and lists the valid forms; a bare base is RTN in
+ * a policy as in every format; the run spec (rs_run_spec_parse / _make / _check / _add): the window
+ * parsed and range-checked once with the defaults of rs_policy.h, the canonical name, repeats
+ * dropped once; the mode words. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,7 +115,7 @@ static void test_bad_strings(void **st)
     (void)st;
     bad_("", "empty");
     bad_("fp16-rtn", "bare format");        /* a format without a mode */
-    bad_("fp16", "unknown policy");
+    bad_("fp16", "bare format");            /* a bare base is a format (fp16-rtn) */
     bad_("nvfp4-rtn", "bare format");
     bad_("bogus", "unknown policy");
     bad_("conv:", "empty");
@@ -123,7 +126,7 @@ static void test_bad_strings(void **st)
     bad_("split:nvfp4-rtn/", "empty");
     bad_("split:/fp32", "empty");
     bad_("split:a/b/c", "more than two");
-    bad_("split:nvfp4/fp32", "nvfp4/fp32"); /* missing rounding: quotes the policy */
+    bad_("split:nvfp4-rt/fp32", "nvfp4-rt/fp32"); /* a bad rounding: quotes the policy */
     bad_("Split:fp32/fp32", "unknown mode");
     bad_("spilt:fp8-rtn/fp32", "unknown mode");
     bad_("split-naive:fp8-rtn/fp32x", "fp32x");
@@ -141,12 +144,144 @@ static void test_bad_strings(void **st)
     assert_int_equal(small[3], '\0');
 }
 
+/* a bare base in a policy is the base's RTN format, as quant-error and sweep take it */
+static void test_bare_base(void **st)
+{
+    (void)st;
+    roundtrip_("conv:nvfp4", "conv:nvfp4-rtn");
+    roundtrip_("shared:fp8+pow2", "shared:fp8-rtn+pow2");
+    roundtrip_("split:nvfp4/fp16", "split:nvfp4-rtn/fp16-rtn");
+    rs_policy a, b;
+    assert_int_equal(rs_policy_parse("split:nvfp4/fp32", &a), RS_OK);
+    assert_int_equal(rs_policy_parse("split:nvfp4-rtn/fp32", &b), RS_OK);
+    assert_true(rs_policy_equal(&a, &b));
+}
+
+static void test_mode_words(void **st)
+{
+    (void)st;
+    static const char *const words[] = {"conv", "shared", "split", "split-naive"};
+    for (int m = 0; m < 4; m++) {
+        rs_policy_mode got;
+        assert_string_equal(rs_policy_mode_name((rs_policy_mode)m), words[m]);
+        assert_int_equal(rs_policy_mode_parse(words[m], &got), RS_OK);
+        assert_int_equal(got, m);
+    }
+    assert_string_equal(rs_policy_mode_name((rs_policy_mode)7), "?");
+    rs_policy_mode got = RS_POLICY_SPLIT;
+    assert_int_equal(rs_policy_mode_parse("Split", &got), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "split-naive"));
+    assert_int_equal(got, RS_POLICY_SPLIT);
+}
+
+/* rs_run_spec_parse: the policy's canonical name, the window string (default 16 when absent), the
+ * seed as given; a bad policy or window refused with a message naming it, the output untouched */
+static void test_run_spec_parse(void **st)
+{
+    (void)st;
+    rs_run_spec s;
+    assert_int_equal(rs_run_spec_parse("split:nvfp4/fp16-sr", "64", 7, &s), RS_OK);
+    assert_string_equal(s.name, "split:nvfp4-rtn/fp16-sr");
+    assert_int_equal(s.window, 64);
+    assert_int_equal(s.seed, 7);
+    assert_int_equal(s.policy.mode, RS_POLICY_SPLIT);
+    assert_int_equal(s.policy.hp.kind, RS_FMT_FP16);
+    assert_int_equal(rs_run_spec_parse("conv:fp32", NULL, 0, &s), RS_OK);
+    assert_string_equal(s.name, "fp32");
+    assert_int_equal(s.window, 16); /* the documented default, written out */
+    assert_int_equal(RS_RUN_WINDOW_DEFAULT, 16);
+    assert_int_equal(rs_run_spec_parse("shared:fp8-sr", "1", 0, &s), RS_OK);
+    assert_int_equal(s.window, 1);
+    assert_int_equal(rs_run_spec_parse("shared:fp8-sr", "4096", 0, &s), RS_OK);
+    assert_int_equal(s.window, 4096);
+    assert_int_equal(rs_run_spec_parse("shared:fp8-sr", "0016", 0, &s), RS_OK);
+    assert_int_equal(s.window, 16);
+    static const char *const bad_w[] = {"0", "4097", "", "-4", "+4", " 4", "4 ", "4x", "1e3", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_w / sizeof bad_w[0]; i++) {
+        memset(&s, 0x5a, sizeof s);
+        assert_int_equal(rs_run_spec_parse("shared:fp8-sr", bad_w[i], 0, &s), RS_E_INVAL);
+        char want[64];
+        snprintf(want, sizeof want, "window L '%s' is not an integer in [1, 4096]", bad_w[i]);
+        if (!strstr(rs_last_error(), want)) fail_msg("window '%s': message \"%s\"", bad_w[i], rs_last_error());
+        assert_int_equal(s.window, 0x5a5a5a5a5a5a5a5aull);
+    }
+    assert_int_equal(rs_run_spec_parse("shared:fp9-sr", "16", 0, &s), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "unknown policy: policy \"shared:fp9-sr\""));
+    assert_non_null(strstr(rs_last_error(), "valid formats"));
+    assert_int_equal(rs_run_spec_parse(NULL, "16", 0, &s), RS_E_INVAL);
+}
+
+/* rs_run_spec_make and _check: the one window range; a name that is not the policy's is refused */
+static void test_run_spec_make_check(void **st)
+{
+    (void)st;
+    rs_policy p;
+    rs_run_spec s;
+    assert_int_equal(rs_policy_parse("shared:nvfp4-sr", &p), RS_OK);
+    assert_int_equal(rs_run_spec_make(&p, 4096, 3, &s), RS_OK);
+    assert_string_equal(s.name, "shared:nvfp4-sr");
+    assert_int_equal(rs_run_spec_check(&s), RS_OK);
+    assert_int_equal(rs_run_spec_make(&p, 0, 3, &s), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "window L 0 is not in [1, 4096]"));
+    assert_int_equal(rs_run_spec_make(&p, 4097, 3, &s), RS_E_INVAL);
+    assert_int_equal(rs_run_spec_make(&p, 16, 3, &s), RS_OK);
+    s.window = 5000;
+    assert_int_equal(rs_run_spec_check(&s), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "window L 5000"));
+    s.window = 16;
+    snprintf(s.name, sizeof s.name, "shared:nvfp4-rtn");
+    assert_int_equal(rs_run_spec_check(&s), RS_E_INVAL);
+    assert_non_null(strstr(rs_last_error(), "canonical"));
+    const rs_run_spec ref = rs_run_spec_reference();
+    assert_string_equal(ref.name, "fp32");
+    assert_int_equal(ref.window, 16);
+    assert_int_equal(ref.seed, 0);
+    assert_int_equal(ref.policy.mode, RS_POLICY_CONV);
+    assert_int_equal(ref.policy.hp.kind, RS_FMT_FP32);
+    assert_int_equal(rs_run_spec_check(&ref), RS_OK);
+}
+
+/* rs_run_spec_add: a run equal in policy (canonically), window and seed is not added again; one
+ * differing in any of them is; max is the limit */
+static void test_run_spec_add(void **st)
+{
+    (void)st;
+    rs_run_spec list[4], s;
+    size_t n = 0;
+    static const struct {
+        const char *policy, *window;
+        uint64_t seed;
+        size_t n_after;
+    } steps[] = {
+        {"shared:nvfp4-sr", "16", 0, 1}, {"shared:nvfp4-sr32", NULL, 0, 1}, /* the same run */
+        {"shared:nvfp4-sr", "8", 0, 2},  {"shared:nvfp4-sr", "16", 1, 3},   /* other window, seed */
+        {"split:nvfp4/fp32", "8", 0, 4}, {"split:nvfp4-rtn/fp32", "8", 0, 4},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        assert_int_equal(rs_run_spec_parse(steps[i].policy, steps[i].window, steps[i].seed, &s), RS_OK);
+        assert_int_equal(rs_run_spec_add(list, &n, 4, &s), RS_OK);
+        assert_int_equal(n, steps[i].n_after);
+        assert_true(rs_run_spec_find(list, n, &s) < n); /* present once, whether just added or not */
+    }
+    assert_int_equal(rs_run_spec_find(list, n, &list[2]), 2);
+    assert_int_equal(rs_run_spec_parse("conv:fp16-sr", NULL, 0, &s), RS_OK);
+    assert_int_equal(rs_run_spec_find(list, n, &s), n);
+    assert_int_equal(rs_run_spec_add(list, &n, 4, &s), RS_E_INVAL); /* a fifth run */
+    assert_non_null(strstr(rs_last_error(), "at most 4 runs"));
+    assert_int_equal(n, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_policy_roundtrips),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_bad_strings),
+        cmocka_unit_test(test_bare_base),
+        cmocka_unit_test(test_mode_words),
+        cmocka_unit_test(test_run_spec_parse),
+        cmocka_unit_test(test_run_spec_make_check),
+        cmocka_unit_test(test_run_spec_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* test_prov_hash.c — the model files' digests computed on worker threads (eval/rs_provenance.h:
+/* test_prov_hash.c — the model files' digests computed on worker threads (eval/log/rs_provenance.h:
  * rs_prov_hash_start / join / cancel, and rs_prov_hash_files built on them), on a folder of model
  * files of different sizes (0 B to 6 MiB, several 1 MiB read blocks):
  *  - every digest equals sha256sum's and model_hash equals sha256sum of sha256sum's manifest (an
@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "rs_provenance.h"
+#include "log/rs_provenance.h"
 #include "rs_test_util.h"
 
 static char g_dir[256];

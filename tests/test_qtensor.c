@@ -1,4 +1,4 @@
-/* test_qtensor.c — block quantizers (rs_qtensor.h), issue 2 acceptance item 4.
+/* test_qtensor.c — block quantizers (rs_qtensor.h): storage, RTN / SR error bounds, bit-exact codes.
  *
  * What is checked, and against what:
  *  - storage: shapes, pointers, rs_qtensor_bytes == integer layout sum == n * bytes_per_element;

@@ -269,7 +269,7 @@ static void test_h5_reader_untrusted(void **state)
 }
 
 /* A typo asking for hours of work is refused with the product, before any allocation
- * (issue 14, item 8): 100000 x 128 x 64 = 819M elements; the limit is exact (64 x 64 x 2 =
+ * (docs/threat-model.md): 100000 x 128 x 64 = 819M elements; the limit is exact (64 x 64 x 2 =
  * 8192 elements pass with --max-elements 8192 and are refused with 8191). */
 static void test_cli_work_limit(void **state)
 {

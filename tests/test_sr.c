@@ -1,4 +1,4 @@
-/* test_sr.c — stochastic rounding of the scalar codecs (issue 2, acceptance 3).
+/* test_sr.c — stochastic rounding of the scalar codecs: the k-bit rule, exact per decision.
  *
  * The rule under test (quant/rs_minifloat.h): for |x| between adjacent representable
  * magnitudes a < b, d = (|x| - a)/(b - a), R = r >> (32 - k):
@@ -630,8 +630,8 @@ static void test_sr_specials(void **state)
     }
 }
 
-/* Issue 14: k outside [1, 32] is RS_E_INVAL from every SR wrapper, with the code untouched and a
- * message naming k (the E4M3 / FP16 / BF16 wrappers used to return a NaN code for it). */
+/* k outside [1, 32] is RS_E_INVAL from every SR wrapper, with the code untouched and a
+ * message naming k (a NaN code for it could be mistaken for data). */
 static void test_sr_wrappers_bad_k(void **state)
 {
     (void)state;

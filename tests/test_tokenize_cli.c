@@ -1,4 +1,4 @@
-/* test_tokenize_cli.c — `replayssm tokenize` (cli/cmd_tokenize.c), issue 16: the ids of a bundled
+/* test_tokenize_cli.c — `replayssm tokenize` (eval/cli/cmd_tokenize.c): the ids of a bundled
  * book (data/pg19-sample/test/244) through the CLI equal the committed reference ids of tiktoken
  * (the Qwen3.5 ranks) and of HF tokenizers (books-llama3) in tests/fixtures/tokenizers/expected.json:
  * the count, the SHA-256 of the little-endian uint32 ids (--out) and the first 512 ids of the text
@@ -154,7 +154,7 @@ static void write_file_(const char *rel, const char *text)
     assert_int_equal(fclose(f), 0);
 }
 
-/* issue 16: every refusal of rs_tokenizer_open exits 2, as `kl` does (it exited 1 before):
+/* every refusal of rs_tokenizer_open exits 2 (a usage error), as `kl` does:
  * missing files, malformed tokenizer.json, malformed tiktoken ranks, a BPE vocabulary beside a
  * byte (vocab-256) model; a model folder that does not exist stays an I/O failure (1) */
 static void test_tokenizer_refusals(void **state)
@@ -183,8 +183,8 @@ static void test_tokenizer_refusals(void **state)
     assert_true(rs_test_out_has(g_dir, "not a directory"));
 }
 
-/* issue 14 / threat model: the input is bounded like every whole-file input: a file over 1 GiB (sparse
- * here) is refused before anything is allocated or tokenized (it used to be read and tokenized whole),
+/* threat model: the input is bounded like every whole-file input: a file over 1 GiB (sparse
+ * here) is refused before anything is allocated or tokenized,
  * a FIFO is refused at once (never waited on), a directory is not data; each with its one-line
  * message and exit 1, for encoding and --decode */
 static void test_input_bounds(void **state)

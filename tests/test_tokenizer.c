@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "replayssm/eval/rs_sha256.h"
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_tokenizer.h"
 #include "rs_test_util.h"
@@ -22,7 +23,7 @@ static void test_byte_roundtrip(void **state)
     cfg.tokenizer = RS_TOKENIZER_BYTE;
     cfg.vocab = 256;
     rs_tokenizer tok;
-    assert_int_equal(rs_tokenizer_for_model(&cfg, "m", &tok), RS_OK);
+    assert_int_equal(rs_tokenizer_for_model(cfg.tokenizer, cfg.vocab, "m", &tok), RS_OK);
     assert_string_equal(tok.name, "byte");
     char text[256];
     for (int i = 0; i < 256; i++) text[i] = (char)i; /* every byte value, NUL and 0xff included */
@@ -47,14 +48,14 @@ static void test_refusals(void **state)
     rs_tokenizer tok;
     cfg.tokenizer = RS_TOKENIZER_UNSUPPORTED;
     cfg.vocab = 248320;
-    assert_int_equal(rs_tokenizer_for_model(&cfg, "/models/qwen", &tok), RS_E_UNSUPPORTED);
+    assert_int_equal(rs_tokenizer_for_model(cfg.tokenizer, cfg.vocab, "/models/qwen", &tok), RS_E_UNSUPPORTED);
     assert_non_null(strstr(rs_last_error(), "/models/qwen"));
     assert_non_null(strstr(rs_last_error(), "not supported yet"));
     assert_non_null(strstr(rs_last_error(), "248320"));
     /* a byte tokenizer claim with a wrong vocabulary */
     cfg.tokenizer = RS_TOKENIZER_BYTE;
     cfg.vocab = 300;
-    assert_int_equal(rs_tokenizer_for_model(&cfg, "m", &tok), RS_E_UNSUPPORTED);
+    assert_int_equal(rs_tokenizer_for_model(cfg.tokenizer, cfg.vocab, "m", &tok), RS_E_UNSUPPORTED);
     /* a zeroed tokenizer never encodes */
     memset(&tok, 0, sizeof tok);
     int32_t ids[4];
@@ -73,7 +74,7 @@ static void test_fixture_models(void **state)
         rs_model_config cfg;
         assert_int_equal(rs_hf_config_load(p, &cfg), RS_OK);
         rs_tokenizer tok;
-        assert_int_equal(rs_tokenizer_for_model(&cfg, p, &tok), RS_OK);
+        assert_int_equal(rs_tokenizer_for_model(cfg.tokenizer, cfg.vocab, p, &tok), RS_OK);
         assert_int_equal(tok.vocab, cfg.vocab);
     }
     /* a real-vocabulary config is refused */
@@ -85,7 +86,7 @@ static void test_fixture_models(void **state)
     rs_model_config cfg;
     if (rs_hf_config_parse(qwen, strlen(qwen), "qwen.json", &cfg) == RS_OK) {
         rs_tokenizer tok;
-        assert_int_equal(rs_tokenizer_for_model(&cfg, "qwen", &tok), RS_E_UNSUPPORTED);
+        assert_int_equal(rs_tokenizer_for_model(cfg.tokenizer, cfg.vocab, "qwen", &tok), RS_E_UNSUPPORTED);
     }
 }
 
@@ -97,7 +98,7 @@ static void test_byte_decode(void **state)
     cfg.tokenizer = RS_TOKENIZER_BYTE;
     cfg.vocab = 256;
     rs_tokenizer tok;
-    assert_int_equal(rs_tokenizer_for_model(&cfg, "m", &tok), RS_OK);
+    assert_int_equal(rs_tokenizer_for_model(cfg.tokenizer, cfg.vocab, "m", &tok), RS_OK);
     int32_t ids[256];
     for (int i = 0; i < 256; i++) ids[i] = 255 - i;
     char out[256];
@@ -128,7 +129,7 @@ static void test_open_byte_models(void **state)
     assert_int_equal(cfg.tokenizer, RS_TOKENIZER_BYTE); /* no tokenizer files beside config.json */
     assert_int_equal(rs_tokenizer_probe(dir, p, sizeof p), RS_TOKFMT_NONE);
     rs_tokenizer tok;
-    assert_int_equal(rs_tokenizer_open(dir, &cfg, &tok), RS_OK);
+    assert_int_equal(rs_tokenizer_open(dir, cfg.vocab, &tok), RS_OK);
     assert_int_equal(tok.format, RS_TOKFMT_BYTE);
     assert_string_equal(tok.name, "byte");
     int32_t ids[4];
@@ -139,13 +140,13 @@ static void test_open_byte_models(void **state)
     assert_int_equal(ids[1], 0);
     rs_tokenizer_free(&tok);
     /* without a config nothing says the model is byte-level */
-    assert_int_equal(rs_tokenizer_open(dir, NULL, &tok), RS_E_IO);
+    assert_int_equal(rs_tokenizer_open(dir, 0, &tok), RS_E_IO);
     assert_non_null(strstr(rs_last_error(), "no tokenizer.json"));
     /* a real vocabulary without tokenizer files */
     cfg.vocab = 248320;
-    assert_int_equal(rs_tokenizer_open(dir, &cfg, &tok), RS_E_IO);
+    assert_int_equal(rs_tokenizer_open(dir, cfg.vocab, &tok), RS_E_IO);
     assert_non_null(strstr(rs_last_error(), "248320"));
-    assert_int_equal(rs_tokenizer_open("/nonexistent/model", &cfg, &tok), RS_E_IO);
+    assert_int_equal(rs_tokenizer_open("/nonexistent/model", cfg.vocab, &tok), RS_E_IO);
     assert_null(tok.model);
 }
 
@@ -153,17 +154,17 @@ static void test_sha256(void **state)
 {
     (void)state;
     char hex[65];
-    rs_tokenizer_sha256("", 0, hex);
+    rs_sha256("", 0, hex);
     assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    rs_tokenizer_sha256("abc", 3, hex);
+    rs_sha256("abc", 3, hex);
     assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* 448 bits: two blocks */
-    rs_tokenizer_sha256(two, strlen(two), hex);
+    rs_sha256(two, strlen(two), hex);
     assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
     char *a = (char *)malloc(1000000);
     assert_non_null(a);
     memset(a, 'a', 1000000);
-    rs_tokenizer_sha256(a, 1000000, hex);
+    rs_sha256(a, 1000000, hex);
     assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     free(a);
 }

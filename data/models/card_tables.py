@@ -6,7 +6,7 @@
 For each log: bits per byte of the fp32 reference (from `reference/nll`, nats -> bits; byte
 vocabulary, so bits per token = bits per byte) per position bucket 0-1K, 1-8K, 8-32K, 32-128K,
 per book and pooled; and the mean KL of every run (policy) per bucket, pooled over books (the
-KL-vs-position curves of issue 6, acceptance 5). With several logs of one model, also the bits
+KL-vs-position curves of the model cards). With several logs of one model, also the bits
 per byte and the KL of each (policy, window) pooled over all their books (a book in two logs
 counts once: the first log's row; a bucket pools the books whose committed positions reach it). Only
 committed positions (books/completed_positions) are used; reference-only logs (`kl --policy

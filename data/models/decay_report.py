@@ -3,7 +3,7 @@
 
 The paper's error growth lives in slow heads (C.6: the error limit of a head grows like
 1/(1 - alpha^L)), so each bundled model card lists, per SSM layer and head, the distribution of
-the per-step decay alpha_t over real text (issue 6, acceptance 4):
+the per-step decay alpha_t over real text:
 
   GDN (qwen3_5_text):  alpha_t = exp(g_t),  g_t = -exp(A_log) * softplus(a_t + dt_bias),
                        a_t = in_proj_a(x_t)                      (transformers 5.17 semantics)

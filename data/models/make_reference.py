@@ -3,7 +3,7 @@
 
 Same `reference.safetensors` layout as tests/fixtures/models/*/ (made by
 tests/fixtures/make_model_fixtures.py), so a test_model_parity-style check runs on the trained
-weights (issue 6, acceptance 1). Run where torch + transformers 5.17 are installed (CPU is fine:
+weights. Run where torch + transformers 5.17 are installed (CPU is fine:
 T = 256 positions take seconds):
 
     python3 data/models/make_reference.py data/models/gdn-tiny [--out DIR/reference.safetensors]

@@ -24,7 +24,7 @@ Recipe (README.md beside this file has the reasoning and the numbers):
     the stated ones. Why [1e-5, 1e-1]: with [1e-3, 1e-1] the slowest heads of the briefly trained
     models had memories 1/(1-alpha) of 300-800 steps, so a shared checkpoint's accumulated error
     saturates within ~1/(1-alpha^L) flushes, i.e. the first few thousand positions, and KL stops
-    growing with position (issue 6, acceptance 5 failed); the paper's 4B-120B models, pretrained on
+    growing with position (data/models/README.md "Why the recipe changed"); the paper's 4B-120B models, pretrained on
     trillions of tokens, have heads with memories of 10^4-10^5 steps, which a 7-minute run cannot
     grow, so the recipe starts some heads there (A dt down to ~1e-5);
   * curriculum of sequence lengths by time fraction, final phase >= 8192 (--phases), constant
@@ -196,10 +196,10 @@ def fix_slow_heads(model, n, torch, mamba_dt=None):
     multi-scale decays): the head's gate input weights are zeroed (GDN: row h of in_proj_a; Mamba-2:
     the dt row of in_proj) and gradient hooks keep them, A_log[h] and dt_bias[h] where they are, so
     alpha_h = exp(-exp(A_log) softplus(dt_bias)) on every token. Why: a few minutes of training at
-    <= 8K context has no use for memories of 10^4-10^5 steps and moves every head faster (the
-    first gdn-tiny retrain with dt down to 1e-5 ended with median alphas <= 0.9996), while the
-    paper's pretrained models keep such heads, and the shared-checkpoint error growth of issue 6
-    lives in them. The model stays an ordinary checkpoint of its family (zero weights, no new
+    <= 8K context has no use for memories of 10^4-10^5 steps and moves every head faster (run 2
+    of data/models/README.md: with dt down to 1e-5, gdn-tiny's slowest median alpha ended at
+    0.99955), while the paper's pretrained models keep such heads, and the shared-checkpoint error
+    growth the bundled models are meant to show lives in them. The model stays an ordinary checkpoint of its family (zero weights, no new
     tensors). Returns [(layer, head, alpha)] of the frozen heads."""
     cand = []
     for i, m, kind in ssm_mixers(model):

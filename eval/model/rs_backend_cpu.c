@@ -5,7 +5,7 @@
  * are split over output columns by OpenMP, so there is a single thread pool (a pthread OpenBLAS
  * pool spinning next to the OpenMP one halves throughput on a loaded 2-core machine).
  *
- * Why double sums by default (docs/evaluator.md, acceptance 1): the CPU evaluator is the reference
+ * Why double sums by default (docs/gpu-evaluator.md "Measured performance"): the CPU evaluator is the reference
  * the GPU evaluator is checked against, per position to 1e-5 relative in NLL. fp32 sums round
  * by their order: two fp32 evaluations that differ only in the GEMMs' blocking drift apart by
  * ~1.3e-5 over 8K positions, and the fp32 default itself is 1.3e-5 / 1.8e-5 (gdn-tiny /
@@ -13,12 +13,12 @@
  * attention output is (nearly always) the correctly rounded fp32 value, so the reference carries
  * no rounding-order noise of its own in these ops; the GPU's errors alone remain. Cost: about
  * 2x the fp32 kernels' time on the bundled models. The fp32 kernels stay selectable for
- * yardsticks: RS_CPU_GEMM=sgemm (OpenBLAS sgemm, the default before 2026-12-01) or loop
+ * yardsticks: RS_CPU_GEMM=sgemm (OpenBLAS sgemm) or loop
  * (sequential fp32 dot products), RS_CPU_ATTN=fp32 (cpu_attention_). */
-#include "replayssm/eval/rs_backend.h"
-#include "rs_dot.h" /* rs_v4f */
+#include "model/rs_backend.h"
+#include "engine/rs_dot.h" /* rs_v4f */
 #include "rs_check.h"
-#include "replayssm/common/rs_mathf.h"
+#include "replayssm/quant/rs_mathf.h"
 #include "rs_gemm_blocks.h"
 
 #include <cblas.h>
@@ -52,7 +52,7 @@ static void cpu_destroy_(rs_backend *be)
  * value of the exact sum, where sgemm's fp32 sums err by ~sqrt(K) 2^-24. Two evaluations that
  * both compute it (the GPU's RS_GPU_GEMM=f64: cuBLAS dgemm) round to the same float except where
  * the exact sum lies within ~K 2^-53 of a float rounding boundary. Output slabs as below, each
- * walked in column blocks (common/rs_gemm_blocks.h: double copies of at most 2^25 doubles each)
+ * walked in column blocks (quant/rs_gemm_blocks.h: double copies of at most 2^25 doubles each)
  * with their own double copies of those W rows and of the Y block (per call): the transient memory
  * stays <= 2 x 256 MB per thread instead of (N K + M N) doubles (~10 GB at a 4B model's LM head:
  * N = 248320, K = 2560, M = 2560). The bound is high enough that the bundled models' GEMMs (N <=
@@ -122,7 +122,7 @@ static rs_status cpu_linear_(rs_backend *be, size_t M, size_t N, size_t K, const
         }
         return RS_OK;
     }
-    /* RS_CPU_GEMM=sgemm (yardstick; the default before 2026-12-01):
+    /* RS_CPU_GEMM=sgemm (yardstick):
      * Y = X W^T: X [M][K] row-major, W [N][K] row-major -> op(W) = W^T. The output columns
      * are split into one slab per OpenMP thread, each a single-threaded sgemm (OpenBLAS runs
      * with 1 thread: one thread pool, no oversubscription with the OpenMP regions). */
@@ -205,7 +205,7 @@ static float dot8_(const float *a, const float *b, size_t n)
     return s;
 }
 
-/* rs_v4f (engine/rs_dot.h): its + and * are the lane-wise IEEE operations of the scalar code
+/* rs_v4f (lib/engine/rs_dot.h): its + and * are the lane-wise IEEE operations of the scalar code
  * (no contraction: -ffp-contract=off), so vectorising a loop over independent elements d
  * changes no bit. */
 
@@ -283,7 +283,7 @@ static void pv_accum_(float *o, const float *p, const float *V, size_t hd, size_
  * Every step errs by a few 2^-53, so o is (nearly always) the fp32 rounding of the exact attention,
  * where the default's fp32 scores, fp32 p_j = fl(fl(exp) fl(1 / sum)) and fp32 sums over n keys err
  * ~sqrt(n) 2^-25 (a few 1e-6 over 8K keys: 1e-5 relative in the reference NLL over 8K positions,
- * docs/evaluator.md, acceptance 1). One
+ * docs/gpu-evaluator.md "Measured performance"). One
  * (query row, head) per task, keys in order: bit-identical for any thread count and chunk size.
  * The scratch row holds the scores as doubles in the float scratch's memory (cap floats per row
  * give cap / 2 doubles: the scores are computed in two halves when n > cap / 2). */

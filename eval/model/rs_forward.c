@@ -3,8 +3,8 @@
  * Legend: R runs, n chunk positions, M = R * n stacked rows (row r * n + t), d hidden,
  * V vocab. Every buffer below lives in rs_fwd_ws (sized by the runner); nothing allocates.
  */
-#include "replayssm/eval/rs_forward.h"
-#include "replayssm/common/rs_mathf.h"
+#include "model/rs_forward.h"
+#include "replayssm/quant/rs_mathf.h"
 #include "rs_check.h"
 
 #include <math.h>
@@ -27,7 +27,7 @@ static rs_norm_weight norm_kind_(const rs_model *m)
  * then the lower head), so the mark is where the run's outputs first became non-finite, not
  * merely the first head index that did. The message names neither the run index nor the policy
  * (the caller knows which run it asked about; the runner's indices count the reference as run 0,
- * the evaluator's do not, and printing both mixed them up: issue 14). */
+ * the evaluator's do not, so an index in the message would mislead one of the two). */
 static void mark_nonfinite_(const rs_fwd_args *a, int l, size_t H)
 {
     for (size_t r = 0; r < a->R; r++) {

@@ -2,7 +2,7 @@
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_tokenizer.h"
 #include "rs_check.h"
-#include "../rs_input.h"
+#include "input/rs_input.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -97,8 +97,8 @@ static rs_status check_pos(const ctx *c, const char *what, int v) {
     return RS_OK;
 }
 
-/* Ranges of the float fields (issue 14): finite, in intervals no published config comes near the
- * edges of. "Infinity" / "NaN" (transformers' tagged floats) and 1e308 used to pass the sign checks. */
+/* Ranges of the float fields: finite, in intervals no published config comes near the edges of.
+ * "Infinity" / "NaN" (transformers' tagged floats) and 1e308 would pass a sign check alone. */
 #define RS_CFG_EPS_MAX 1.0          /* rms_norm_eps, layer_norm_epsilon in (0, 1] */
 #define RS_CFG_ROPE_THETA_MAX 1e12  /* rope_theta in (1, 1e12] (published: 1e4 .. 1e7) */
 #define RS_CFG_DT_MAX 1e3           /* time_step_min / max / floor / limit[0] at most this */
@@ -476,31 +476,9 @@ rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs
 
 rs_status rs_hf_config_load(const char *path, rs_model_config *cfg) {
     RS_CHECK(path && cfg, RS_E_INVAL, "rs_hf_config_load: NULL argument");
-    FILE *fp = NULL;
-    RS_TRY(rs_input_fopen(path, (size_t)64 << 20, &fp, NULL)); /* regular, <= 64 MiB (the loop's cap) */
     char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? 2 * cap : 16384;
-            if (cap > ((size_t)64 << 20)) {
-                free(buf);
-                fclose(fp);
-                return rs_error_set(RS_E_FORMAT, "%s: config larger than 64 MiB", path);
-            }
-            char *g = realloc(buf, cap);
-            if (!g) {
-                free(buf);
-                fclose(fp);
-                return rs_error_set(RS_E_NOMEM, "%s: out of memory", path);
-            }
-            buf = g;
-        }
-        size_t r = fread(buf + n, 1, 4096, fp);
-        n += r;
-        if (r < 4096) break;
-    }
-    fclose(fp);
+    size_t n = 0;
+    RS_TRY(rs_input_read_all(path, (size_t)64 << 20, 0, &buf, &n, NULL)); /* regular, <= 64 MiB */
     rs_status st = rs_hf_config_parse(buf ? buf : "", n, path, cfg);
     free(buf);
     if (st == RS_OK) {

@@ -1,11 +1,11 @@
 /* rs_layers.c — scalar building blocks of the hybrid forward (see rs_layers.h). */
-#include "replayssm/eval/rs_layers.h"
+#include "model/rs_layers.h"
 
-#include "replayssm/common/rs_mathf.h"
+#include "replayssm/quant/rs_mathf.h"
 
 #include <math.h>
 
-/* the formulas on rs_mathf.h's exp / log1p, the GPU's twins (eval/cuda/rs_gpu_common.cuh): the
+/* the formulas on rs_mathf.h's exp / log1p, the GPU's twins (eval/gpu/rs_gpu_ops.cu): the
  * same bits on both where glibc's and CUDA's libraries would round differently */
 float rs_sigmoid(float x) { return rs_sigmoidf(x); }
 

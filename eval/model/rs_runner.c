@@ -1,6 +1,6 @@
 /* rs_runner.c — lifecycle of the lockstep runs (see rs_runner.h); their chunk scratch is sized
  * in rs_runner_ws.c. */
-#include "replayssm/eval/rs_runner.h"
+#include "model/rs_runner.h"
 #include "rs_check.h"
 #include "rs_runner_impl.h"
 
@@ -13,11 +13,7 @@ rs_runner_config rs_runner_config_default(void)
     rs_runner_config c;
     memset(&c, 0, sizeof c);
     c.n_runs = 1;
-    c.policies = NULL; /* NULL with n_runs == 1: the fp32 reference */
-    c.window = 16;
-    c.windows = NULL; /* every run uses `window` */
-    c.seed = 0;
-    c.seeds = NULL; /* every run uses `seed` */
+    c.runs = NULL; /* NULL with n_runs == 1: the fp32 reference */
     c.chunk = 64;
     c.max_tokens = 8192;
     c.dt_mode = RS_DT_KERNEL;
@@ -70,14 +66,14 @@ static void run_free_(rs_run *run, const rs_model_config *c)
 }
 
 static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runner_config *rc,
-                           const rs_policy *pol, size_t window, uint64_t seed)
+                           const rs_run_spec *spec)
 {
-    const size_t L = (size_t)c->n_layers;
-    run->policy = *pol;
-    run->conv_state = (float **)calloc(L, sizeof(float *));
-    run->heads = (rs_head **)calloc(L, sizeof(rs_head *));
-    run->k_cache = (float **)calloc(L, sizeof(float *));
-    run->v_cache = (float **)calloc(L, sizeof(float *));
+    const size_t n_layers = (size_t)c->n_layers;
+    run->policy = spec->policy;
+    run->conv_state = (float **)calloc(n_layers, sizeof(float *));
+    run->heads = (rs_head **)calloc(n_layers, sizeof(rs_head *));
+    run->k_cache = (float **)calloc(n_layers, sizeof(float *));
+    run->v_cache = (float **)calloc(n_layers, sizeof(float *));
     RS_CHECK(run->conv_state && run->heads && run->k_cache && run->v_cache, RS_E_NOMEM,
              "runner: cannot allocate the per-layer tables");
     for (int l = 0; l < c->n_layers; l++) {
@@ -95,10 +91,10 @@ static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runne
                 hc.kind = k == RS_LAYER_GDN ? RS_SSM_GDN : RS_SSM_MAMBA2;
                 hc.d_v = dv;
                 hc.d_k = dk;
-                hc.policy = *pol;
-                hc.window = window;
+                hc.policy = spec->policy;
+                hc.window = spec->window;
                 hc.max_drafts = 1;
-                hc.seed = seed;
+                hc.seed = spec->seed;
                 hc.layer = (uint32_t)l;
                 hc.head = (uint32_t)h;
                 RS_TRY(rs_head_init(&run->heads[l][h], &hc));
@@ -118,9 +114,7 @@ void rs_runner_free(rs_runner *r)
     if (r->runs)
         for (size_t i = 0; i < r->cfg.n_runs; i++) run_free_(&r->runs[i], &r->m->cfg);
     free(r->runs);
-    free(r->policies);
-    free(r->windows);
-    free(r->seeds);
+    free(r->specs);
     rs_runner_ws_free(&r->ws);
     free(r->hidden);
     free(r);
@@ -135,8 +129,8 @@ rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_co
     RS_CHECK(cfg->n_runs >= 1 && cfg->chunk >= 1 && cfg->max_tokens >= 1, RS_E_INVAL,
              "rs_runner_create: n_runs (%zu), chunk (%zu) and max_tokens (%zu) must be >= 1",
              cfg->n_runs, cfg->chunk, cfg->max_tokens);
-    RS_CHECK(cfg->policies != NULL || cfg->n_runs == 1, RS_E_INVAL,
-             "rs_runner_create: %zu runs need %zu policies", cfg->n_runs, cfg->n_runs);
+    RS_CHECK(cfg->runs != NULL || cfg->n_runs == 1, RS_E_INVAL,
+             "rs_runner_create: %zu runs need %zu run specs", cfg->n_runs, cfg->n_runs);
     RS_CHECK(m->cfg.family == RS_FAMILY_QWEN35 || m->cfg.family == RS_FAMILY_NEMOTRONH,
              RS_E_UNSUPPORTED, "rs_runner_create: model family %d is not supported yet",
              (int)m->cfg.family);
@@ -146,25 +140,16 @@ rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_co
     r->m = m;
     r->be = be;
     r->cfg = *cfg;
-    r->policies = (rs_policy *)calloc(cfg->n_runs, sizeof(rs_policy));
-    r->windows = (size_t *)calloc(cfg->n_runs, sizeof(size_t));
-    r->seeds = (uint64_t *)calloc(cfg->n_runs, sizeof(uint64_t));
+    r->specs = (rs_run_spec *)calloc(cfg->n_runs, sizeof(rs_run_spec));
     r->runs = (rs_run *)calloc(cfg->n_runs, sizeof(rs_run));
     rs_status st = RS_OK;
-    if (!r->policies || !r->windows || !r->seeds || !r->runs) {
+    if (!r->specs || !r->runs) {
         st = rs_error_set(RS_E_NOMEM, "rs_runner_create: out of memory");
         goto fail;
     }
-    for (size_t i = 0; i < cfg->n_runs; i++) {
-        r->policies[i] = cfg->policies ? cfg->policies[i] : rs_policy_fp32();
-        r->windows[i] = cfg->windows ? cfg->windows[i] : cfg->window;
-        r->seeds[i] = cfg->seeds ? cfg->seeds[i] : cfg->seed;
-    }
-    r->cfg.policies = r->policies;
-    r->cfg.windows = r->windows;
-    r->cfg.seeds = r->seeds;
-    for (size_t i = 0; i < cfg->n_runs && st == RS_OK; i++)
-        st = run_init_(&r->runs[i], &m->cfg, cfg, &r->policies[i], r->windows[i], r->seeds[i]);
+    for (size_t i = 0; i < cfg->n_runs; i++) r->specs[i] = cfg->runs ? cfg->runs[i] : rs_run_spec_reference();
+    r->cfg.runs = r->specs;
+    for (size_t i = 0; i < cfg->n_runs && st == RS_OK; i++) st = run_init_(&r->runs[i], &m->cfg, cfg, &r->specs[i]);
     if (st == RS_OK) st = rs_runner_ws_init(&r->ws, &m->cfg, cfg, be->n_threads);
     if (st == RS_OK && cfg->capture_hidden)
         st = rs_runner_falloc(&r->hidden, ((size_t)m->cfg.n_layers + 1) * r->ws.rows * (size_t)m->cfg.hidden,

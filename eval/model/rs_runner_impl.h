@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "replayssm/eval/rs_runner.h"
+#include "model/rs_runner.h"
 
 /* calloc of count floats (at least one) with an overflow check; the message names `what`. */
 rs_status rs_runner_falloc(float **p, size_t count, const char *what);

@@ -1,6 +1,6 @@
 /* rs_runner_ws.c — the chunk scratch of a runner (rs_fwd_ws): every buffer sized once at create
  * time for M = R * C rows, so that no step allocates. */
-#include "replayssm/eval/rs_runner.h"
+#include "model/rs_runner.h"
 #include "rs_check.h"
 #include "rs_runner_impl.h"
 

@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "replayssm/eval/rs_safetensors.h"
 #include "rs_check.h"
-#include "../rs_input.h"
+#include "input/rs_input.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -287,14 +287,12 @@ static rs_status open_append(rs_st_set *set, const char *path) {
     RS_CHECK(f->path != NULL, RS_E_NOMEM, "%s: out of memory", path);
     set->n_files++;
 
-    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO is refused below instead of waited on */
-    RS_CHECK(fd >= 0, RS_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return rs_error_set(RS_E_IO, "%s: not a regular file", path);
-    }
-    f->size = (size_t)sb.st_size;
+    /* the input room's bounded open: a regular file (a FIFO is refused, not waited on) that can
+     * be mapped whole */
+    int fd = -1;
+    uint64_t fsize = 0;
+    RS_TRY(rs_input_open(path, (uint64_t)SIZE_MAX, &fd, &fsize));
+    f->size = (size_t)fsize;
     if (f->size > 0) {
         void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
@@ -328,36 +326,15 @@ rs_status rs_st_open_file(const char *path, rs_st_set *set) {
 }
 
 static char *read_text(const char *path, size_t *len) {
-    FILE *fp = NULL;
-    if (rs_input_fopen(path, (size_t)64 << 20, &fp, NULL) != RS_OK) return NULL; /* message set */
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            char *g = realloc(buf, cap);
-            if (!g) {
-                free(buf);
-                fclose(fp);
-                return NULL;
-            }
-            buf = g;
-        }
-        size_t r = fread(buf + n, 1, 4096, fp);
-        n += r;
-        if (r < 4096) break;
-    }
-    fclose(fp);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    char *buf = NULL; /* regular, at most 64 MiB, exactly the size seen at open */
+    return rs_input_read_all(path, (size_t)64 << 20, 0, &buf, len, NULL) == RS_OK ? buf : NULL; /* message set */
 }
 
 static rs_status open_index(rs_st_set *set, const char *dir, const char *index_path) {
     size_t len = 0;
     rs_error_clear();
     char *txt = read_text(index_path, &len);
-    /* read_text fails with rs_input_fopen's message, or out of memory without one */
+    /* read_text fails with rs_input_read_all's message */
     RS_CHECK(txt != NULL, RS_E_IO, "%s", rs_last_error()[0] ? rs_last_error() : "out of memory reading the index");
     cJSON *root = cJSON_ParseWithLength(txt, len);
     free(txt);

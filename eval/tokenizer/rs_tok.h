@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
 #ifdef RS_HAVE_PCRE2

@@ -1,5 +1,6 @@
 /* rs_tokenizer.c — the public tokenizer API (rs_tokenizer.h): the byte tokenizer, opening a
  * checkpoint's tokenizer files, encode / count / decode. The BPE machinery is in rs_tok_*.c. */
+#include "replayssm/eval/rs_sha256.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
 #include <dirent.h>
@@ -9,10 +10,9 @@
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
-#include <zlib.h>
 
 #include "rs_check.h"
-#include "../rs_input.h"
+#include "input/rs_input.h"
 #include "rs_tok.h"
 
 #define TK_MAX_FILE ((size_t)1 << 30)
@@ -35,129 +35,20 @@ static const char *const QWEN35_SPECIALS[] = {
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
-static int ends_with_(const char *s, const char *suf)
-{
-    const size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
-
 rs_status rs_tokenizer_read_input(const char *path, char **data, size_t *len)
 {
     RS_CHECK(path && data && len, RS_E_INVAL, "rs_tokenizer_read_input: NULL argument");
-    *data = NULL;
-    *len = 0;
-    FILE *f = NULL;
-    size_t sz = 0;
-    RS_TRY(rs_input_fopen(path, RS_TOKENIZER_INPUT_MAX_BYTES, &f, &sz));
-    char *buf = (char *)malloc(sz + 1);
-    if (!buf) {
-        fclose(f);
-        return rs_error_set(RS_E_NOMEM, "%s: out of memory for %zu bytes", path, sz);
-    }
-    const size_t got = fread(buf, 1, sz, f);
-    const int err = ferror(f);
-    fclose(f);
-    if (got != sz || err) {
-        free(buf);
-        return rs_error_set(RS_E_IO, "%s: read error (%zu of %zu bytes)", path, got, sz);
-    }
-    buf[sz] = '\0';
-    *data = buf;
-    *len = sz;
-    return RS_OK;
+    return rs_input_read_all(path, RS_TOKENIZER_INPUT_MAX_BYTES, 0, data, len, NULL);
 }
 
 /* the whole file (gunzipped when the name ends in .gz) into *out (NUL-terminated); the digest of
  * the bytes as stored into sha_stored, of the content into sha_content (either may be NULL) */
 static rs_status read_file_(const char *path, char **out, size_t *n, char *sha_stored, char *sha_content)
 {
-    *out = NULL;
-    *n = 0;
-    /* regular (a FIFO is refused, not waited on) and at most TK_MAX_FILE */
-    FILE *f = NULL;
-    size_t sz = 0;
-    RS_TRY(rs_input_fopen(path, TK_MAX_FILE, &f, &sz));
-    char *raw = (char *)malloc(sz + 1);
-    if (!raw) {
-        fclose(f);
-        return rs_error_set(RS_E_NOMEM, "%s: out of memory", path);
-    }
-    const size_t got = fread(raw, 1, sz, f);
-    fclose(f);
-    if (got != sz) {
-        free(raw);
-        return rs_error_set(RS_E_IO, "%s: read error", path);
-    }
-    raw[sz] = '\0';
-    if (sha_stored) rs_tokenizer_sha256(raw, sz, sha_stored);
-    if (!ends_with_(path, ".gz")) {
-        if (sha_content && sha_stored) memcpy(sha_content, sha_stored, 65);
-        else if (sha_content) rs_tokenizer_sha256(raw, sz, sha_content);
-        *out = raw;
-        *n = sz;
-        return RS_OK;
-    }
-    if (sz < 18 || (uint8_t)raw[0] != 0x1f || (uint8_t)raw[1] != 0x8b) {
-        free(raw);
-        return rs_error_set(RS_E_FORMAT, "%s: not a gzip file (no gzip magic)", path);
-    }
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, 15 + 32) != Z_OK) {
-        free(raw);
-        return rs_error_set(RS_E_NOMEM, "%s: zlib init failed", path);
-    }
-    size_t cap = sz * 4 + 1024, len = 0;
-    char *buf = (char *)malloc(cap + 1);
-    rs_status st = RS_OK;
-    zs.next_in = (Bytef *)raw;
-    zs.avail_in = (uInt)sz;
-    for (;;) {
-        if (!buf) {
-            st = rs_error_set(RS_E_NOMEM, "%s: out of memory", path);
-            break;
-        }
-        if (len == cap) {
-            if (cap >= TK_MAX_FILE) {
-                st = rs_error_set(RS_E_FORMAT, "%s: gunzips to more than %zu MiB", path, TK_MAX_FILE >> 20);
-                break;
-            }
-            cap *= 2;
-            char *nb = (char *)realloc(buf, cap + 1);
-            if (!nb) {
-                st = rs_error_set(RS_E_NOMEM, "%s: out of memory", path);
-                break;
-            }
-            buf = nb;
-        }
-        zs.next_out = (Bytef *)buf + len;
-        const size_t room = cap - len > (size_t)1 << 30 ? (size_t)1 << 30 : cap - len;
-        zs.avail_out = (uInt)room;
-        int zr = inflate(&zs, Z_NO_FLUSH);
-        len += room - zs.avail_out;
-        if (zr == Z_STREAM_END) {
-            if (zs.avail_in != 0) st = rs_error_set(RS_E_FORMAT, "%s: data after the gzip stream", path);
-            break;
-        }
-        if (zr != Z_OK && zr != Z_BUF_ERROR) {
-            st = rs_error_set(RS_E_FORMAT, "%s: corrupt gzip data", path);
-            break;
-        }
-        if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
-            st = rs_error_set(RS_E_FORMAT, "%s: truncated gzip data", path);
-            break;
-        }
-    }
-    inflateEnd(&zs);
-    free(raw);
-    if (st != RS_OK) {
-        free(buf);
-        return st;
-    }
-    buf[len] = '\0';
-    if (sha_content) rs_tokenizer_sha256(buf, len, sha_content);
-    *out = buf;
-    *n = len;
+    /* regular (a FIFO is refused, not waited on), at most TK_MAX_FILE stored and decompressed */
+    RS_TRY(rs_input_read_all(path, TK_MAX_FILE, RS_INPUT_GUNZIP, out, n, sha_stored));
+    if (sha_content && sha_stored && !rs_input_ends_with(path, ".gz")) memcpy(sha_content, sha_stored, 65);
+    else if (sha_content) rs_sha256(*out, *n, sha_content);
     return RS_OK;
 }
 
@@ -180,7 +71,7 @@ rs_tokenizer_format rs_tokenizer_probe(const char *model_dir, char *file, size_t
     char best[1024] = "";
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.') continue;
-        if (!ends_with_(e->d_name, ".tiktoken") && !ends_with_(e->d_name, ".tiktoken.gz")) continue;
+        if (!rs_input_ends_with(e->d_name, ".tiktoken") && !rs_input_ends_with(e->d_name, ".tiktoken.gz")) continue;
         if (strlen(e->d_name) >= sizeof best) continue;
         if (!best[0] || strcmp(e->d_name, best) < 0) snprintf(best, sizeof best, "%s", e->d_name);
     }
@@ -196,7 +87,7 @@ static int count_tiktoken_files_(const char *dir)
     if (!d) return 0;
     int n = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;)
-        if (e->d_name[0] != '.' && (ends_with_(e->d_name, ".tiktoken") || ends_with_(e->d_name, ".tiktoken.gz"))) n++;
+        if (e->d_name[0] != '.' && (rs_input_ends_with(e->d_name, ".tiktoken") || rs_input_ends_with(e->d_name, ".tiktoken.gz"))) n++;
     closedir(d);
     return n;
 }
@@ -211,28 +102,28 @@ static void set_byte_(rs_tokenizer *tok)
     tok->format = RS_TOKFMT_BYTE;
 }
 
-rs_status rs_tokenizer_for_model(const rs_model_config *cfg, const char *label, rs_tokenizer *tok)
+rs_status rs_tokenizer_for_model(rs_tokenizer_kind kind, int vocab, const char *label, rs_tokenizer *tok)
 {
-    RS_CHECK(cfg && tok, RS_E_INVAL, "tokenizer: NULL argument");
+    RS_CHECK(tok, RS_E_INVAL, "tokenizer: NULL argument");
     if (!label) label = "model";
     memset(tok, 0, sizeof *tok);
-    if (cfg->tokenizer == RS_TOKENIZER_BYTE) {
-        RS_CHECK(cfg->vocab == 256, RS_E_UNSUPPORTED,
-                 "%s: byte-level tokenizer needs vocab_size 256, the config says %d", label, cfg->vocab);
+    if (kind == RS_TOKENIZER_BYTE) {
+        RS_CHECK(vocab == 256, RS_E_UNSUPPORTED,
+                 "%s: byte-level tokenizer needs vocab_size 256, the config says %d", label, vocab);
         set_byte_(tok);
         return RS_OK;
     }
-    if ((int)cfg->tokenizer == RS_TOKENIZER_BPE)
+    if ((int)kind == RS_TOKENIZER_BPE)
         return rs_error_set(RS_E_UNSUPPORTED,
                             "%s: the model directory holds tokenizer files (tokenizer.json or *.tiktoken; vocab_size %d): "
                             "tokenizer not supported yet by this caller, which only knows the config "
                             "(rs_tokenizer_open reads them): refusing to evaluate on wrong token ids",
-                            label, cfg->vocab);
+                            label, vocab);
     return rs_error_set(RS_E_UNSUPPORTED,
                         "%s: tokenizer not supported yet (vocab_size %d is not byte-level; a BPE vocabulary needs the "
                         "checkpoint's tokenizer.json or *.tiktoken, through rs_tokenizer_open): refusing to evaluate "
                         "on wrong token ids",
-                        label, cfg->vocab);
+                        label, vocab);
 }
 
 /* ---- opening --------------------------------------------------------------------------------- */
@@ -297,7 +188,7 @@ rs_status rs_tokenizer_open_file(const char *path, const char *pat_str, const ch
                         "%s: BPE tokenizers need PCRE2 and this build has none (install libpcre2-dev and reconfigure)",
                         path);
 #endif
-    const int is_tt = ends_with_(path, ".tiktoken") || ends_with_(path, ".tiktoken.gz");
+    const int is_tt = rs_input_ends_with(path, ".tiktoken") || rs_input_ends_with(path, ".tiktoken.gz");
     char *text = NULL;
     size_t n = 0;
     char sha_stored[65], sha_content[65];
@@ -359,23 +250,23 @@ static int is_identity_bytes_(const rs_tok_model *m)
     return 1;
 }
 
-rs_status rs_tokenizer_open(const char *model_dir, const rs_model_config *cfg, rs_tokenizer *tok)
+rs_status rs_tokenizer_open(const char *model_dir, int model_vocab, rs_tokenizer *tok)
 {
     RS_CHECK(model_dir && tok, RS_E_INVAL, "rs_tokenizer_open: NULL argument");
     memset(tok, 0, sizeof *tok);
     char file[1024];
     const rs_tokenizer_format fmt = rs_tokenizer_probe(model_dir, file, sizeof file);
     if (fmt == RS_TOKFMT_NONE) {
-        if (cfg && cfg->vocab == 256) {
+        if (model_vocab == 256) {
             set_byte_(tok);
             return RS_OK;
         }
         struct stat sb;
         RS_CHECK(stat(model_dir, &sb) == 0 && S_ISDIR(sb.st_mode), RS_E_IO, "%s: no such model directory", model_dir);
-        if (cfg)
+        if (model_vocab > 0)
             return rs_error_set(RS_E_IO, "%s: no tokenizer.json, tokenizer.json.gz or *.tiktoken in the model directory "
                                 "(vocab_size %d is not byte-level, so the tokenizer must come from there)",
-                                model_dir, cfg->vocab);
+                                model_dir, model_vocab);
         return rs_error_set(RS_E_IO, "%s: no tokenizer.json, tokenizer.json.gz or *.tiktoken in the model directory",
                             model_dir);
     }
@@ -384,8 +275,8 @@ rs_status rs_tokenizer_open(const char *model_dir, const rs_model_config *cfg, r
     char path[2200];
     snprintf(path, sizeof path, "%s/%s", model_dir, file);
     RS_TRY(rs_tokenizer_open_file(path, NULL, NULL, -1, tok));
-    if (!cfg) return RS_OK;
-    if (cfg->vocab == 256) {
+    if (model_vocab <= 0) return RS_OK;
+    if (model_vocab == 256) {
         if (!is_identity_bytes_(tok->model)) {
             const int v = tok->vocab;
             rs_tokenizer_free(tok);
@@ -403,10 +294,10 @@ rs_status rs_tokenizer_open(const char *model_dir, const rs_model_config *cfg, r
         tok->format = RS_TOKFMT_BYTE;
         return RS_OK;
     }
-    if (tok->vocab > cfg->vocab) {
+    if (tok->vocab > model_vocab) {
         /* name the largest id */
         int top = tok->vocab - 1;
-        const int v = cfg->vocab;
+        const int v = model_vocab;
         rs_tokenizer_free(tok);
         return rs_error_set(RS_E_FORMAT, "%s: tokenizer id %d is >= the model's vocab_size %d: refusing", path, top, v);
     }

@@ -1,7 +1,7 @@
-/* replayssm.h — umbrella header of the core layer (libreplayssm-core: common + quant + engine).
+/* replayssm.h — umbrella header of the core layer (libreplayssm-core: quant/ + lib/engine/).
  *
  * One include for everything libreplayssm-core exports, which links libm only:
- *   status codes and the per-thread error message   replayssm/common/rs_status.h
+ *   status codes and the per-thread error message   replayssm/quant/rs_status.h
  *   scalar codecs E4M3 / E2M1 / FP16 / BF16         replayssm/quant/rs_minifloat.h
  *   storage formats and their string grammar        replayssm/quant/rs_format.h
  *   block quantizers with packed storage            replayssm/quant/rs_qtensor.h
@@ -9,8 +9,8 @@
  *   one head's recurrences (Mamba-2, GDN)           replayssm/engine/rs_ssm.h
  *   state precision policies                        replayssm/engine/rs_policy.h
  *   the state engine object (rs_head)               replayssm/engine/rs_head.h
- * i.e. every public header of common/, quant/ and engine/ (tests/layering checks that it stays
- * so). The engine's record ring and replay operators are private (engine/rs_ring.h, rs_replay.h).
+ * i.e. every public header of quant/ and engine/ (tests/layering checks that it stays so). The
+ * engine's record ring and replay operators are private (lib/engine/rs_ring.h, rs_replay.h).
  *
  * The other layers are not included here, because each brings a library with heavier
  * dependencies; include their headers one by one:
@@ -24,8 +24,8 @@
 #ifndef REPLAYSSM_H
 #define REPLAYSSM_H
 
-#include "replayssm/common/rs_mathf.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_mathf.h"
+#include "replayssm/quant/rs_status.h"
 #include "replayssm/quant/rs_format.h"
 #include "replayssm/quant/rs_minifloat.h"
 #include "replayssm/quant/rs_philox.h"

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """check_clocks.py — the bench's per-row clock and power-cap columns against nvidia-smi, an independent reader.
 
-`kernels/run_gpu_stages.sh` with RS_SMI_MS=50 writes, beside bench.h5, nvidia-smi's samples (smi.csv: time, SM
-clock, power, clock event reasons) and the bench's output with a time stamp a line (bench_ts.log). A row is printed
-when its timing has ended, so its timed window is the time stamp minus (median us x steps x reps), approximately;
-this compares, for every row with at least three nvidia-smi samples in that window, the row's `sm_mhz` with the
-samples' mean SM clock and its `pcap_frac` with the share of samples whose reasons include the software power cap
-(0x4). Used in the fifteenth session (docs/kernels-notes.md "v6h"): median clock difference 0 MHz, 90th percentile
-23 MHz over 323 rows.
+OUTDIR holds bench.h5, nvidia-smi's samples taken while the bench ran (smi.csv) and the bench's output with a time
+stamp a line (bench_ts.log), e.g.:
+
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+        --format=csv -lms 50 > OUT/smi.csv &
+    ./build/replayssm bench --out OUT/bench.h5 | while IFS= read -r l; do printf '%s %s\n' "$(date +%H:%M:%S.%3N)" "$l"; done > OUT/bench_ts.log
+    kill %1
+
+A row is printed when its timing has ended, so its timed window is the time stamp minus (median us x steps x reps),
+approximately; this compares, for every row with at least three nvidia-smi samples in that window, the row's
+`sm_mhz` with the samples' mean SM clock and its `pcap_frac` with the share of samples whose reasons include the
+software power cap (0x4). On the H200 (docs/kernels.md): median clock difference 0 MHz, 90th percentile 23 MHz over
+323 rows.
 
     python3 kernels/bench/check_clocks.py OUTDIR [--steps 16 --reps 50]
 """

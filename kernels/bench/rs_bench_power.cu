@@ -6,9 +6,9 @@
  * NVIDIA's nvidia-ml-py 13.615): nvmlDevice_t an opaque pointer; nvmlSample_t {unsigned long long timeStamp (us,
  * CPU clock); nvmlValue_t sampleValue (an 8-byte union)}; nvmlViolationTime_t {referenceTime; violationTime (ns)};
  * NVML_TOTAL_POWER_SAMPLES 0 (mW); NVML_PERF_POLICY_POWER 0; NVML_CLOCK_SM 1; NVML_VALUE_TYPE_* 0 double .. 6
- * unsigned short. The driver's own SM-clock samples (NVML_PROCESSOR_CLK_SAMPLES) came back empty on the lent H200
- * (fifteenth session), so the clock is read once a timed replay instead (nvmlDeviceGetClockInfo, the driver's
- * current value, which it updates about every 100 ms). */
+ * unsigned short. The driver's own SM-clock samples (NVML_PROCESSOR_CLK_SAMPLES) came back empty on an H200, so the
+ * clock is read once a timed replay instead (nvmlDeviceGetClockInfo, the driver's current value, which it updates
+ * about every 100 ms). */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <sys/time.h>

@@ -3,7 +3,7 @@
  * Why: the H200 holds its board power at 700 W by lowering the SM clock (NVML's software power cap, clock event
  * reason 0x4). The ReplaySSM steps at B >= 128 draw ~700 W, so their rows are timed at 1.5-1.98 GHz depending on
  * where the power controller stands, and the latency-bound fp32 read follows the clock: two rows of the same kernel
- * measured 5-7 % apart in one run (fifteenth session, kernels-notes "v6h"). Each row therefore records the mean SM
+ * measured 5-7 % apart in one run (docs/kernels.md). Each row therefore records the mean SM
  * clock, the mean board power and the fraction of its timed window spent power-capped, so a reader can tell a
  * kernel's difference from the controller's.
  *
@@ -34,7 +34,7 @@ void rs_bench_power_end(const rs_bench_power *p, double *sm_mhz, double *power_w
 
 /* Why the fields are NaN: rs_cuda_bench_power_unavailable (rs_cuda_bench.h), defined with the probe. */
 
-/* The reductions, apart from NVML (kernels/tests/test_cuda_bench_power.cu checks them without a GPU). */
+/* The reductions, apart from NVML (tests/cuda/test_cuda_bench_power.cu checks them without a GPU). */
 typedef struct rs_bench_sample {
     unsigned long long ts; /* us, NVML's CPU time stamp */
     double v;

@@ -1,7 +1,7 @@
 /* rs_cuda_bench.cu — timing harness of the decode kernels (rs_cuda_bench.h): rotating input
  * sets larger than the L2, CUDA graphs of consecutive steps, CUDA events, median of reps.
  * The benchmark sub-module of kernels/ (kernels/bench/): it drives the kernels through the
- * public launchers of rs_cuda.h only, and `replayssm bench` (cli/cmd_bench.c) is its caller.
+ * public launchers of rs_cuda.h only, and `replayssm bench` (eval/cli/cmd_bench.c) is its caller.
  * Host code is plain C-style C++ (no C++ library), so the C CLI links it without libstdc++.
  */
 #include <cuda_runtime.h>
@@ -18,19 +18,13 @@
 #include "rs_check.h"
 #include "rs_bench_power.h" /* clocks, power and power-cap time of the timed window */
 
-#define BENCH_CK(call, what)                                                                       \
-    do {                                                                                           \
-        const cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                                   \
-            st = rs_error_set(RS_E_CUDA, "rs_cuda_bench: %s: %s", what, cudaGetErrorString(e_));   \
-            goto done;                                                                             \
-        }                                                                                          \
-    } while (0)
+/* inside a routine with a local `rs_status st` and a `done:` clean-up: a failed call jumps there */
 #define BENCH_TRY(call)                                                                            \
     do {                                                                                           \
         st = (call);                                                                               \
         if (st != RS_OK) goto done;                                                                \
     } while (0)
+#define BENCH_CK(call, what) BENCH_TRY(rs_cuda_call_status((call), (what))) /* a CUDA runtime call */
 
 /* hashed uniforms in [lo, hi) (never zeros: METHOD.md) */
 __global__ void rs_k_bench_fill(float *x, size_t n, uint64_t salt, float lo, float hi)
@@ -73,8 +67,8 @@ extern "C" rs_status rs_cuda_bench_device(char *name, size_t name_size, int *sms
     if (e != cudaSuccess || n == 0)
         return rs_error_set(RS_E_CUDA, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
     cudaDeviceProp p;
-    RS_TRY(rs_cuda_call_status(cudaGetDevice(&dev), "rs_cuda_bench_device", "cudaGetDevice"));
-    RS_TRY(rs_cuda_call_status(cudaGetDeviceProperties(&p, dev), "rs_cuda_bench_device", "cudaGetDeviceProperties"));
+    RS_CUDA_TRY(cudaGetDevice(&dev), "rs_cuda_bench_device: cudaGetDevice");
+    RS_CUDA_TRY(cudaGetDeviceProperties(&p, dev), "rs_cuda_bench_device: cudaGetDeviceProperties");
     if (name && name_size) snprintf(name, name_size, "%s (sm_%d%d)", p.name, p.major, p.minor);
     if (sms) *sms = p.multiProcessorCount;
     if (l2_bytes) *l2_bytes = (size_t)p.l2CacheSize;
@@ -383,7 +377,7 @@ static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r)
             rs.ring_dtype = c->ring_dtype, rs.L = L, rs.fill = dfill + (p % nph) * B, rs.work = work;
             rs.ckpt_read = lp ? &x->rq : NULL, rs.rows_per_warp = c->rows_per_warp;
             rs.lp_kernel = c->lp_kernel, rs.launch = c->launch;
-            ls = rs_cuda_replay_decode(c->fam, &d, &io, &rs, s);
+            ls = rs_cuda_replay_decode(c->fam, &d, &io, &rs, &c->opts, s);
             break;
         }
         case RS_BENCH_VERIFY_SNAPSHOT: ls = rs_cuda_snapshot_verify(c->fam, &d, T, &io, x->S, x->snap, s); break;
@@ -393,7 +387,7 @@ static rs_status bench_run(const rs_bench_case *c, rs_bench_result *r)
             vs.S_ckpt = x->S, vs.ring_v = x->ring_v, vs.ring_k = x->ring_k, vs.ring_alpha = x->ring_alpha;
             vs.ring_dtype = c->ring_dtype, vs.L = L, vs.cap = C, vs.fill = dfill + (p % nph) * B, vs.start = dstart;
             vs.work = work, vs.kernel = c->verify_kernel;
-            ls = rs_cuda_replay_verify(c->fam, &d, T, &io, &vs, s);
+            ls = rs_cuda_replay_verify(c->fam, &d, T, &io, &vs, &c->opts, s);
             break;
         }
         }

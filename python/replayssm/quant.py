@@ -1,8 +1,9 @@
 """quantize / dequantize / roundtrip of numpy float32 arrays through the C quantizers
 (quant/rs_qflat.h over quant/rs_qtensor.c): the same bits as the C API, zero-copy.
 
-Formats are the C grammar's strings (include/replayssm/quant/rs_format.h), e.g. "fp32", "fp16-rtn",
-"bf16-sr", "fp8-rtn", "fp8-sr+pow2", "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8", "nvfp4-rtn+floor".
+Formats are the C grammar's strings (include/replayssm/quant/rs_format.h), parsed by the C library
+itself, e.g. "fp32", "fp16-rtn", "bf16-sr", "fp8-rtn", "fp8-sr+pow2", "nvfp4-rtn", "nvfp4-sr",
+"nvfp4-sr8", "nvfp4-rtn+floor"; a bare base ("nvfp4") is its RTN format, as in every command.
 """
 import ctypes
 from dataclasses import dataclass
@@ -12,8 +13,9 @@ import numpy as np
 
 from ._lib import check, lib
 
-# dtype of the codes array per base format (rs_qtensor.h's storage table)
-_CODE_DTYPE = {"fp32": np.float32, "fp16": np.uint16, "bf16": np.uint16, "fp8": np.uint8, "nvfp4": np.uint8}
+# dtype of the codes array by code bytes per element (rs_qtensor.h's storage table): fp32 4, fp16 / bf16
+# 2, fp8 1 and nvfp4 1/2 (uint8)
+_CODE_DTYPE = {4.0: np.float32, 2.0: np.uint16}
 
 
 @dataclass
@@ -114,8 +116,8 @@ def quantize(array, fmt, seed=0, stream=0, tensor_extent=None):
     seed, stream = _key(seed, stream)
     name = canonical(fmt)
     b = _sizes(name, n, E)
-    base = name.split("-")[0]
-    codes = np.empty(b[0] // np.dtype(_CODE_DTYPE[base]).itemsize, dtype=_CODE_DTYPE[base])
+    dt = _CODE_DTYPE.get(b[0] / n, np.uint8)  # by the C layout's code bytes per element, not by the name
+    codes = np.empty(b[0] // np.dtype(dt).itemsize, dtype=dt)
     si = np.empty(b[1] // 4, np.float32) if b[1] else None
     bs = np.empty(b[2], np.uint8) if b[2] else None
     ts = np.empty(b[3] // 4, np.float32) if b[3] else None

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "replayssm/eval/rs_backend.h"
-#include "replayssm/eval/rs_layers.h"
+#include "model/rs_backend.h"
+#include "model/rs_layers.h"
 
 static double now_s(void)
 {

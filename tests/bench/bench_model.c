@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "replayssm/eval/rs_backend.h"
+#include "model/rs_backend.h"
 #include "replayssm/eval/rs_model.h"
-#include "replayssm/eval/rs_runner.h"
+#include "model/rs_runner.h"
 
 #ifndef RS_BENCH_FIXTURES
 #define RS_BENCH_FIXTURES "tests/fixtures/models"
@@ -38,14 +38,12 @@ static size_t env_size_(const char *name, size_t dflt)
 }
 
 /* one timed pass: returns seconds, or a negative value on error (message printed) */
-static double pass_(const rs_model *m, rs_backend *be, const rs_policy *pols, size_t R,
+static double pass_(const rs_model *m, rs_backend *be, const rs_run_spec *runs, size_t R,
                     const int32_t *tok, size_t T, size_t C, double *checksum)
 {
     rs_runner_config rc = rs_runner_config_default();
     rc.n_runs = R;
-    rc.policies = pols;
-    rc.window = 16;
-    rc.seed = 1;
+    rc.runs = runs;
     rc.chunk = C;
     rc.max_tokens = T;
     rs_runner *r = NULL;
@@ -79,9 +77,9 @@ int main(int argc, char **argv)
     const char **dirs = argc > 1 ? (const char **)(argv + 1) : dflt;
     const int ndirs = argc > 1 ? argc - 1 : 2;
     const char *names[5] = {"fp32", "shared:fp32", "conv:bf16-rtn", "shared:fp8-rtn", "split:nvfp4-rtn/fp32"};
-    rs_policy pols[5];
+    rs_run_spec pols[5]; /* window 16, seed 1 */
     for (int i = 0; i < 5; i++)
-        if (rs_policy_parse(names[i], &pols[i]) != RS_OK) {
+        if (rs_run_spec_parse(names[i], "16", 1, &pols[i]) != RS_OK) {
             fprintf(stderr, "bench_model: %s\n", rs_last_error());
             return 1;
         }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# bench_sweep.sh — issue 13 acceptance 4: `replayssm sweep` over windows 4,8,16,32,64 x 2 policies
-# (10 runs) against one `replayssm kl` with 10 policies of one window, same tokens and threads.
-# With one runner for all windows the sweep forwards the fp32 reference once per position, like
-# the kl run, so its wall time should be within 1.25x of it; the old binary (one runner per
-# window: the reference 5 times) is timed too when given.
+# bench_sweep.sh — `replayssm sweep` over windows 4,8,16,32,64 x 2 policies (10 runs) against one
+# `replayssm kl` with 10 policies of one window, same tokens and threads. With one runner for all
+# windows the sweep forwards the fp32 reference once per position, like the kl run, so its wall
+# time should be within 1.25x of it; a second binary (OLD, e.g. another build to compare with) is
+# timed too when given.
 #
 # usage (from the repository root): tests/bench/bench_sweep.sh NEW [OLD] [TOKENS] [THREADS] [REPEATS]
 #   NEW, OLD   replayssm binaries (OLD optional: "" skips it)    defaults: 2048 tokens, 2 threads, 3

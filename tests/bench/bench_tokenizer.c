@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < n_tok; t++) {
         rs_tokenizer tok;
         const double t0 = now_();
-        rs_status st = is_dir_(toks[t]) ? rs_tokenizer_open(toks[t], NULL, &tok)
+        rs_status st = is_dir_(toks[t]) ? rs_tokenizer_open(toks[t], 0, &tok)
                                         : rs_tokenizer_open_file(toks[t], NULL, NULL, -1, &tok);
         if (st != RS_OK) {
             fprintf(stderr, "bench_tokenizer: %s\n", rs_last_error());

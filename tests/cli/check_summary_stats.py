@@ -3,7 +3,7 @@
 `replayssm info --all-stats` against an independent computation with numpy on the log's arrays
 (h5py), on a real run of the gdn fixture model over two PG-19 books.
 
-Checked (eval/rs_kl.h defines them, after llama.cpp's KL-divergence report):
+Checked (replayssm/eval/rs_kl.h defines them, after llama.cpp's KL-divergence report):
   KL mean and its standard error sqrt(var / (n - 1)); KL median, p90, p95, p99, p99.9, max,
   p25, p10, p5, p1, p0.1, min; Δp max, 99.9% .. 0.1%, min; RMS Δp and mean Δp with their
   standard errors; same top-1 %; ln(PPL(run)/PPL(ref)) = mean(nll_run - nll_ref) and its

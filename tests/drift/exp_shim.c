@@ -1,4 +1,4 @@
-/* exp_shim.c — an LD_PRELOAD yardstick (issue 15 acceptance 1, docs/evaluator.md "GPU vs CPU"): how
+/* exp_shim.c — an LD_PRELOAD yardstick (docs/gpu-evaluator.md "Measured performance"): how
  * far does the CPU evaluator's reference NLL move when its expf / log1pf round differently, as
  * CUDA's (a few ulps, not glibc's) do on the GPU? Not linked into anything; build and run:
  *

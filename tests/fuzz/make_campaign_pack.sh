@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PACK=${1:-build-pack-fuzz}
 shift $(( $# > 0 ? 1 : 0 ))
-TARGETS=${*:-h5log} # the tokenizer targets reached 10^7 on 2026-12-01 (docs/fuzzing.md "Totals")
+TARGETS=${*:-h5log} # default: the HDF5 log target; name others (docs/fuzzing.md "Targets") to pack them
 WORK=${PACK_WORK:-$PACK-work}   # the builds and the staging folder (PACKDIR holds only the archive)
 BUILD=$WORK/build
 bash tests/fuzz/libfuzzer.sh 0 "$BUILD" $TARGETS

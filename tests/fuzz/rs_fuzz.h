@@ -41,6 +41,8 @@ int rs_fuzz_tok_json(const uint8_t *data, size_t size);    /* rs_tokenizer_open 
 int rs_fuzz_tok_tiktoken(const uint8_t *data, size_t size); /* rs_tokenizer_open on the bytes as a *.tiktoken rank file */
 int rs_fuzz_tok_encode(const uint8_t *data, size_t size);  /* rs_tokenizer_encode / decode of random bytes, fixed tokenizers */
 int rs_fuzz_npy(const uint8_t *data, size_t size);         /* rs_npy_header_size + rs_npy_parse of a .npy file (rs_fuzz_npy.c) */
+int rs_fuzz_h5raw(const uint8_t *data, size_t size);       /* rs_h5log_open (+ --resume) of the bytes as a log file */
+int rs_fuzz_h5floats(const uint8_t *data, size_t size);    /* rs_h5_read_floats (quant-error --input) of the bytes as an HDF5 file (rs_fuzz_h5floats.c) */
 
 /* every target, NULL-terminated */
 extern const rs_fuzz_target rs_fuzz_targets[];
@@ -55,5 +57,11 @@ const char *rs_fuzz_scratch(void);
 
 /* print "rs_fuzz <target>: <what>" to stderr and abort() (a fuzzer records the input) */
 void rs_fuzz_fail(const char *target, const char *what);
+
+/* for the targets in other files: write a scratch file (fails the target when it cannot), and
+ * require an error to be one of the documented codes (allowed_mask: bit per rs_status) with a
+ * message */
+void rs_fuzz_write_file(const char *target, const char *path, const uint8_t *data, size_t size);
+void rs_fuzz_check_error(const char *target, int status, unsigned allowed_mask);
 
 #endif

@@ -1,4 +1,4 @@
-/* rs_fuzz_npy.c — the fuzz target of the strict .npy reader (eval/rs_npy.h, private to eval/:
+/* rs_fuzz_npy.c — the fuzz target of the strict .npy reader (eval/input/rs_npy.h, private to eval/:
  * this file is compiled with eval/ on the include path), the header of `kl --token-ids FILE.npy`.
  * The bytes are a whole file. The target calls the reader as the evaluator does
  * (rs_kleval_input.c: rs_npy_header_size on the first 12 bytes, then rs_npy_parse on exactly the
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replayssm/common/rs_status.h"
-#include "rs_npy.h"
+#include "replayssm/quant/rs_status.h"
+#include "input/rs_npy.h"
 
 static const char *T = "npy";
 

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
 #ifndef RS_FIXTURE_DIR
@@ -139,7 +139,7 @@ int rs_fuzz_tok_json(const uint8_t *data, size_t size)
     const char *d = dir_("json");
     put_(T, d, "tokenizer.json", data, size);
     rs_tokenizer tok;
-    rs_status st = rs_tokenizer_open(d, NULL, &tok);
+    rs_status st = rs_tokenizer_open(d, 0, &tok);
     if (st != RS_OK) {
         tok_error_(T, st, BIT(RS_E_FORMAT) | BIT(RS_E_UNSUPPORTED) | BIT(RS_E_NOMEM));
         if (tok.model) rs_fuzz_fail(T, "a refused tokenizer left a model behind");
@@ -165,7 +165,7 @@ int rs_fuzz_tok_tiktoken(const uint8_t *data, size_t size)
     cfg_written = 1;
     put_(T, d, "fuzz.tiktoken", data, size);
     rs_tokenizer tok;
-    rs_status st = rs_tokenizer_open(d, NULL, &tok);
+    rs_status st = rs_tokenizer_open(d, 0, &tok);
     if (st != RS_OK) {
         tok_error_(T, st, BIT(RS_E_FORMAT) | BIT(RS_E_UNSUPPORTED) | BIT(RS_E_NOMEM));
         return 0;
@@ -187,9 +187,9 @@ static void enc_init_(void)
     snprintf(p[0], sizeof p[0], "%s/tokenizers/books-llama3", fixtures_());
     snprintf(p[1], sizeof p[1], "%s/../../data/tokenizers/qwen3.5/qwen3_6.tiktoken.gz", fixtures_());
     snprintf(p[2], sizeof p[2], "%s/tokenizers/books-fallback", fixtures_());
-    if (rs_tokenizer_open(p[0], NULL, &g_enc_[0]) != RS_OK ||
+    if (rs_tokenizer_open(p[0], 0, &g_enc_[0]) != RS_OK ||
         rs_tokenizer_open_file(p[1], NULL, NULL, -1, &g_enc_[1]) != RS_OK ||
-        rs_tokenizer_open(p[2], NULL, &g_enc_[2]) != RS_OK)
+        rs_tokenizer_open(p[2], 0, &g_enc_[2]) != RS_OK)
         rs_fuzz_fail(T, "cannot open the fixture tokenizers");
     g_enc_ready_ = 1;
 }

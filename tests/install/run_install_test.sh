@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # run_install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR CC CMAKE LIBDIR VERSION HAVE_CUDA
 #
-# CTest test `install` (issue 13, acceptance 2): install the build into a temporary prefix and
+# CTest test `install`: install the build into a temporary prefix and
 # use it the way README "Using the library from C" says, then check what was installed.
-#   1. README's example code blocks are byte-equal to examples/ (so they cannot drift).
+#   1. README's example code blocks are byte-equal to tests/examples/ (so they cannot drift).
 #   2. README's pkg-config commands, run verbatim (HOME points into WORK_DIR, so its prefix
 #      $HOME/.local is temporary): install, build the two core examples, run them.
-#   3. README's CMake commands, verbatim: examples/cmake with find_package(replayssm), a program
+#   3. README's CMake commands, verbatim: tests/examples/cmake with find_package(replayssm), a program
 #      on the shared and one on the static eval + theory + core libraries; both run.
 #   4. The core example, libreplayssm-core.so and libreplayssm-core.a need none of HDF5, OpenBLAS,
 #      cJSON, GSL, OpenMP or zlib (readelf NEEDED, ldd, nm); the same probes do find them in
@@ -29,7 +29,7 @@ mkdir -p "$WORK/home"
 cd "$WORK"
 # README's commands run from the repository root; give them one with only what they use.
 ln -s "$BUILD" build
-ln -s "$SRC/examples" examples
+mkdir -p tests && ln -s "$SRC/tests/examples" tests/examples
 ln -s "$SRC/data" data
 export HOME="$WORK/home"
 # README says `cc` and `cmake`: make those the configured compiler and this CMake.
@@ -37,7 +37,7 @@ cc() { "$CC_BIN" "$@"; }
 cmake() { "$CMAKE_BIN" "$@"; }
 export -f cc cmake
 export CC_BIN CMAKE_BIN
-export CC="$CC_BIN"   # the compiler CMake picks for examples/cmake
+export CC="$CC_BIN"   # the compiler CMake picks for tests/examples/cmake
 
 # readme_block MARKER: the fenced block that follows the line "<!-- MARKER -->" in README.md.
 readme_block() {
@@ -48,9 +48,9 @@ readme_block() {
         found == 2 { print }' "$SRC/README.md"
 }
 
-# ---- 1. README code == examples/ ------------------------------------------------------------------
-step "README code blocks vs examples/"
-for f in examples/quantize_nvfp4.c examples/mamba2_split.c examples/cmake/CMakeLists.txt; do
+# ---- 1. README code == tests/examples/ ------------------------------------------------------------------
+step "README code blocks vs tests/examples/"
+for f in tests/examples/quantize_nvfp4.c tests/examples/mamba2_split.c tests/examples/cmake/CMakeLists.txt; do
     readme_block "example: $f" > readme_block.txt
     [ -s readme_block.txt ] || fail "README.md has no code block after '<!-- example: $f -->'"
     diff -u "$SRC/$f" readme_block.txt || fail "README.md's code block differs from $f (diff above)"
@@ -81,7 +81,7 @@ bash -euo pipefail -c "$(cat cmake_commands.sh)" > cmake_commands.log 2>&1 \
     || { cat cmake_commands.log; fail "README's find_package commands failed"; }
 grep -v "^--" cmake_commands.log | grep -iv "^\[\|Scanning\|Built target\|Linking\|Building" || true
 [ -x build-example/model_window ] && [ -x build-example/model_window_static ] \
-    || fail "examples/cmake did not build model_window and model_window_static"
+    || fail "tests/examples/cmake did not build model_window and model_window_static"
 ./build-example/model_window_static data/models/gdn-tiny split:nvfp4-rtn/fp32 \
     || fail "model_window_static (static eval + theory + core) failed"
 # the shared one uses the installed shared libraries; the static one none of ours
@@ -129,7 +129,7 @@ undef_dyn "$EVAL_SO" | grep -E '^H5' > /dev/null || fail "probe check: nm does n
 nm --undefined-only "$P/$LIBDIR/libreplayssm-eval.a" | awk 'NF {print $NF}' | grep -E '^cJSON_' > /dev/null \
     || fail "probe check: nm does not show cJSON_* in libreplayssm-eval.a"
 # static: the archive links with libm alone, and the program then needs no replayssm library
-"$CC_BIN" -std=c11 examples/quantize_nvfp4.c -I"$P/include" "$CORE_A" -lm -o quantize_static \
+"$CC_BIN" -std=c11 tests/examples/quantize_nvfp4.c -I"$P/include" "$CORE_A" -lm -o quantize_static \
     || fail "quantize_nvfp4 does not link against libreplayssm-core.a with -lm alone"
 ./quantize_static > /dev/null || fail "statically linked quantize_nvfp4 failed"
 ! needed quantize_static | grep -E 'replayssm|hdf5|blas|cjson|gsl|gomp' || fail "quantize_static needs the above"
@@ -198,10 +198,11 @@ EOF
 #include <stdio.h>
 #include "replayssm/cuda/rs_cuda.h"
 int main(void) {
-    rs_cuda_set_warps_per_head(4);
-    int w = rs_cuda_get_warps_per_head();
-    printf("replayssm::cuda linked: %d warps per head\n", w);
-    return w == 4 ? 0 : 1;
+    const rs_cuda_launch_opts opts = {0, 0, 0, 0, 0};
+    size_t b = rs_cuda_dtype_bytes(RS_CUDA_BF16);
+    int n = rs_cuda_replay_launches(RS_SSM_MAMBA2, NULL, NULL, NULL, &opts); /* NULL arguments: 0 */
+    printf("replayssm::cuda linked: bf16 is %zu bytes\n", b);
+    return b == 2 && n == 0 ? 0 : 1;
 }
 EOF
     "$CMAKE_BIN" -S cuda-example -B cuda-example/build -DCMAKE_PREFIX_PATH="$P" > cuda-example.log 2>&1 \
@@ -209,6 +210,12 @@ EOF
         || { cat cuda-example.log; fail "find_package(replayssm COMPONENTS cuda) + replayssm::cuda failed"; }
     ./cuda-example/build/cuda_link || fail "the replayssm::cuda program failed"
 fi
+# the GPU evaluator's headers declare libreplayssm-evalcuda, an in-tree library that is not
+# installed (cmake/rs_install.cmake), so they are not installed either
+for h in rs_scorer_cuda.h rs_gpu_info.h; do
+    [ ! -e "$P/include/replayssm/eval/$h" ] || fail "eval/$h installed without its library"
+    excl+=(-x "$h")
+done
 diff -r "${excl[@]}" "$SRC/include/replayssm" "$P/include/replayssm" \
     || fail "installed headers differ from include/replayssm (above)"
 # every installed header compiles on its own, warning-free, as strict C11
@@ -222,8 +229,8 @@ while IFS= read -r h; do
 done < <(find "$P/include" -name '*.h' | sort)
 echo "$n headers compile alone"
 for f in quantize_nvfp4.c mamba2_split.c cmake/model_window.c; do
-    "$CC_BIN" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$P/include" "examples/$f" \
-        || fail "examples/$f has warnings"
+    "$CC_BIN" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$P/include" "tests/examples/$f" \
+        || fail "tests/examples/$f has warnings"
 done
 # the version file (what find_package(replayssm X.Y) consults): 0.x, so the same major.minor only
 cat > version_check.cmake <<'EOF'

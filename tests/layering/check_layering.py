@@ -1,39 +1,44 @@
 #!/usr/bin/env python3
-"""check_layering.py — the module whiteboard of docs/architecture.md, enforced on every include.
+"""check_layering.py — the rooms of docs/architecture.md, enforced on every include.
 
 Usage: check_layering.py ROOT          check the tree at ROOT (exit 1 listing every violation)
        check_layering.py --self-test   plant one violation of each kind in a copy of this tree
                                        (from the script's location) and require each to be caught
 
-Every `#include "..."` of every .c/.h/.cu/.cuh under common/ quant/ engine/ theory/ eval/
-kernels/ cli/ include/replayssm/ examples/ is resolved the way the build resolves it:
+Every `#include "..."` of every .c/.h/.cu/.cuh under quant/ lib/ kernels/ eval/ include/replayssm/
+tests/examples/ is resolved the way the build resolves it:
   1. the includer's own directory            (the compiler's first stop for "...")
   2. include/                                (RS_PUBLIC_INCLUDE, on every target's path)
-  3. common/, engine/                        (RS_PRIVATE_INCLUDE, on every library target's path)
-  4. the includer's module root              (e.g. kernels/ for kernels/tests/*.cu)
-  5. any other module root                   (a target may add one, as kernels' bench driver
-                                              adds cli/; the rules below then judge it)
-An include that resolves nowhere, or only ambiguously in step 5, is a violation.
+  3. quant/, lib/, eval/, kernels/           (RS_PRIVATE_INCLUDE: rs_check.h bare, another room's
+                                              private header by its room path, "engine/rs_dot.h",
+                                              "model/rs_runner.h"; the kernels' CUDA helpers bare,
+                                              "rs_cuda_common.cuh", for the rooms that may see kernels)
+An include that resolves nowhere is a violation.
 
-The target file's module is its top directory (include/replayssm/<m>/ is module m's public set;
-include/replayssm/cuda/ belongs to kernels). Rules — a file of module M may include:
-  common   common
-  quant    common, quant
-  engine   common, quant, engine
-  theory   common, quant, engine, theory         (not eval, kernels, cli)
-  eval     common, quant, engine, eval           (not theory, kernels, cli)
-  kernels  common, quant, engine, theory, kernels (not eval, cli)
-  evalcuda common, quant, engine, eval, kernels, evalcuda (eval/cuda/: the GPU evaluator)
-  cli      every module
+A file's room is where it lives (quant/ -> quant, lib/engine/ -> engine, lib/theory/ -> theory,
+kernels/** -> kernels, eval/<room>/ -> <room>, tests/examples/ -> examples); a public header's room
+is its folder under include/replayssm/ (cuda/ is kernels'), and for include/replayssm/eval/ the
+table EVAL_PUBLIC below. One-way rooms, each may include (besides itself):
+  quant      -
+  engine     quant                                 (lib/: the state engine)
+  theory     quant, engine                         (lib/: Appendix C)
+  kernels    quant, engine, theory
+  input      quant                                 (eval/ rooms, bottom-up)
+  tokenizer  quant, input
+  model      quant, engine, input, tokenizer
+  log        quant, input
+  kleval     quant, engine, input, tokenizer, model, log
+  gpu        quant, engine, kernels, input, tokenizer, model, log, kleval
+  cli        every room (the program: argument parsing and library calls)
 and moreover:
-  - a public header (include/replayssm/**) obeys its module's rule and includes public
-    headers only; include/replayssm/replayssm.h (the core umbrella) includes public headers of
-    common, quant and engine only, and all of them but the building blocks in UMBRELLA_EXEMPT;
-  - library modules may include private headers of modules they may include (they are built
-    together: eval/model/rs_backend_cpu.c uses engine/rs_dot.h); these are listed as notes;
-  - cli may include its own private headers and, of other modules, common/rs_check.h only:
-    it is a client of the libraries' public API;
-  - examples/ include public headers only (they build against an installed prefix);
+  - a public header obeys its room's rule and includes public headers only; the core umbrella
+    include/replayssm/replayssm.h includes public headers of quant and engine only, and all of
+    them but the building blocks in UMBRELLA_EXEMPT;
+  - a room may include private headers of the rooms it may include (they are built together);
+    these are listed as notes;
+  - cli may include its own private headers and, of other rooms, quant/rs_check.h only: it is a
+    client of the libraries' public API;
+  - tests/examples/ include public headers only (they build against an installed prefix);
   - no public header includes a header of a private dependency: <hdf5.h>, <H5*.h>, <cblas.h>,
     <gsl/...>, <cjson/...>, <omp.h>, <zlib.h> (the libraries must stay usable without them).
 """
@@ -44,34 +49,53 @@ import subprocess
 import sys
 import tempfile
 
-SCANNED = ["common", "quant", "engine", "theory", "eval", "kernels", "cli", "include/replayssm", "examples"]
-MODULE_ROOTS = ["common", "quant", "engine", "theory", "eval", "kernels", "cli"]
-# sub-modules: a folder inside a module root that is a module of its own (checked first)
-SUB_MODULES = {"eval/cuda": "evalcuda"}
-PRIVATE_PATH = ["common", "engine"]  # RS_PRIVATE_INCLUDE in CMakeLists.txt
+SCANNED = ["quant", "lib", "kernels", "eval", "include/replayssm", "tests/examples"]
+# folder -> room, longest prefix first
+ROOM_DIRS = [("lib/engine", "engine"), ("lib/theory", "theory"), ("quant", "quant"), ("kernels", "kernels"),
+             ("eval/input", "input"), ("eval/tokenizer", "tokenizer"), ("eval/model", "model"),
+             ("eval/log", "log"), ("eval/kleval", "kleval"), ("eval/gpu", "gpu"), ("eval/cli", "cli"),
+             ("tests/examples", "examples")]
+PRIVATE_PATH = ["quant", "lib", "eval", "kernels"]  # RS_PRIVATE_INCLUDE in CMakeLists.txt
 EXTENSIONS = (".c", ".h", ".cu", ".cuh")
-PUBLIC_DIRS = {"common": "common", "quant": "quant", "engine": "engine", "theory": "theory",
-               "eval": "eval", "cuda": "kernels", "evalcuda": "evalcuda"}
-ALLOWED = {
-    "common": {"common"},
-    "quant": {"common", "quant"},
-    "engine": {"common", "quant", "engine"},
-    "theory": {"common", "quant", "engine", "theory"},
-    "eval": {"common", "quant", "engine", "eval"},
-    "kernels": {"common", "quant", "engine", "theory", "kernels"},
-    "evalcuda": {"common", "quant", "engine", "eval", "kernels", "evalcuda"},
-    "cli": set(MODULE_ROOTS) | {"evalcuda"},
+PUBLIC_DIRS = {"quant": "quant", "engine": "engine", "theory": "theory", "cuda": "kernels"}
+# include/replayssm/eval/<header> -> the eval room that implements it
+EVAL_PUBLIC = {
+    "rs_sha256.h": "input", "rs_pg19.h": "input", "rs_text.h": "input",
+    "rs_tokenizer.h": "tokenizer",
+    "rs_model.h": "model", "rs_hf_config.h": "model", "rs_safetensors.h": "model",
+    "rs_h5log.h": "log", "rs_h5log_merge.h": "log", "rs_h5io.h": "log", "rs_h5file.h": "log", "rs_outfile.h": "log",
+    "rs_kl.h": "log", "rs_kleval.h": "kleval", "rs_scorer.h": "kleval",
+    "rs_scorer_cuda.h": "gpu", "rs_gpu_info.h": "gpu",
 }
+BELOW = {
+    "quant": set(),
+    "engine": {"quant"},
+    "theory": {"quant", "engine"},
+    "kernels": {"quant", "engine", "theory"},
+    "input": {"quant"},
+    "tokenizer": {"quant", "input"},
+    "model": {"quant", "engine", "input", "tokenizer"},
+    "log": {"quant", "input"},
+    "kleval": {"quant", "engine", "input", "tokenizer", "model", "log"},
+    "gpu": {"quant", "engine", "kernels", "input", "tokenizer", "model", "log", "kleval"},
+}
+BELOW["cli"] = set(BELOW) | {"theory"}
+ALLOWED = {m: s | {m} for m, s in BELOW.items()}
 UMBRELLA = "include/replayssm/replayssm.h"
-UMBRELLA_MODULES = {"common", "quant", "engine"}
+UMBRELLA_MODULES = {"quant", "engine"}
 # Core public headers the umbrella leaves out on purpose: building blocks shared by the C and
 # CUDA sources, not API (their public wrappers are rs_minifloat.h, rs_philox.h, rs_qtensor.h).
 # Any other core public header must be in the umbrella.
 UMBRELLA_EXEMPT = {
-    "include/replayssm/common/rs_hostdev.h",  # RS_HD / RS_HD_INLINE macros for C + nvcc code
-    "include/replayssm/quant/rs_codec.h",     # header-only integer codec + Philox core
+    "include/replayssm/quant/rs_hostdev.h",  # RS_HD / RS_HD_INLINE macros for C + nvcc code
+    "include/replayssm/quant/rs_codec.h",    # header-only integer codec + Philox core
 }
-CLI_PRIVATE_OK = {"common/rs_check.h"}
+CLI_PRIVATE_OK = {"quant/rs_check.h"}
+# The top level of the tree (docs/architecture.md "The rooms"): the layout card's entries, plus
+# docs/, cmake/, .ci/, the one public include root, python/ (the installable Python package) and
+# scripts/ (bootstrap and the GPU check a person runs); dot-files such as .gitignore are allowed.
+TOP_LEVEL = {"CMakeLists.txt", "README.md", "lib", "quant", "kernels", "eval", "data", "notebooks", "tests",
+             "docs", "cmake", ".ci", "include", "python", "scripts"}
 FORBIDDEN_SYSTEM = re.compile(r"^(hdf5\.h|H5[A-Za-z0-9_]*\.h|cblas\.h|gsl/.*|cjson/.*|omp\.h|zlib\.h)$")
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]')
 
@@ -105,45 +129,32 @@ def strip_comments(text):
 
 
 def classify(rel):
-    """(module, kind) of a repository-relative path; kind is public, umbrella, private or example."""
+    """(room, kind) of a repository-relative path; kind is public, umbrella, private or example."""
     parts = rel.split("/")
     if rel == UMBRELLA:
         return "core", "umbrella"
     if parts[0] == "include":
-        if len(parts) >= 4 and parts[1] == "replayssm" and parts[2] in PUBLIC_DIRS:
+        if len(parts) == 4 and parts[1] == "replayssm" and parts[2] in PUBLIC_DIRS:
             return PUBLIC_DIRS[parts[2]], "public"
+        if len(parts) == 4 and parts[1] == "replayssm" and parts[2] == "eval" and parts[3] in EVAL_PUBLIC:
+            return EVAL_PUBLIC[parts[3]], "public"
         return None, "public"
-    if parts[0] == "examples":
-        return "examples", "example"
-    for prefix, mod in SUB_MODULES.items():
+    for prefix, room in ROOM_DIRS:
         if rel.startswith(prefix + "/"):
-            return mod, "private"
-    if parts[0] in MODULE_ROOTS:
-        return parts[0], "private"
+            return room, ("example" if room == "examples" else "private")
     return None, "private"
 
 
 def resolve(root, includer, name):
     """Repository-relative path of the file `#include "name"` in `includer` reaches, and how;
     or (None, reason)."""
-    def rel_if_file(d):
+    here = os.path.dirname(includer)
+    path = [here, "include"] + PRIVATE_PATH
+    for d in path:
         p = os.path.normpath(os.path.join(root, d, name))
         if os.path.isfile(p):
-            return os.path.relpath(p, root).replace(os.sep, "/")
-        return None
-
-    here = os.path.dirname(includer)
-    own_root = includer.split("/")[0]
-    for d in [here, "include"] + PRIVATE_PATH + ([own_root] if own_root in MODULE_ROOTS else []):
-        r = rel_if_file(d)
-        if r:
-            return r, d
-    hits = [r for r in (rel_if_file(d) for d in MODULE_ROOTS) if r]
-    if len(hits) == 1:
-        return hits[0], "other module root"
-    if len(hits) > 1:
-        return None, "ambiguous: found in " + ", ".join(hits) + " (none on the standard include path)"
-    return None, "not found in the includer's directory, include/, common/, engine/ or any module root"
+            return os.path.relpath(p, root).replace(os.sep, "/"), d
+    return None, "not found in the includer's directory, include/, quant/, lib/, eval/ or kernels/"
 
 
 def check(root):
@@ -160,8 +171,9 @@ def check(root):
     for rel in files:
         mod, kind = classify(rel)
         if mod is None:
-            violations.append(f"{rel}: not in any module (public headers go in include/replayssm/<module>/, "
-                              f"modules: {', '.join(sorted(PUBLIC_DIRS))})")
+            violations.append(f"{rel}: not in any room (public headers go in include/replayssm/<room>/ "
+                              f"({', '.join(sorted(PUBLIC_DIRS))}) or include/replayssm/eval/ with an entry in "
+                              f"EVAL_PUBLIC; sources in one of {', '.join(d for d, _ in ROOM_DIRS)})")
             continue
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as fh:
             text = strip_comments(fh.read())
@@ -182,10 +194,10 @@ def check(root):
                 continue
             tmod, tkind = classify(target)
             if tmod is None:
-                violations.append(f"{where}: resolves to {target}, which is in no module")
+                violations.append(f"{where}: resolves to {target}, which is in no room")
                 continue
             if tkind == "example":
-                violations.append(f"{where}: resolves to {target}: nothing may include examples/")
+                violations.append(f"{where}: resolves to {target}: nothing may include tests/examples/")
                 continue
             tpublic = tkind in ("public", "umbrella")
             arrow = f"{where} -> {target}"
@@ -193,7 +205,7 @@ def check(root):
                 umbrella_includes.add(target)
                 if not tpublic or tmod not in UMBRELLA_MODULES:
                     violations.append(f"{arrow}: the core umbrella may include public headers of "
-                                      f"common, quant and engine only")
+                                      f"quant and engine only")
                 continue
             if kind == "example":
                 if not tpublic:
@@ -215,13 +227,11 @@ def check(root):
             if not tpublic and tmod != mod:
                 if mod == "cli":
                     if target not in CLI_PRIVATE_OK:
-                        violations.append(f"{arrow}: cli may include private headers of other modules "
+                        violations.append(f"{arrow}: cli may include private headers of other rooms "
                                           f"only for {', '.join(sorted(CLI_PRIVATE_OK))}")
                     continue
-                if target != "common/rs_check.h":
+                if target != "quant/rs_check.h":
                     notes.append(f"{arrow}: {mod} uses a private header of {tmod} (allowed: {mod} builds on {tmod})")
-            if how == "other module root":
-                notes.append(f"{arrow}: found only through a module root its target adds to the include path")
     expected = {f for f in files if classify(f)[1] == "public" and classify(f)[0] in UMBRELLA_MODULES
                 and f not in UMBRELLA_EXEMPT}
     if os.path.isfile(os.path.join(root, UMBRELLA)):
@@ -232,8 +242,21 @@ def check(root):
     return files, violations, notes
 
 
+def check_top_level(root):
+    """Top-level entries of the tracked tree outside TOP_LEVEL (nothing when ROOT is no git checkout)."""
+    if not os.path.exists(os.path.join(root, ".git")):
+        return []
+    out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return [f"git ls-files failed in {root}: {out.stderr.strip()}"]
+    tops = {p.split("/")[0] for p in out.stdout.split("\n") if p}
+    return [f"{t}: top-level entry outside the layout (allowed: {', '.join(sorted(TOP_LEVEL))})"
+            for t in sorted(tops) if t not in TOP_LEVEL and not t.startswith(".")]
+
+
 def main_check(root):
     files, violations, notes = check(root)
+    violations += check_top_level(root)
     print(f"layering: {len(files)} files scanned under {', '.join(SCANNED)}")
     for n in notes:
         print(f"note: {n}")
@@ -251,28 +274,34 @@ def main_check(root):
 PLANTS = [
     # (file to append to or create, text, substring the report must contain)
     ("quant/rs_plant_1.c", '#include "replayssm/engine/rs_head.h"\n', "quant may not include engine"),
-    ("engine/rs_plant_2.c", '#include "replayssm/eval/rs_kl.h"\n', "engine may not include eval"),
-    ("eval/rs_plant_3.c", '#include "replayssm/theory/rs_theory.h"\n', "eval may not include theory"),
-    ("eval/model/rs_plant_4.c", '#include "replayssm/cuda/rs_cuda.h"\n', "eval may not include kernels"),
-    ("kernels/rs_plant_5.cu", '#include "replayssm/eval/rs_kl.h"\n', "kernels may not include eval"),
-    ("kernels/rs_plant_6.cu", '#include "rs_plant_cli.h"\n', "kernels may not include cli"),
-    ("cli/rs_plant_cli.h", "/* planted */\n", None),
-    ("common/rs_plant_7.c", '#include "replayssm/quant/rs_format.h"\n', "common may not include quant"),
-    ("theory/rs_plant_8.c", '#include "rs_no_such_header.h"\n', "unresolvable"),
+    ("lib/engine/rs_plant_2.c", '#include "replayssm/eval/rs_kleval.h"\n', "engine may not include kleval"),
+    ("lib/engine/rs_plant_2b.c", '#include "replayssm/theory/rs_theory.h"\n', "engine may not include theory"),
+    ("eval/kleval/rs_plant_3.c", '#include "replayssm/theory/rs_theory.h"\n', "kleval may not include theory"),
+    ("eval/model/rs_plant_4.c", '#include "replayssm/cuda/rs_cuda.h"\n', "model may not include kernels"),
+    ("kernels/rs_plant_5.cu", '#include "replayssm/eval/rs_kl.h"\n', "kernels may not include log"),
+    ("kernels/rs_plant_6.cu", '#include "cli/rs_plant_cli.h"\n', "kernels may not include cli"),
+    ("eval/cli/rs_plant_cli.h", "/* planted */\n", None),
+    ("eval/input/rs_plant_7.c", '#include "replayssm/eval/rs_tokenizer.h"\n', "input may not include tokenizer"),
+    ("eval/tokenizer/rs_plant_7b.c", '#include "model/rs_runner.h"\n', "tokenizer may not include model"),
+    ("eval/log/rs_plant_7c.c", '#include "replayssm/eval/rs_kleval.h"\n', "log may not include kleval"),
+    ("eval/kleval/rs_plant_7d.c", '#include "replayssm/eval/rs_scorer_cuda.h"\n', "kleval may not include gpu"),
+    ("lib/theory/rs_plant_8.c", '#include "rs_no_such_header.h"\n', "unresolvable"),
     ("include/replayssm/quant/rs_plant_9.h", "#include <hdf5.h>\n", "private dependency's header"),
-    ("include/replayssm/engine/rs_plant_10.h", '#include "rs_dot.h"\n', "public headers only"),
-    ("cli/rs_plant_11.c", '#include "rs_dot.h"\n', "cli may include private headers of other modules only"),
-    ("examples/rs_plant_12.c", '#include "rs_check.h"\n', "examples may include public headers only"),
-    ("include/replayssm/nomodule/rs_plant_13.h", "/* planted */\n", "not in any module"),
+    ("include/replayssm/engine/rs_plant_10.h", '#include "engine/rs_dot.h"\n', "public headers only"),
+    ("eval/cli/rs_plant_11.c", '#include "engine/rs_dot.h"\n', "cli may include private headers of other rooms only"),
+    ("tests/examples/rs_plant_12.c", '#include "rs_check.h"\n', "examples may include public headers only"),
+    ("include/replayssm/nomodule/rs_plant_13.h", "/* planted */\n", "not in any room"),
+    ("include/replayssm/eval/rs_plant_13b.h", "/* planted: no EVAL_PUBLIC entry */\n", "not in any room"),
     ("include/replayssm/quant/rs_plant_14.h", "/* a new core header the umbrella lacks */\n",
      "does not include the core public header include/replayssm/quant/rs_plant_14.h"),
 ]
 # must NOT be reported: commented-out includes, and what the rules allow
 CLEAN_PLANTS = [
     ("quant/rs_plant_ok_1.c", '/* #include "replayssm/eval/rs_kl.h" */\n// #include "rs_nothing.h"\n'),
-    ("eval/rs_plant_ok_2.c", '#include "rs_dot.h"\n#include "replayssm/engine/rs_head.h"\n'),
+    ("eval/model/rs_plant_ok_2.c", '#include "engine/rs_dot.h"\n#include "replayssm/engine/rs_head.h"\n'),
     ("kernels/rs_plant_ok_3.cu", '#include "replayssm/theory/rs_theory.h"\n#include "rs_check.h"\n'),
-    ("cli/rs_plant_ok_4.c", '#include "rs_check.h"\n#include "replayssm/eval/rs_kl.h"\n'),
+    ("eval/cli/rs_plant_ok_4.c", '#include "rs_check.h"\n#include "replayssm/eval/rs_kl.h"\n'),
+    ("eval/gpu/rs_plant_ok_5.cu", '#include "replayssm/cuda/rs_cuda.h"\n#include "kleval/rs_scorer_impl.h"\n'),
 ]
 
 
@@ -280,7 +309,7 @@ def self_test():
     src = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     failures = 0
     with tempfile.TemporaryDirectory(prefix="rs-layering-") as tmp:
-        for top in MODULE_ROOTS + ["include", "examples"]:
+        for top in ["quant", "lib", "kernels", "eval", "include", "tests/examples"]:
             if os.path.isdir(os.path.join(src, top)):
                 shutil.copytree(os.path.join(src, top), os.path.join(tmp, top),
                                 ignore=shutil.ignore_patterns("*.o", "*.a", "*.so*"))

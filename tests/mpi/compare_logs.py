@@ -16,8 +16,9 @@ except ImportError as e:  # pragma: no cover
     print(f"compare_logs: {e}")
     sys.exit(1 if os.environ.get("RS_REQUIRE_PYTHON") else 77)
 
-# root attributes that say when / how / where a log was made, not what it holds
-PROVENANCE = {"tool_version", "git_commit", "command_line", "start_time", "end_time", "first_start_time",
+# root attributes that say when / how / where a log was made, not what it holds (`command`: the
+# replayssm command that wrote the file, "merge" for an MPI job's merged log)
+PROVENANCE = {"tool_version", "git_commit", "command_line", "command", "start_time", "end_time", "first_start_time",
               "device", "model_path", "data_path"}
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_mpi.sh REPLAYSSM MPIEXEC SRC_DIR WORK_DIR — `mpirun replayssm sweep` and `replayssm merge`
-# against single-process runs (issue 19, acceptance 1-3; docs/evaluator.md "Scale-out with MPI").
+# against single-process runs (docs/evaluator.md "Scale-out with MPI").
 # Every comparison is tests/mpi/compare_logs.py: h5py reads both logs and requires every dataset
 # bit for bit and every attribute but the provenance (time, command line, host) to be equal.
 #  1. mpirun -np 3 over 4 bundled books x 8 runs (shared / split NVFP4, SR / RTN, L = 4, 16) ==

@@ -259,7 +259,7 @@ p = subprocess.run([sys.executable, os.path.join(NB, "fig_bpb_vs_length.py"), gd
                    capture_output=True, text=True, timeout=120)
 check(p.returncode != 0 and "no reference/nll" in p.stderr, "bpb: a log without the reference is refused with a message")
 
-# ---- figures/README.md section (precision_report.py) ----------------------------------------------
+# ---- notebooks/figures/README.md section (precision_report.py) ------------------------------------
 rep = os.path.join(WORK, "report")
 os.makedirs(rep, exist_ok=True)
 for sub, name in (("fig05", "fig05_kl_vs_length"), ("fig12", "fig12_kl_other_models"), ("fig13", "fig13_kl_vs_window"),
@@ -268,7 +268,7 @@ for sub, name in (("fig05", "fig05_kl_vs_length"), ("fig12", "fig12_kl_other_mod
         if os.path.isfile(os.path.join(WORK, sub, name + ext)):
             shutil.copy(os.path.join(WORK, sub, name + ext), rep)
 readme = os.path.join(rep, "README.md")
-hand = "# figures/\n\nhand-written kernel section\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+hand = "# notebooks/figures/\n\nhand-written kernel section\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
 with open(readme, "w") as fh:
     fh.write(hand)
 for _ in range(2):  # twice: the second run must replace the section, not add another

@@ -1,4 +1,4 @@
-"""Tests of the Python module python/replayssm/ (issue 17), run by CTest test `python`
+"""Tests of the Python module python/replayssm/, run by CTest test `python`
 (tests/python/run_python_tests.sh). References, none of them the module itself:
   - the C descriptor API through a separate C program (tests/python/rs_quant_dump.c, env
     RS_QUANT_DUMP), which does not use ctypes nor quant/rs_qflat.c;
@@ -65,8 +65,8 @@ def test_bit_identical_to_c_program(tmp_path, fmt):
     np.testing.assert_array_equal(bits(replayssm.dequantize(q)), bits(ref["roundtrip"]), err_msg=f"{fmt}: dequantize")
 
 
-def test_acceptance_one_liner():
-    """Issue 17 acceptance 6 as a researcher types it: a fresh interpreter, `import replayssm`."""
+def test_import_one_liner():
+    """A one-liner as a researcher types it: a fresh interpreter, `import replayssm`, round trip and quantize."""
     code = ("import numpy as np, replayssm, ml_dtypes; x = np.linspace(-3, 3, 4096, dtype=np.float32); "
             "y = replayssm.roundtrip(x, 'bf16-rtn'); "
             "assert (y.view(np.uint32) == x.astype(ml_dtypes.bfloat16).astype(np.float32).view(np.uint32)).all(); "
@@ -274,6 +274,11 @@ def test_c_errors_become_exceptions_with_the_c_message():
         replayssm.roundtrip(x, "nvfp4-rtn")
     assert e.value.status == 6  # RS_E_NONFINITE
     assert replayssm.canonical("nvfp4-sr32") == "nvfp4-sr"
+    # the one format grammar: a bare base is its RTN format, here as in every command
+    assert replayssm.canonical("nvfp4") == "nvfp4-rtn" and replayssm.canonical("fp8+pow2") == "fp8-rtn+pow2"
+    assert replayssm.quantize(sample(64), "nvfp4").format == "nvfp4-rtn"
+    with pytest.raises(replayssm.ReplaySSMError, match="fp32 takes no rounding"):
+        replayssm.canonical("fp32-rtn")
     q = replayssm.quantize(sample(1024), "nvfp4-rtn")
     q.block_scale = q.block_scale[:-1]
     with pytest.raises(ValueError, match="block_scale"):

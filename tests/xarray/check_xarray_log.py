@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""check_xarray_log.py CLI REPO WORKDIR — a log of `replayssm kl` opened with xarray (issue 17
-acceptance 1; docs/hdf5-layout.md "Dimensions (netCDF-4 / xarray)"), checked against h5py reading
+"""check_xarray_log.py CLI REPO WORKDIR — a log of `replayssm kl` opened with xarray
+(docs/hdf5-layout.md "Dimensions (netCDF-4 / xarray)"), checked against h5py reading
 the raw per-run datasets (an independent reader: it ignores the dimension scales and the root's
 virtual datasets):
 - xr.open_dataset(log, engine="h5netcdf") has dims run x book x position with coordinates run =

@@ -22,7 +22,7 @@
 #include "replayssm/quant/rs_format.h"
 #include "replayssm/quant/rs_minifloat.h"
 #include "replayssm/quant/rs_qtensor.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,7 +84,7 @@ typedef enum rs_cuda_dtype { RS_CUDA_F32 = 0, RS_CUDA_F16 = 1, RS_CUDA_BF16 = 2 
 #define RS_CUDA_DK 128  /* d_k of every kernel (one float4 per lane, a warp per row). The standard decode
                            (rs_cuda_conv_decode, rs_cuda_replay_decode without ckpt_read) also takes 64 and
                            256 (lane l: d_k / 32 columns); low-precision reads, requant, verification,
-                           snapshots and the scan return RS_E_UNSUPPORTED for d_k != 128 (issue 18) */
+                           snapshots and the scan return RS_E_UNSUPPORTED for d_k != 128 */
 #define RS_CUDA_LMAX 64 /* largest ReplaySSM window */
 #define RS_CUDA_TMAX 16 /* most draft tokens per verification (L + T <= RS_CUDA_LMAX as well) */
 
@@ -137,7 +137,7 @@ rs_status rs_cuda_conv_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const 
  * for shared:<fmt> (RS_SLOT_HP (2) for a split HP copy) and index = the head's flush count.
  * flushes[b] is kept on the device: rs_cuda_replay_advance_counted (standard decode) and
  * rs_cuda_replay_commit (verification) add 1 for each row that flushed. A zeroed struct (dtype
- * F32) means no rounding: the fp32 checkpoint of earlier versions. */
+ * F32) means no rounding: an fp32 checkpoint. */
 typedef struct rs_cuda_ckpt_round {
     rs_cuda_dtype dtype;   /* F32 (no rounding), F16 or BF16 */
     rs_rounding rounding;  /* RTN or SR */
@@ -148,6 +148,51 @@ typedef struct rs_cuda_ckpt_round {
     int64_t *flushes;      /* [B] flushes so far (SR only; advanced by advance_counted / commit) */
 } rs_cuda_ckpt_round;
 
+/* Launch options of the ReplaySSM decode and verification: warp geometry and prefetch choices. They never
+ * change a result (test_cuda_decode, _verify and _lpread hold every value to the same criteria), only the
+ * time; the defaults follow the H200 measurements of docs/kernels.md. Passed per call (the launchers and the
+ * rules that report their choices take a pointer; NULL = every default), so threads may use different
+ * options. Zero in a field is its default, so a zeroed struct is the default launch. */
+typedef struct rs_cuda_launch_opts {
+    int warps_per_head;    /* warps that split one head's d_v rows (each walks d_v / w rows in chunks): 0 (default)
+                              the smallest power of two that gives ~128 warps per SM (or the most that divide the
+                              chunk count), and for the fp32 read, where that grid is one wave (<= 16 warps an SM,
+                              e.g. B = 1), the largest divisor of the chunk count that keeps one wave; w > 0: the
+                              largest power of two <= w dividing the chunk count. Verification: 0 takes any divisor
+                              of its 16-row tile count up to ~128 warps per SM. */
+    int lp_heads_per_warp; /* the v4 low-precision read: 0 (default) the automatic rule that
+                              rs_cuda_replay_lp_heads_per_warp reports; 1: one head, or a slice of one, a warp
+                              (warps_per_head's geometry); h >= 2: each warp walks the largest power of two <= h
+                              dividing H / G of whole value heads of one key group as one pipeline (overrides
+                              warps_per_head there) */
+    int replay_spec;       /* early loads of the fused fp32 read where its grid is one wave and L <= 16:
+                              RS_CUDA_SPEC_* (0: RS_CUDA_SPEC_VALUES) */
+    int replay_l2pf;       /* L2 prefetch of the fp32 read's non-flush loop (L <= 32): RS_CUDA_L2PF_* (0:
+                              RS_CUDA_L2PF_MULTIWAVE) */
+    int verify_gshare;     /* the GDN T <= 8 tensor-core verification's B tables: RS_CUDA_GSHARE_* (0:
+                              RS_CUDA_GSHARE_WIDEN) */
+} rs_cuda_launch_opts;
+
+/* rs_cuda_launch_opts.replay_spec: each warp's first chunk of loads before the fill is known, selected by it after */
+#define RS_CUDA_SPEC_DEFAULT 0 /* = RS_CUDA_SPEC_VALUES */
+#define RS_CUDA_SPEC_OFF 1     /* the loads wait for the fill */
+#define RS_CUDA_SPEC_VALUES 2  /* checkpoint rows, every ring slot's values and decays, this step's v */
+#define RS_CUDA_SPEC_KEYS 3    /* those and, with a bf16 ring at d_k = 128, the ring keys (slower on the paper shapes
+                                  in docs/kernels.md; kept for benchmarks) */
+/* rs_cuda_launch_opts.replay_l2pf: the non-flush loop's chunk two past the register prefetch requested into the L2
+ * by one lane (cp.async.bulk.prefetch.L2), so that more of the checkpoint is in flight than a warp's registers hold */
+#define RS_CUDA_L2PF_DEFAULT 0   /* = RS_CUDA_L2PF_MULTIWAVE */
+#define RS_CUDA_L2PF_OFF 1       /* no L2 prefetch */
+#define RS_CUDA_L2PF_MULTIWAVE 2 /* where the main grid is more than one wave */
+#define RS_CUDA_L2PF_ALWAYS 3    /* on every launch (tests: their grids are small) */
+/* rs_cuda_launch_opts.verify_gshare */
+#define RS_CUDA_GSHARE_DEFAULT 0 /* = RS_CUDA_GSHARE_WIDEN */
+#define RS_CUDA_GSHARE_OFF 1     /* the B tables a warp */
+#define RS_CUDA_GSHARE_BLOCK 2   /* where a block's 4 warps are slices of one head (warps a head a multiple of 4), the
+                                    B tables once a block and the checkpoint tile staged */
+#define RS_CUDA_GSHARE_WIDEN 3   /* BLOCK, with an automatic geometry of 1 or 2 warps a head first widened to 4 where
+                                    d_v / 16 allows */
+
 /* ReplaySSM decode (digest Algorithms 1 and 4). fill[b] = records committed in row b before
  * this step (0..L-1). The step appends one record; row b flushes iff fill[b] + 1 == L.
  *  - non-flush (Mamba-2): o = gamma S_ckpt q + sum_j gamma_{j+1:h} v_j (k_j . q), reading
@@ -155,16 +200,15 @@ typedef struct rs_cuda_ckpt_round {
  *    Writes o and the new record (alpha, v or u, k) at ring slot fill[b].
  *  - flush: S = REPLAY(S_ckpt, ring + this step), o = S q, S_ckpt <- S (one read, one write);
  *    the ring empties (slot L-1 holds this step's k and alpha, which nothing reads again).
- * One or two launches (issue 18, `launch`): FUSED, one launch: every warp of the main kernel forms
+ * One or two launches (`launch`): FUSED, one launch: every warp of the main kernel forms
  * the coefficients of its own head itself (k_j . q, GDN also k_j . k, for its key head from the ring
  * keys; the float64 decay products of its value head) while its first checkpoint loads are in
  * flight, and one warp per key head / value head stores this step's k / alpha (beta); no scratch
  * is used (`work` may be NULL). PROLOGUE, two launches: a prologue per (row, key head) forms those
  * once per key head into `work` and stores k and alpha, then the main kernel streams the
  * checkpoint. AUTO (0, the default) takes FUSED where it measured faster on the H200 (fp32 reads
- * whose main grid fits in one wave, i.e. small B: 1.23-1.67x at B = 1, or whose warps stream >= 16
- * chunks: 1.01-1.02x at B = 256-512) and PROLOGUE elsewhere (docs/kernels-notes.md v5);
- * rs_cuda_replay_launches says which. Either way warps are independent
+ * whose main grid fits in one wave, i.e. small B, or whose warps stream >= 16 chunks) and PROLOGUE
+ * elsewhere (docs/kernels.md); rs_cuda_replay_launches says which. Either way warps are independent
  * (no block barrier) and the step is graph-capturable with per-row flush decided on the device.
  * The kernels read fill and never write it (all heads of a row read the same value in one
  * launch); call rs_cuda_replay_advance once per model step, after every layer's decode.
@@ -188,8 +232,7 @@ typedef struct rs_cuda_replay_state {
                                    (a device descriptor; fp16/bf16/fp8/nvfp4, E = d_v * d_k) */
     int rows_per_warp;         /* tuning, fp32 reads at d_k = 128 only (64 / 256: 4): rows per prefetched chunk, 4 (0 = default) or 8;
                                   low-precision reads use 8 (fp16/bf16) or 16 (fp8/nvfp4; GDN 8) */
-    int lp_kernel;             /* low-precision read kernel: 0 = AUTO (default: v4; GDN's fp16 / bf16
-                                  reads took v3 until v4e, measured slower since), 4 = v4 (16-byte pieces per
+    int lp_kernel;             /* low-precision read kernel: 0 = AUTO (default: v4), 4 = v4 (16-byte pieces per
                                   lane through a per-warp cp.async pipeline; needs 16-byte aligned codes,
                                   ring_v and io->v, else v3 runs), 3 = v3 (4 columns per lane, register
                                   prefetch), 7 = v7 (v4's pipeline, the dot products as mma.sync on tensor
@@ -204,24 +247,25 @@ typedef struct rs_cuda_replay_state {
      * (its records do not depend on the state). */
     void *ring_vraw;           /* [B][H][L][d_v] raw v, ring_dtype */
     float *ring_beta;          /* [B][H][L] */
-    int launch;                /* RS_CUDA_LAUNCH_AUTO (0, default), _PROLOGUE (the two launches of before issue 18;
-                                  needs work) or _FUSED (one launch; fp32 and v4 reads). The flush-time passes
+    int launch;                /* RS_CUDA_LAUNCH_AUTO (0, default), _PROLOGUE (two launches; needs work) or
+                                  _FUSED (one launch; fp32 and v4 reads). The flush-time passes
                                   (ckpt_round, two-precision recompute) and rs_cuda_replay_requant are launches
                                   of their own either way. */
 } rs_cuda_replay_state;
 
 /* rs_cuda_replay_state.launch */
 #define RS_CUDA_LAUNCH_AUTO 0     /* FUSED for fp32 reads whose main grid fits in one wave (<= 16 warps per SM) or whose
-                                     warps walk >= 16 chunks each, else PROLOGUE (docs/kernels-notes.md v5) */
+                                     warps walk >= 16 chunks each, else PROLOGUE (docs/kernels.md) */
 #define RS_CUDA_LAUNCH_PROLOGUE 1 /* rs_k_replay_prep into work, then the main kernel */
 #define RS_CUDA_LAUNCH_FUSED 2    /* the main kernel forms its coefficients itself (v3 and v7 low-precision reads: PROLOGUE) */
 
 /*! rs_cuda_replay_work_bytes() : scratch bytes for the replay and verify kernels at (B, H, L, T). */
 size_t rs_cuda_replay_work_bytes(const rs_ssm_dims *dims, int L, int T);
 
-/*! rs_cuda_replay_decode() : one ReplaySSM decode step of B x H heads (per-row flush). */
+/*! rs_cuda_replay_decode() : one ReplaySSM decode step of B x H heads (per-row flush); opts: the launch options
+ *  (NULL: the defaults; RS_E_INVAL for a value outside its range). */
 rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
-                                const rs_cuda_replay_state *st, rs_cuda_stream s);
+                                const rs_cuda_replay_state *st, const rs_cuda_launch_opts *opts, rs_cuda_stream s);
 
 /*! rs_cuda_replay_lp_version() : the kernel version that rs_cuda_replay_decode(fam, ...) runs for the
  *  non-flush rows of these arguments: 0 (no low-precision copy: the fp32 read), 3, 4 or 7 (see lp_kernel). */
@@ -230,20 +274,19 @@ int rs_cuda_replay_lp_version(rs_ssm_family fam, const rs_ssm_step_io *io, const
 /*! rs_cuda_replay_launches() : how many launches rs_cuda_replay_decode issues for the coefficients and the
  *  main pass of these arguments: 1 (the fused kernel) or 2 (prologue + main), after resolving
  *  RS_CUDA_LAUNCH_AUTO (which needs the device's SM count) and v3 / v7 low-precision reads (always 2). The
- *  flush-time passes (ckpt_round, two-precision recompute) come on top. 0 for NULL arguments. */
+ *  flush-time passes (ckpt_round, two-precision recompute) come on top. 0 for NULL dims, io or st. */
 int rs_cuda_replay_launches(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
-                            const rs_cuda_replay_state *st);
+                            const rs_cuda_replay_state *st, const rs_cuda_launch_opts *opts);
 
 /*! rs_cuda_replay_lp_heads_per_warp() : the value heads a warp of the v4 low-precision read walks in
- *  rs_cuda_replay_decode(fam, dims, io, st): 0 when v4 does not run (rs_cuda_replay_lp_version != 4), 1 for
- *  one head or a slice of one (the automatic geometry of rs_cuda_set_warps_per_head), else 2 or 4 whole heads of
- *  one key group as one pipeline. Under rs_cuda_set_lp_heads_per_warp(0) (the default): up to 4 (fp16 / bf16:
- *  up to 2; the largest power of two <= that dividing H / G) for GDN reads and nvfp4 reads after the separate
- *  prologue when the grid keeps >= 16 warps per SM (B * H / hpw >= 16 x SMs), else 1: measured 0.78-0.92x the
- *  time of one head a warp on the GDN shapes and 0.95-0.98x on nvfp4 Mamba-2 at B = 256 (H200,
- *  docs/kernels-notes.md "v4d", "v4e"). */
+ *  rs_cuda_replay_decode(fam, dims, io, st, opts): 0 when v4 does not run (rs_cuda_replay_lp_version != 4), 1
+ *  for one head or a slice of one (the geometry of warps_per_head), else 2 or 4 whole heads of one key group as
+ *  one pipeline. With opts->lp_heads_per_warp 0 (the default): up to 4 (fp16 / bf16: up to 2; the largest
+ *  power of two <= that dividing H / G) for GDN reads and nvfp4 reads after the separate prologue when the grid
+ *  keeps >= 16 warps per SM (B * H / hpw >= 16 x SMs), else 1 (faster on those shapes on the H200:
+ *  docs/kernels.md). */
 int rs_cuda_replay_lp_heads_per_warp(rs_ssm_family fam, const rs_ssm_dims *dims, const rs_ssm_step_io *io,
-                                     const rs_cuda_replay_state *st);
+                                     const rs_cuda_replay_state *st, const rs_cuda_launch_opts *opts);
 
 /*! rs_cuda_replay_requant() : for rows b with fill[b] + 1 == L (those that flushed in this
  *  step's decode), st->ckpt_read <- RTN quantisation of their S_ckpt heads (bit-identical to
@@ -293,13 +336,13 @@ typedef struct rs_cuda_verify_state {
     rs_cuda_ckpt_round ckpt_round; /* rounding of S_ckpt at a flush (zeroed: none); commit counts flushes */
     int kernel;               /* main kernel (after the same prologue): RS_CUDA_VERIFY_AUTO (0, default),
                                  _CORES (v3: 2T warp dot products per row on CUDA cores), _TC_V6A or _TC_V6B
-                                 (issue 18: S_ckpt [Q | K_d] and the record sums as m16n8k8 tensor-core
-                                 products in 3xTF32, fp32 accumulation; the fold of committed records on CUDA
-                                 cores as in v3, bit for bit). docs/kernels-notes.md v6. */
+                                 (S_ckpt [Q | K_d] and the record sums as m16n8k8 tensor-core products in
+                                 3xTF32, fp32 accumulation; the fold of committed records on CUDA cores as in
+                                 v3, bit for bit). docs/kernels.md. */
 } rs_cuda_verify_state;
 
-/* rs_cuda_verify_state.kernel (docs/kernels-notes.md v6) */
-#define RS_CUDA_VERIFY_AUTO 0    /* _CORES at T = 1, _TC_V6A at T >= 2: the faster one in the H200 run of v6 */
+/* rs_cuda_verify_state.kernel (docs/kernels.md) */
+#define RS_CUDA_VERIFY_AUTO 0    /* _CORES at T <= 2, _TC_V6A at T >= 3: the faster one on the H200 */
 #define RS_CUDA_VERIFY_CORES 1   /* v3 CUDA-core main kernel */
 #define RS_CUDA_VERIFY_TC_V6B 2  /* tensor cores, 3xTF32, next tile prefetched, B pre-split, 8 warps an SM (slower:
                                     kept for side-by-side benchmarks) */
@@ -309,59 +352,15 @@ typedef struct rs_cuda_verify_state {
  *  (RS_CUDA_VERIFY_CORES, _TC_V6A or _TC_V6B; AUTO resolved); 0 for NULL. */
 int rs_cuda_replay_verify_kernel(const rs_cuda_verify_state *st, int T);
 
+/*! rs_cuda_replay_verify() : verification of T drafts of B x H heads (see rs_cuda_verify_state); opts: the
+ *  launch options (NULL: the defaults; RS_E_INVAL for a value outside its range). */
 rs_status rs_cuda_replay_verify(rs_ssm_family fam, const rs_ssm_dims *dims, int T, const rs_ssm_step_io *io,
-                                const rs_cuda_verify_state *st, rs_cuda_stream s);
+                                const rs_cuda_verify_state *st, const rs_cuda_launch_opts *opts, rs_cuda_stream s);
 
 /*! rs_cuda_replay_commit() : the pointer commit after acceptance (accepted[b] in 1..T); with
  *  st->ckpt_round.flushes set, also flushes[b] += 1 for the rows whose verify flushed. */
 rs_status rs_cuda_replay_commit(const rs_ssm_dims *dims, int T, const int32_t *accepted,
                                 const rs_cuda_verify_state *st, rs_cuda_stream s);
-
-/*! rs_cuda_set_warps_per_head() : tuning and testing knob of the ReplaySSM kernels: each warp
- *  walks d_v / wph rows of one head in chunks (wph a power of two dividing d_v / chunk rows).
- *  0 (default) picks the smallest power of two that gives ~128 warps per SM (or the most that divide
- *  the chunk count); for the fp32 read, where that grid is one wave (<= 16 warps an SM, e.g. B = 1),
- *  the largest divisor of the chunk count that keeps one wave (Nemotron-3-Nano at B = 1: 20).
- *  Process-wide, not thread-safe. */
-void rs_cuda_set_warps_per_head(int wph);
-int rs_cuda_get_warps_per_head(void);
-
-/*! rs_cuda_set_lp_heads_per_warp() : tuning and testing knob of the v4 low-precision read kernel: hpw >= 2:
- *  each warp walks hpw whole value heads of one key group (the largest power of two <= hpw dividing H/G;
- *  it overrides rs_cuda_set_warps_per_head there); 1: one head, or a slice of one, a warp (the geometry of
- *  rs_cuda_set_warps_per_head); 0 (default): the automatic choice that rs_cuda_replay_lp_heads_per_warp
- *  reports (since the tenth session; before, 0 meant 1). Process-wide, not thread-safe. */
-void rs_cuda_set_lp_heads_per_warp(int hpw);
-
-/*! rs_cuda_set_replay_spec() : tuning and testing knob of the fused fp32 ReplaySSM read (issue 18, B = 1): level 1
- *  (default): where the main grid is one wave (B = 1 on the paper's shapes) and L <= 16, each warp issues its first
- *  chunk's loads (checkpoint rows, every ring slot's values and decays, this step's v) before the fill is known and
- *  selects by it after; level 2 (experimental: H200 0.97-0.99x of level 1 on three paper shapes, 1.06x slower on
- *  Qwen3.5-122B): with a bf16 ring and d_k = 128 the ring keys too;
- *  0: the loads wait for the fill (as before). Same results at every level. Process-wide, not thread-safe. */
-void rs_cuda_set_replay_spec(int level);
-int rs_cuda_get_replay_spec(void);
-#define RS_CUDA_REPLAY_SPEC_DEFAULT 1
-
-/*! rs_cuda_set_replay_l2pf() : tuning knob of the fp32 ReplaySSM read (issue 18): the non-flush loop's chunk two past
- *  the register prefetch requested into the L2 by one lane (cp.async.bulk.prefetch.L2), so more of the checkpoint is
- *  in flight than a warp's registers hold. 1 (default since the fifteenth session): where the main grid is more than
- *  one wave and L <= 32 (H200: B = 128-512 amortised steps 0.93-1.00x of level 0, never slower); 0: off; 2: on every
- *  launch with L <= 32 (tests). Same results at every level. Process-wide, not thread-safe. */
-void rs_cuda_set_replay_l2pf(int level);
-int rs_cuda_get_replay_l2pf(void);
-#define RS_CUDA_REPLAY_L2PF_DEFAULT 1
-
-/*! rs_cuda_set_verify_gshare() : tuning and testing knob of the tensor-core verification (GDN, T <= 8): mode 2
- *  (default): an automatic geometry of 1 or 2 warps a head widened to 4 where d_v / 16 allows (e.g. Qwen3.5-122B at
- *  B = 256), then as 1; mode 1: where a block's 4 warps are slices of one head (warps a head a multiple of 4), the
- *  B tables once a block and the checkpoint tile staged; 0: the tables a warp (v6a as before the fourteenth
- *  session). H200 (fourteenth session): mode 1 / 0 on Qwen3.5-4B's T <= 8 rows 0.84-0.94x, mode 2 / 1 on
- *  Qwen3.5-122B's 0.85-0.99x. Every mode is held to the same criteria (engine, float64) by test_cuda_verify.
- *  Process-wide, not thread-safe. */
-void rs_cuda_set_verify_gshare(int mode);
-int rs_cuda_get_verify_gshare(void);
-#define RS_CUDA_VERIFY_GSHARE_DEFAULT 2
 
 /*! rs_cuda_dtype_bytes() : 4, 2, 2. */
 size_t rs_cuda_dtype_bytes(rs_cuda_dtype t);

@@ -51,6 +51,7 @@ typedef struct rs_bench_case {
     int lp_kernel;             /* standard replay, low-precision read: rs_cuda_replay_state.lp_kernel (0 = AUTO, 3 = v3, 4 = v4, 7 = v7) */
     int launch;                /* standard replay: rs_cuda_replay_state.launch (RS_CUDA_LAUNCH_AUTO / _PROLOGUE / _FUSED) */
     int verify_kernel;         /* verify replay: rs_cuda_verify_state.kernel (RS_CUDA_VERIFY_AUTO / _CORES / _TC_V6A / _TC_V6B) */
+    rs_cuda_launch_opts opts;  /* ReplaySSM decode and verification: the launch options (zeroed: the defaults) */
     int reps;                  /* timed graph replays (>= 1) */
     int warmup;                /* untimed graph replays */
     const char *label;         /* NULL, or an NVTX range around the case (e.g. "std:nemotron-3-super:allflush:256", so

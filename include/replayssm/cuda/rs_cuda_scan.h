@@ -1,8 +1,8 @@
 /* rs_cuda_scan.h — the state engine on the GPU for teacher-forced chunks: every policy of
  * rs_policy.h (fp32, conv:<fmt>, shared:<fmt>, split:<lp>/<hp>, split-naive:<lp>/<hp>; every
  * format of rs_format.h, RTN and SR with k bits) for R runs x H heads of the SSM layers of a
- * model, T consecutive positions of one layer per launch. The GPU evaluator (eval/cuda/) calls
- * it once per SSM layer and chunk; kernels/tests/test_cuda_scan.cu checks it against engine/
+ * model, T consecutive positions of one layer per launch. The GPU evaluator (eval/gpu/) calls
+ * it once per SSM layer and chunk; tests/cuda/test_cuda_scan.cu checks it against engine/
  * (rs_head_decode, one head object per (run, layer, head), token by token).
  *
  * Semantics = rs_head_decode's (engine/rs_head.h), token by token, per (run, layer, head):
@@ -29,7 +29,7 @@
  * rounding (not bit for bit) for fp32 formats, and for rounded formats up to the rounding
  * decisions those last bits flip; SR bits come from the same counter-based streams (the same
  * seed, slot, layer, head, index and element index as rs_quantize_roundtrip), so a GPU run
- * follows a CPU run of the same policy closely. Tolerances: kernels/tests/test_cuda_scan.cu.
+ * follows a CPU run of the same policy closely. Tolerances: tests/cuda/test_cuda_scan.cu.
  *
  * Non-finite values (a NaN alpha or beta, a non-finite output or stored state) are detected
  * where they appear, as in the engine: the first position is kept per (run, layer, head), and
@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 #include "replayssm/engine/rs_policy.h"
 #include "replayssm/engine/rs_ssm.h"
 

@@ -29,7 +29,7 @@
  * outputs. Nothing crashes, nothing prints.
  *
  * Hot paths (decode, verify, commit) never allocate: all workspaces are made at init.
- * The ring buffer and replay operators behind it are private to engine/ (rs_ring.h,
+ * The ring buffer and replay operators behind it are private to lib/engine/ (rs_ring.h,
  * rs_replay.h there, not installed).
  */
 #ifndef RS_HEAD_H
@@ -40,7 +40,7 @@
 
 #include "replayssm/engine/rs_policy.h"
 #include "replayssm/engine/rs_ssm.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,7 +80,7 @@ typedef struct rs_head {
     uint64_t flushes;    /* flushes so far (replay policies) */
     size_t pending;      /* drafts awaiting commit, 0 if none */
     int64_t first_nonfinite; /* step of the first non-finite value, -1 if none */
-    struct rs_head_impl *impl; /* private (engine/rs_head.c); NULL when not initialised */
+    struct rs_head_impl *impl; /* private (lib/engine/rs_head.c); NULL when not initialised */
 } rs_head;
 
 /*! rs_head_init() : validate cfg and allocate every buffer; state is zero.

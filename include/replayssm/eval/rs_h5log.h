@@ -56,7 +56,8 @@
 #include <stdint.h>
 
 #include "replayssm/eval/rs_kl.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_format.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,6 +86,10 @@ typedef struct rs_h5log_run_info {
     const char *lp_format; /* read-only copy's format (== hp for conv/shared) */
     uint64_t window;       /* L given to the state engine */
     uint64_t seed;         /* SR seed */
+    /* the two copies' formats as fields (attributes <c>_base, <c>_rounding, <c>_sr_bits,
+     * <c>_options for c = hp, lp), so a reader needs no format grammar; NULL: not written (merge
+     * copies them from its inputs) */
+    const rs_format *hp, *lp;
 } rs_h5log_run_info;
 
 /* Everything the root describes. The "config" part must match for --resume. */
@@ -119,7 +124,7 @@ typedef struct rs_h5log_meta {
     const char *tokenizer_sha256;  /* hex SHA-256 of that file ("" or NULL: byte tokenizer); also
                                       compared on resume when the log has the attribute          */
     /* configuration (compared on resume) */
-    const char *model_config_hash; /* e.g. "fnv1a64:0123456789abcdef" of config.json */
+    const char *model_config_hash; /* e.g. "fnv1a64:" and 16 hex digits of config.json */
     const char *model_type, *tokenizer, *split, *short_books; /* short_books: "skip" | "truncate" */
     uint64_t tokens;               /* positions asked per book */
     uint64_t chunk;                /* positions per HDF5 chunk = per flush */

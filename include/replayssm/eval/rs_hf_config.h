@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "replayssm/eval/rs_model.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,8 @@
  * as a library"): what `replayssm kl` and `replayssm sweep` run, callable from any program.
  *
  * One evaluation = one model, a list of token streams (PG-19 books, text files or token-id
- * arrays: rs_kleval_input), and R runs {policy, window, seed}; every
+ * arrays: rs_kleval_input), and R runs {policy, window, seed} (rs_run_spec, parsed by
+ * rs_run_spec_parse from the user's strings: replayssm/engine/rs_policy.h); every
  * run is compared position by position with the fp32 reference (rs_kl) and logged to one HDF5
  * file (rs_h5log, docs/hdf5-layout.md). All runs and the reference advance in lockstep in ONE
  * rs_runner, whatever their windows: the reference is computed once per position and every
@@ -10,7 +11,7 @@
  *
  * Life cycle:
  *   rs_kleval_config c = rs_kleval_config_default();  ... fill in ...
- *   rs_kleval_create(&c, &ev)   checks the configuration itself (values, policies, duplicate
+ *   rs_kleval_create(&c, &ev)   checks the configuration itself (values, run specs, duplicate
  *                               runs); touches no file. Failure: a usage error, no handle.
  *   rs_kleval_prepare(ev)       everything that can fail before the output is touched, in this
  *                               order: the output path (exists without force / resume target
@@ -51,10 +52,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
+#include "replayssm/engine/rs_policy.h"
 #include "replayssm/eval/rs_h5log.h"
 #include "replayssm/eval/rs_kl.h"
 #include "replayssm/eval/rs_scorer.h"
+#include "replayssm/eval/rs_text.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,15 +65,7 @@ extern "C" {
 
 #define RS_KLEVAL_MAX_TOKENS 131072 /* positions per book */
 #define RS_KLEVAL_MAX_CHUNK 65536   /* positions per chunk */
-#define RS_KLEVAL_MAX_WINDOW 4096   /* replay window L */
 #define RS_KLEVAL_MAX_BATCH 256     /* books in flight at once (batch) */
-
-/* One policy run. */
-typedef struct rs_kleval_run_spec {
-    const char *policy; /* rs_policy grammar ("shared:nvfp4-sr", "split:nvfp4-rtn/fp32", ...) */
-    size_t window;      /* replay window L in [1, RS_KLEVAL_MAX_WINDOW] (conv ignores it) */
-    uint64_t seed;      /* stochastic-rounding seed of the run's heads */
-} rs_kleval_run_spec;
 
 /* Books with fewer than tokens + 1 tokens. */
 typedef enum rs_kleval_short {
@@ -100,7 +95,11 @@ typedef enum rs_kleval_event_kind {
     RS_KLEVAL_EVENT_BOOK_SKIPPED = 0,   /* prepare: book_id, available (tokens), truncatable */
     RS_KLEVAL_EVENT_BOOK_TRUNCATED = 1, /* prepare: book_id, available, positions kept */
     RS_KLEVAL_EVENT_NONFINITE = 2,      /* step: run's logits non-finite from `position` on */
-    RS_KLEVAL_EVENT_PROGRESS = 3        /* step: a chunk was committed */
+    RS_KLEVAL_EVENT_PROGRESS = 3,       /* step: a chunk was committed */
+    RS_KLEVAL_EVENT_INVALID_UTF8 = 4    /* prepare: a book's or text file's bytes are not valid UTF-8
+                                           (BPE tokenizers): book_id, position (byte offset of the
+                                           first invalid sequence), available (invalid sequences),
+                                           message (what cfg.invalid_utf8 does with them) */
 } rs_kleval_event_kind;
 
 /* An event; fields not listed for a kind are 0 / NULL. Pointers live during the callback. */
@@ -157,10 +156,16 @@ typedef struct rs_kleval_config {
     int device;             /* GPU ordinal [0] */
     rs_compute_mode compute; /* GEMM precision [RS_COMPUTE_FP32] */
     rs_kleval_short short_books;
+    /* bytes of a book or text file that are not valid UTF-8, for a BPE tokenizer (rs_text.h; the
+     * byte tokenizer takes bytes as stored): U+FFFD per invalid sequence [REPLACE, the 0 value],
+     * the whole text as Latin-1, or refused. Recorded in the log (root `invalid_utf8`, compared
+     * on resume); an INVALID_UTF8 event names each such input and its first invalid offset. */
+    rs_invalid_utf8 invalid_utf8;
     const char *out_path;   /* the HDF5 log */
     rs_kleval_output output;
     size_t n_runs;          /* R; 0: the fp32 reference alone (NLL, bits per token) */
-    const rs_kleval_run_spec *runs; /* [R], distinct (policy, window, seed) */
+    const rs_run_spec *runs; /* [R] distinct runs made by rs_run_spec_parse (rs_run_spec_add drops
+                                repeats); the log names each by its canonical policy string */
     /* provenance (root attributes; not compared on resume) */
     const char *command_line; /* how it was started [""] */
     const char *tool_version; /* [RS_VERSION_STRING of the library] */
@@ -208,7 +213,7 @@ typedef struct rs_kleval_result {
     size_t n_skipped;             /* books left out as too short, in the order given */
     const rs_kleval_book *skipped;
     size_t n_runs;
-    const rs_kleval_run_spec *runs; /* [n_runs] canonical policy strings */
+    const rs_run_spec *runs;      /* [n_runs] the runs (name: the canonical policy string) */
     const rs_kl_summary *summaries; /* [n_runs] once complete (from the stored arrays) */
     rs_h5log_ref_summary reference; /* the fp32 reference's NLL once complete */
     /* cost: the one runner carries the reference and every run */
@@ -227,9 +232,9 @@ typedef struct rs_kleval rs_kleval;
 rs_kleval_config rs_kleval_config_default(void);
 
 /*! rs_kleval_create() : copy and check cfg (paths given: data_dir for PG-19, input files for the
- *  other inputs; tokens / chunk / windows in range,
- *  every policy parses, runs distinct). Touches no file. @return RS_OK, RS_E_INVAL (the message
- *  names the field, or "unknown policy: ..." quoting the policy parser), RS_E_NOMEM. */
+ *  other inputs; tokens / chunk in range, every run a spec as rs_run_spec_parse makes them
+ *  (rs_run_spec_check), runs distinct). Touches no file. @return RS_OK, RS_E_INVAL (the message
+ *  names the field or the run), RS_E_NOMEM. */
 rs_status rs_kleval_create(const rs_kleval_config *cfg, rs_kleval **out);
 
 /*! rs_kleval_prepare() : validate the inputs, plan the books, build the runner, create or

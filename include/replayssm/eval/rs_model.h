@@ -32,7 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
+#include "replayssm/eval/rs_tokenizer.h" /* rs_tokenizer_kind */
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,12 +66,6 @@ typedef enum rs_activation {
     RS_ACT_SILU = 1, /* hidden_act "silu"/"swish": Qwen3.5 SwiGLU down(silu(gate x) * (up x))   */
     RS_ACT_RELU2 = 2 /* mlp_hidden_act "relu2": NemotronH down(relu(up x)^2), no gate            */
 } rs_activation;
-
-typedef enum rs_tokenizer_kind {
-    RS_TOKENIZER_UNSUPPORTED = 0, /* real BPE vocabularies: token ids must come pre-tokenized  */
-    RS_TOKENIZER_BYTE = 1,        /* vocab_size == 256: token id == byte value                */
-    RS_TOKENIZER_BPE = 2          /* tokenizer.json / *.tiktoken beside config.json (rs_tokenizer_open) */
-} rs_tokenizer_kind;
 
 /* Attention parameters (used by RS_LAYER_ATTENTION layers of either family). */
 typedef struct rs_attn_config {

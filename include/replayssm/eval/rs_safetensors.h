@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -33,12 +33,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replayssm/eval/rs_model.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The tokenizer a model config asks for (rs_model_config.tokenizer). */
+typedef enum rs_tokenizer_kind {
+    RS_TOKENIZER_UNSUPPORTED = 0, /* real BPE vocabularies: token ids must come pre-tokenized  */
+    RS_TOKENIZER_BYTE = 1,        /* vocab_size == 256: token id == byte value                */
+    RS_TOKENIZER_BPE = 2          /* tokenizer.json / *.tiktoken beside config.json (rs_tokenizer_open) */
+} rs_tokenizer_kind;
 
 typedef enum rs_tokenizer_format {
     RS_TOKFMT_NONE = 0,
@@ -71,24 +77,24 @@ typedef struct rs_tokenizer {
     struct rs_tok_model *model; /* private: the loaded BPE (NULL for the byte tokenizer)           */
 } rs_tokenizer;
 
-/*! rs_tokenizer_for_model() : the tokenizer of a model config alone: the byte tokenizer for
- *  cfg->tokenizer == RS_TOKENIZER_BYTE (vocab 256). Any other kind needs the checkpoint's files
+/*! rs_tokenizer_for_model() : the tokenizer of a model config alone (its rs_model_config.tokenizer
+ *  and .vocab): the byte tokenizer for kind == RS_TOKENIZER_BYTE (vocab 256). Any other kind needs the checkpoint's files
  *  (rs_tokenizer_open) and is refused here. `label` (e.g. the model directory) names the model.
  *  @return RS_OK, RS_E_UNSUPPORTED ("tokenizer not supported yet ...", or a byte tokenizer with
  *  vocab != 256), RS_E_INVAL (NULL). Nothing to free. */
-rs_status rs_tokenizer_for_model(const rs_model_config *cfg, const char *label, rs_tokenizer *tok);
+rs_status rs_tokenizer_for_model(rs_tokenizer_kind kind, int vocab, const char *label, rs_tokenizer *tok);
 
 /*! rs_tokenizer_open() : the tokenizer of a checkpoint directory, chosen from what it holds:
  *  tokenizer.json, else tokenizer.json.gz, else exactly one *.tiktoken (or *.tiktoken.gz) whose
  *  split pattern and special tokens come from tiktoken_config.json beside it ({"pat_str": ...,
  *  "special_tokens": {"<|endoftext|>": 248044, ...}, "normalizer": "NFC" | null}) or, for the
  *  known Qwen3.5/3.6 rank file (recognised by its SHA-256), from the built-in Qwen3.5 table;
- *  else, for a byte-level config (vocab 256), the byte tokenizer. `cfg` may be NULL (no vocabulary
- *  check). @return RS_OK, RS_E_IO (missing / unreadable files: the message names what was looked
- *  for), RS_E_FORMAT (malformed JSON or ranks, an id >= cfg->vocab, a BPE on a vocab-256 model),
+ *  else, for a byte-level model (model_vocab 256), the byte tokenizer. model_vocab is the model's
+ *  rs_model_config.vocab, or 0 for no vocabulary check. @return RS_OK, RS_E_IO (missing / unreadable files: the message names what was looked
+ *  for), RS_E_FORMAT (malformed JSON or ranks, an id >= model_vocab, a BPE on a vocab-256 model),
  *  RS_E_UNSUPPORTED (a tokenizer.json feature not implemented, or built without PCRE2),
  *  RS_E_NOMEM, RS_E_INVAL. On failure *tok is zeroed (rs_tokenizer_free is still harmless). */
-rs_status rs_tokenizer_open(const char *model_dir, const rs_model_config *cfg, rs_tokenizer *tok);
+rs_status rs_tokenizer_open(const char *model_dir, int model_vocab, rs_tokenizer *tok);
 
 /*! rs_tokenizer_open_file() : one tokenizer file: a tokenizer.json, or a tiktoken rank file
  *  (format chosen by the name: *.tiktoken[.gz] is tiktoken, anything else tokenizer.json; a
@@ -136,21 +142,6 @@ rs_status rs_tokenizer_decode(const rs_tokenizer *tok, const int32_t *ids, size_
  *  makes, without loading): RS_TOKFMT_HF_JSON, RS_TOKFMT_TIKTOKEN or RS_TOKFMT_NONE; the file name
  *  goes to file[cap] when not NULL. Never fails (an unreadable directory holds nothing). */
 rs_tokenizer_format rs_tokenizer_probe(const char *model_dir, char *file, size_t cap);
-
-/*! rs_tokenizer_sha256() : hex SHA-256 of data[n] into hex[65] (the digest of rs_tokenizer.sha256;
- *  for provenance records and tests). */
-void rs_tokenizer_sha256(const void *data, size_t n, char hex[65]);
-
-/* The same digest over data given in pieces (a file read in blocks): init, update any number of
- * times, final writes hex[65]. rs_tokenizer_sha256(d, n) == init + update(d, n) + final. */
-typedef struct rs_tokenizer_sha256_ctx {
-    uint32_t h[8];
-    uint64_t n;      /* bytes so far */
-    uint8_t buf[64]; /* the pending partial block */
-} rs_tokenizer_sha256_ctx;
-void rs_tokenizer_sha256_init(rs_tokenizer_sha256_ctx *c);
-void rs_tokenizer_sha256_update(rs_tokenizer_sha256_ctx *c, const void *data, size_t n);
-void rs_tokenizer_sha256_final(rs_tokenizer_sha256_ctx *c, char hex[65]);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "replayssm/common/rs_hostdev.h"
+#include "replayssm/quant/rs_hostdev.h"
 #include "replayssm/quant/rs_minifloat.h"
 #include "replayssm/quant/rs_philox.h"
 

@@ -11,16 +11,18 @@
  *
  * Grammar (case-sensitive):
  *
- *   format   := "fp32" | base "-" rounding options
+ *   format   := "fp32" | base [ "-" rounding ] options
  *   base     := "fp16" | "bf16" | "fp8" | "nvfp4"
  *   rounding := "rtn" | "sr" | "sr" K          (K = random bits, 1..32; "sr" = 32)
  *   options  := { "+pow2" (fp8 only: power-of-two block scales)
  *               | "+floor" (nvfp4 only: torchao's 2^-6 floor on block scales) }
  *
  * e.g. fp32, fp16-sr, bf16-rtn, fp8-rtn, fp8-sr+pow2, nvfp4-sr, nvfp4-sr8, nvfp4-rtn+floor.
- * rs_format_print() writes the canonical string, which parses back to the same format.
- * K is decimal without leading zeros; "sr32" is accepted and prints as "sr". Each option at
- * most once. Under RTN the struct's sr_bits is unused (parse sets it to 32).
+ * A bare base ("nvfp4", "fp8+pow2") is RTN, the default rounding: every command and the Python
+ * module take this one grammar (quant-error --format, sweep --formats, kl --policy conv:nvfp4).
+ * rs_format_print() writes the canonical string (the rounding always spelled), which parses back
+ * to the same format. K is decimal without leading zeros; "sr32" is accepted and prints as "sr".
+ * Each option at most once. Under RTN the struct's sr_bits is unused (parse sets it to 32).
  */
 #ifndef RS_FORMAT_H
 #define RS_FORMAT_H
@@ -28,7 +30,7 @@
 #include <stddef.h>
 
 #include "replayssm/quant/rs_minifloat.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +62,22 @@ rs_status rs_format_parse(const char *s, rs_format *out);
 /*! rs_format_print() : canonical string of f into buf (always NUL-terminated).
  *  @return RS_OK, or RS_E_INVAL if buf is too small or f is invalid. */
 rs_status rs_format_print(const rs_format *f, char *buf, size_t bufsize);
+
+/*! rs_format_set_rounding() : replace the rounding of f by a rounding word of the grammar ("rtn",
+ *  "sr", "srK"), e.g. a --rounding option over a --format(s) value; "sr" keeps the K of a format
+ *  that is SR already (nvfp4-sr8 stays sr8), else K = 32. @return RS_OK, or RS_E_INVAL for a bad
+ *  word (the message lists the choices) or for fp32 (it has no rounding); f unchanged then. */
+rs_status rs_format_set_rounding(rs_format *f, const char *rounding);
+
+/*! rs_format_kind_name() : the base word of a kind ("fp32", "fp16", "bf16", "fp8", "nvfp4"; NULL
+ *  for an unknown kind). */
+const char *rs_format_kind_name(rs_format_kind k);
+
+/*! rs_format_rounding_name() : "none" (fp32), "rtn" or "sr" (SR's bits: f->sr_bits). */
+const char *rs_format_rounding_name(const rs_format *f);
+
+/*! rs_format_option_name() : "pow2", "floor" or "" (the option words without their "+"). */
+const char *rs_format_option_name(const rs_format *f);
 
 /*! rs_format_valid_list() : human-readable list of the valid strings (for messages). */
 const char *rs_format_valid_list(void);

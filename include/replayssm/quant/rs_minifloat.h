@@ -37,7 +37,7 @@
 
 #include <stdint.h>
 
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,10 +87,10 @@ const char *rs_elem_name(rs_elem t);
  *   RS_OK           code written;
  *   RS_E_INVAL      k outside [1, 32] (message names k); *code is left untouched;
  *   RS_E_NONFINITE  E2M1 only: NaN / Inf input; *code is left untouched.
- * API change (issue 14): rs_e4m3_encode_sr, rs_fp16_encode_sr and rs_bf16_encode_sr used to
- * return the code, and a bad k came back as a NaN code that a caller could mistake for data.
- * For a valid k they are as fast as before (the same inline codec, no per-call checks beyond
- * the range test of k); quantizers that check k once per tensor call the codec directly. */
+ * rs_e4m3_encode_sr, rs_fp16_encode_sr and rs_bf16_encode_sr return a status, not the code, so
+ * that a bad k cannot come back as a NaN code a caller could mistake for data. For a valid k they
+ * cost the inline codec plus the range test of k; quantizers that check k once per tensor call
+ * the codec directly. */
 uint8_t rs_e4m3_encode_rtn(float x);
 RS_MINIFLOAT_CHECK_ rs_status rs_e4m3_encode_sr(float x, uint32_t r, int k, uint8_t *code);
 float rs_e4m3_decode(uint8_t code);

@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #include "replayssm/quant/rs_format.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {

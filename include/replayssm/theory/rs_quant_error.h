@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "replayssm/quant/rs_format.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 typedef struct rs_quant_error_stats {
     double rel_fro;        /* ||Q(x) - x||_F / ||x||_F */

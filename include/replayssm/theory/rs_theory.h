@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 #include "replayssm/engine/rs_ssm.h"    /* rs_ssm_kind */
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "replayssm/quant/rs_format.h"
-#include "replayssm/common/rs_status.h"
+#include "replayssm/quant/rs_status.h"
 #include "replayssm/theory/rs_theory.h"
 
 #ifdef __cplusplus
