@@ -3,7 +3,7 @@
  * up to 16 columns), each slab walked in column blocks whose double copies (W rows, Y block) hold at
  * most `blk` doubles each (default 2^25: 256 MB; RS_CPU_F64_BLOCK, a power of two in [2^10, 2^30],
  * for tests). Each block is one cblas_dgemm call, and OpenBLAS picks its kernel, and with it each
- * output's summation order, by the call's shape: the GPU's `--compute twin` (eval/gpu/rs_gpu_twin.cu)
+ * output's summation order, by the call's shape: the GPU's `--compute twin` (kernels/dense/rs_dense_twin.cu)
  * walks the same partition to sum in the same order. Plain C, header only, also compiled by nvcc. */
 #ifndef RS_GEMM_BLOCKS_H
 #define RS_GEMM_BLOCKS_H

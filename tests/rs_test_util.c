@@ -60,8 +60,9 @@ void *rs_test_read_file(const char *path, size_t *size)
     long len = ftell(f);
     if (len < 0) { fclose(f); return NULL; }
     rewind(f);
-    void *buf = malloc(len > 0 ? (size_t)len : 1);
+    char *buf = (char *)malloc((size_t)len + 1); /* one more byte: a NUL after the data, for text */
     if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) { free(buf); buf = NULL; }
+    if (buf) buf[len] = '\0';
     fclose(f);
     if (buf && size) *size = (size_t)len;
     return buf;

@@ -17,7 +17,8 @@ int rs_test_cli_workdir(const char *tag, char *dir, size_t dn, char *data, size_
 /* rm -rf of such a folder: 0, or -1 on failure. */
 int rs_test_rmdir(const char *dir);
 
-/* Read a whole file into a malloc'd buffer; *size gets its length. NULL if unreadable. */
+/* Read a whole file into a malloc'd buffer with a NUL after its bytes (usable as text); *size gets
+ * its length (without the NUL). NULL if unreadable. */
 void *rs_test_read_file(const char *path, size_t *size);
 
 /* Run a shell command (printf-style) with stdout + stderr into dir/out.txt; the exit status,

@@ -9,9 +9,14 @@
  *    and the old file intact: a file-size limit in the middle of the writing, a missing or
  *    unwritable folder, an existing file without --force, --force onto a FIFO (must not block),
  *    a directory or a symbolic link;
- *  - the bench writer (eval/cli/bench_write.c, compiled in here: `replayssm bench` needs a GPU):
- *    the rows of the committed H200 run (notebooks/figures/data/bench_h200.h5) read back and
- *    written again give byte-identical datasets and attributes. */
+ *  - the table writer (rs_h5file_write_table): a struct with every column kind written and read
+ *    back with HDF5 itself (values, types, string widths and padding, units), an empty table, and
+ *    every refusal (a string that fills its field, NULL and bad arguments, a group that exists);
+ *  - the bench's table (the column list of eval/cli/bench.h, a header, over the row type of
+ *    replayssm/cuda/rs_cuda_bench_sweeps.h; `replayssm bench` itself needs a GPU): the list covers
+ *    every field of the row, and the rows of the committed H200 run
+ *    (notebooks/figures/data/bench_h200.h5) read back and written again give byte-identical
+ *    datasets, types and units. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,8 +35,8 @@
 #include "replayssm/eval/rs_h5file.h"
 #include "rs_test_util.h"
 
-/* the bench writer is CLI code (no library function): compiled into this test directly */
-#include "../eval/cli/bench_write.c"
+/* the bench's column list and row type (header only: no CLI code is compiled in) */
+#include "../eval/cli/bench.h"
 
 static char g_dir[256];
 static char g_out[65536];
@@ -451,17 +456,257 @@ static void test_theory_failures(void **state)
     assert_false(tmp_left_());
 }
 
-/* ---- the bench writer ----------------------------------------------------------------------- */
+/* ---- the table writer ----------------------------------------------------------------------- */
 
-static void read_str_attr_(hid_t f, const char *name, char *buf, size_t n)
+/* every column kind, a string with units, padding between the fields */
+typedef struct trow {
+    char tag[5];
+    int32_t k;
+    double x;
+    char name[12];
+    int32_t m;
+} trow;
+
+static const rs_h5file_column k_tcols[] = {
+    {"tag", offsetof(trow, tag), RS_H5FILE_COL_STR, sizeof(((trow *)0)->tag), NULL},
+    {"k", offsetof(trow, k), RS_H5FILE_COL_I32, 0, "items"},
+    {"x", offsetof(trow, x), RS_H5FILE_COL_F64, 0, "s"},
+    {"name", offsetof(trow, name), RS_H5FILE_COL_STR, sizeof(((trow *)0)->name), "a label"},
+    {"m", offsetof(trow, m), RS_H5FILE_COL_I32, 0, NULL},
+};
+#define NTCOLS (sizeof k_tcols / sizeof k_tcols[0])
+
+/* four rows; every byte of the structs set first, so the bytes after a string's NUL are not zero */
+static void trows_(trow *r)
 {
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    hid_t t = H5Aget_type(a);
-    assert_true(a >= 0 && H5Tget_size(t) < n);
-    memset(buf, 0, n);
-    assert_true(H5Aread(a, t, buf) >= 0);
+    memset(r, 0x5a, 4 * sizeof *r);
+    memcpy(r[0].tag, "abcd", 5); /* width - 1 characters: the longest that fits */
+    memcpy(r[1].tag, "", 1);
+    memcpy(r[2].tag, "x", 2);
+    memcpy(r[3].tag, "yz", 3);
+    memcpy(r[0].name, "first", 6);
+    memcpy(r[1].name, "eleven char", 12);
+    memcpy(r[2].name, "", 1);
+    memcpy(r[3].name, "4", 2);
+    const int32_t k[4] = {INT32_MIN, -1, 0, INT32_MAX}, m[4] = {7, 8, 9, 10};
+    const double x[4] = {-0.0, 1e-310, -3e300, 0.1};
+    for (int i = 0; i < 4; i++) r[i].k = k[i], r[i].x = x[i], r[i].m = m[i];
+}
+
+/* a fixed-length string dataset: its size, padding and character set */
+static void str_type_is_(hid_t f, const char *path, size_t width)
+{
+    hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+    assert_true(d >= 0);
+    hid_t t = H5Dget_type(d);
+    assert_int_equal(H5Tget_class(t), H5T_STRING);
+    assert_false(H5Tis_variable_str(t));
+    assert_int_equal(H5Tget_size(t), width);
+    assert_int_equal(H5Tget_strpad(t), H5T_STR_NULLTERM);
+    assert_int_equal(H5Tget_cset(t), H5T_CSET_ASCII);
     H5Tclose(t);
-    H5Aclose(a);
+    H5Dclose(d);
+}
+
+static void int32_type_is_(hid_t f, const char *path)
+{
+    hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+    assert_true(d >= 0);
+    hid_t t = H5Dget_type(d);
+    assert_int_equal(H5Tget_class(t), H5T_INTEGER);
+    assert_int_equal(H5Tget_size(t), 4);
+    assert_int_equal(H5Tget_sign(t), H5T_SGN_2);
+    H5Tclose(t);
+    H5Dclose(d);
+}
+
+static int units_exists_(hid_t f, const char *path) { return H5Aexists_by_name(f, path, "units", H5P_DEFAULT) > 0; }
+
+static hsize_t nlinks_(hid_t f, const char *group)
+{
+    hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
+    assert_true(g >= 0);
+    H5G_info_t gi;
+    assert_true(H5Gget_info(g, &gi) >= 0);
+    H5Gclose(g);
+    return gi.nlinks;
+}
+
+static void test_table_roundtrip(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/table.h5", g_dir);
+    trow rows[4];
+    trows_(rows);
+    rs_h5file *h = NULL;
+    assert_int_equal(rs_h5file_create(path, 0, &h), RS_OK);
+    assert_int_equal(rs_h5file_write_table(h, "/t/rows", rows, 4, sizeof(trow), k_tcols, NTCOLS), RS_OK);
+    assert_int_equal(rs_h5file_close(h), RS_OK);
+    hid_t f = open_ro_(path);
+    assert_int_equal(nlinks_(f, "/t/rows"), NTCOLS); /* one dataset per column, nothing else */
+    const hsize_t e4[1] = {4};
+    ds_is_(f, "/t/rows/tag", H5T_STRING, 5, 1, e4);
+    ds_is_(f, "/t/rows/k", H5T_INTEGER, 4, 1, e4);
+    ds_is_(f, "/t/rows/x", H5T_FLOAT, 8, 1, e4);
+    ds_is_(f, "/t/rows/name", H5T_STRING, 12, 1, e4);
+    ds_is_(f, "/t/rows/m", H5T_INTEGER, 4, 1, e4);
+    str_type_is_(f, "/t/rows/tag", 5);
+    str_type_is_(f, "/t/rows/name", 12);
+    int32_type_is_(f, "/t/rows/k");
+    int32_type_is_(f, "/t/rows/m");
+    /* the values, against literals (the strings NUL-padded to their widths) */
+    static const char tag[4][5] = {"abcd", "", "x", "yz"};
+    static const char name[4][12] = {"first", "eleven char", "", "4"};
+    const int32_t k[4] = {INT32_MIN, -1, 0, INT32_MAX}, m[4] = {7, 8, 9, 10};
+    const double x[4] = {-0.0, 1e-310, -3e300, 0.1};
+    char rt[4][5], rn[4][12];
+    int32_t rk[4], rm[4];
+    double rx[4];
+    hid_t s5 = H5Tcopy(H5T_C_S1), s12 = H5Tcopy(H5T_C_S1);
+    H5Tset_size(s5, 5);
+    H5Tset_size(s12, 12);
+    memset(rt, 0x77, sizeof rt);
+    memset(rn, 0x77, sizeof rn);
+    read_ds_(f, "/t/rows/tag", s5, rt);
+    read_ds_(f, "/t/rows/name", s12, rn);
+    H5Tclose(s5);
+    H5Tclose(s12);
+    read_ds_(f, "/t/rows/k", H5T_NATIVE_INT32, rk);
+    read_ds_(f, "/t/rows/m", H5T_NATIVE_INT32, rm);
+    read_ds_(f, "/t/rows/x", H5T_NATIVE_DOUBLE, rx);
+    assert_memory_equal(rt, tag, sizeof tag);
+    assert_memory_equal(rn, name, sizeof name);
+    assert_memory_equal(rk, k, sizeof k);
+    assert_memory_equal(rm, m, sizeof m);
+    assert_memory_equal(rx, x, sizeof x); /* bit for bit: -0 and the denormal too */
+    /* units where given, none where NULL */
+    attr_str_is_(f, "/t/rows/k", "units", "items");
+    attr_str_is_(f, "/t/rows/x", "units", "s");
+    attr_str_is_(f, "/t/rows/name", "units", "a label");
+    assert_false(units_exists_(f, "/t/rows/tag"));
+    assert_false(units_exists_(f, "/t/rows/m"));
+    H5Fclose(f);
+}
+
+static void test_table_empty(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/table0.h5", g_dir);
+    rs_h5file *h = NULL;
+    assert_int_equal(rs_h5file_create(path, 0, &h), RS_OK);
+    assert_int_equal(rs_h5file_write_table(h, "rows", NULL, 0, sizeof(trow), k_tcols, NTCOLS), RS_OK);
+    assert_int_equal(rs_h5file_close(h), RS_OK);
+    hid_t f = open_ro_(path);
+    const hsize_t e0[1] = {0};
+    ds_is_(f, "/rows/tag", H5T_STRING, 5, 1, e0);
+    ds_is_(f, "/rows/k", H5T_INTEGER, 4, 1, e0);
+    ds_is_(f, "/rows/x", H5T_FLOAT, 8, 1, e0);
+    ds_is_(f, "/rows/name", H5T_STRING, 12, 1, e0);
+    attr_str_is_(f, "/rows/x", "units", "s");
+    H5Fclose(f);
+}
+
+/* one refused table: the status and a piece of the message, the same status again at close, nothing placed */
+static void table_refused_(const char *group, const void *rows, size_t n, size_t row_size, const rs_h5file_column *cols,
+                           size_t ncols, rs_status want, const char *msg)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/refused.h5", g_dir);
+    rs_h5file *h = NULL;
+    assert_int_equal(rs_h5file_create(path, 0, &h), RS_OK);
+    assert_int_equal(rs_h5file_group(h, "/g"), RS_OK); /* a group that exists, for the tables that name it */
+    assert_int_equal(rs_h5file_write_table(h, group, rows, n, row_size, cols, ncols), want);
+    if (!strstr(rs_last_error(), msg)) fail_msg("message '%s' lacks '%s'", rs_last_error(), msg);
+    assert_int_equal(rs_h5file_status(h), want); /* sticky */
+    assert_int_equal(rs_h5file_close(h), want);
+    assert_false(exists_(path));
+    assert_false(tmp_left_());
+}
+
+static void test_table_refusals(void **state)
+{
+    (void)state;
+    trow rows[4];
+    trows_(rows);
+    rs_h5file_column c[NTCOLS];
+    /* a string that fills its field (no NUL within the width): refused, naming the column and the row */
+    memcpy(rows[2].name, "twelve chars", 12);
+    table_refused_("/t", rows, 4, sizeof(trow), k_tcols, NTCOLS, RS_E_INVAL, "column name, row 2");
+    trows_(rows);
+    /* NULL and empty arguments */
+    assert_int_equal(rs_h5file_write_table(NULL, "/t", rows, 4, sizeof(trow), k_tcols, NTCOLS), RS_E_INVAL);
+    table_refused_(NULL, rows, 4, sizeof(trow), k_tcols, NTCOLS, RS_E_INVAL, "NULL");
+    table_refused_("", rows, 4, sizeof(trow), k_tcols, NTCOLS, RS_E_INVAL, "NULL or empty");
+    table_refused_("/t", NULL, 4, sizeof(trow), k_tcols, NTCOLS, RS_E_INVAL, "NULL or empty");
+    table_refused_("/t", rows, 4, sizeof(trow), NULL, NTCOLS, RS_E_INVAL, "NULL or empty");
+    table_refused_("/t", rows, 4, sizeof(trow), k_tcols, 0, RS_E_INVAL, "NULL or empty");
+    table_refused_("/t", rows, 4, 0, k_tcols, NTCOLS, RS_E_INVAL, "NULL or empty");
+    /* bad columns: NULL name, a '/' in it, a name twice, an unknown kind, width 0, a field outside the row */
+    memcpy(c, k_tcols, sizeof c);
+    c[1].name = NULL;
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "column 1");
+    memcpy(c, k_tcols, sizeof c);
+    c[1].name = "a/b";
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "without '/'");
+    memcpy(c, k_tcols, sizeof c);
+    c[4].name = "k";
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "column k twice");
+    memcpy(c, k_tcols, sizeof c);
+    c[2].kind = (rs_h5file_col_kind)7;
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "unknown kind");
+    memcpy(c, k_tcols, sizeof c);
+    c[0].width = 0;
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "width 0");
+    memcpy(c, k_tcols, sizeof c);
+    c[2].offset = sizeof(trow) - 4; /* a double's 8 bytes cross the row's end */
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "outside");
+    memcpy(c, k_tcols, sizeof c);
+    c[3].width = sizeof(trow); /* a string wider than what is left of the row */
+    table_refused_("/t", rows, 4, sizeof(trow), c, NTCOLS, RS_E_INVAL, "outside");
+    /* a group that exists: a group made before, the root, a table's own group a second time */
+    table_refused_("/g", rows, 4, sizeof(trow), k_tcols, NTCOLS, RS_E_IO, "/g exists");
+    table_refused_("/", rows, 4, sizeof(trow), k_tcols, NTCOLS, RS_E_IO, "exists");
+    char path[512];
+    snprintf(path, sizeof path, "%s/twice.h5", g_dir);
+    rs_h5file *h = NULL;
+    assert_int_equal(rs_h5file_create(path, 0, &h), RS_OK);
+    assert_int_equal(rs_h5file_write_table(h, "/t", rows, 4, sizeof(trow), k_tcols, NTCOLS), RS_OK);
+    assert_int_equal(rs_h5file_write_table(h, "/t", rows, 4, sizeof(trow), k_tcols, NTCOLS), RS_E_IO);
+    assert_non_null(strstr(rs_last_error(), "/t exists"));
+    assert_int_equal(rs_h5file_close(h), RS_E_IO);
+    assert_false(exists_(path));
+    /* an earlier failure is returned without touching the file */
+    assert_int_equal(rs_h5file_create(path, 0, &h), RS_OK);
+    const double v[1] = {1};
+    const size_t n1[1] = {1};
+    assert_int_equal(rs_h5file_write_f64(h, "/x", 9, n1, v), RS_E_INVAL);
+    assert_int_equal(rs_h5file_write_table(h, "/t", rows, 4, sizeof(trow), k_tcols, NTCOLS), RS_E_INVAL);
+    assert_int_equal(rs_h5file_close(h), RS_E_INVAL);
+    assert_false(exists_(path));
+}
+
+/* ---- the bench's table ---------------------------------------------------------------------- */
+
+/* the column list covers rs_bench_row: fields in order, without gaps or overlaps, to its last byte (the row
+ * has no padding), each string column as wide as its field */
+static void test_bench_columns_cover_row(void **state)
+{
+    (void)state;
+    size_t nc = 0;
+    const rs_h5file_column *cols = bn_columns(&nc);
+    size_t at = 0;
+    for (size_t k = 0; k < nc; k++) {
+        const size_t sz = cols[k].kind == RS_H5FILE_COL_STR ? cols[k].width
+                          : cols[k].kind == RS_H5FILE_COL_I32 ? sizeof(int32_t)
+                                                              : sizeof(double);
+        if (cols[k].offset != at) fail_msg("column %s at offset %zu, expected %zu", cols[k].name, cols[k].offset, at);
+        at += sz;
+    }
+    assert_int_equal(at, sizeof(rs_bench_row));
+    assert_int_equal(cols[3].width, sizeof(((rs_bench_row *)0)->variant));
+    assert_string_equal(cols[3].name, "variant");
 }
 
 /* the whole dataset in its file type, as bytes */
@@ -482,12 +727,25 @@ static void *raw_(hid_t f, const char *path, size_t *bytes, hid_t *type_out)
     return buf;
 }
 
-static void test_bench_writer_same_file(void **state)
+static void read_str_attr_(hid_t o, const char *name, char *buf, size_t n)
+{
+    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+    hid_t t = H5Aget_type(a);
+    assert_true(a >= 0 && H5Tget_size(t) < n);
+    memset(buf, 0, n);
+    assert_true(H5Aread(a, t, buf) >= 0);
+    H5Tclose(t);
+    H5Aclose(a);
+}
+
+static void test_bench_table_same_file(void **state)
 {
     (void)state;
     char before[1024], after[600];
     rs_test_fixture_path(before, sizeof before, "../../notebooks/figures/data/bench_h200.h5");
     snprintf(after, sizeof after, "%s/bench.h5", g_dir);
+    size_t nc = 0;
+    const rs_h5file_column *cols = bn_columns(&nc);
     /* the rows back from the committed file */
     hid_t f = open_ro_(before);
     hid_t d = H5Dopen2(f, "/rows/B", H5P_DEFAULT);
@@ -495,47 +753,38 @@ static void test_bench_writer_same_file(void **state)
     const size_t n = (size_t)H5Sget_simple_extent_npoints(s);
     H5Sclose(s);
     H5Dclose(d);
-    bn_ctx c = {calloc(n, sizeof(bn_row)), n, n, 0, 0};
-    assert_non_null(c.rows);
-    for (size_t k = 0; k < sizeof k_cols / sizeof k_cols[0]; k++) {
+    rs_bench_row *rows = (rs_bench_row *)calloc(n, sizeof *rows);
+    assert_non_null(rows);
+    for (size_t k = 0; k < nc; k++) {
         char p[64];
-        snprintf(p, sizeof p, "/rows/%s", k_cols[k].name);
+        snprintf(p, sizeof p, "/rows/%s", cols[k].name);
         size_t bytes = 0;
         hid_t t;
         char *col = (char *)raw_(f, p, &bytes, &t);
         H5Tclose(t);
         const size_t esz = bytes / n;
-        for (size_t i = 0; i < n; i++) memcpy((char *)&c.rows[i] + k_cols[k].off, col + i * esz, esz);
+        for (size_t i = 0; i < n; i++) memcpy((char *)&rows[i] + cols[k].offset, col + i * esz, esz);
         free(col);
     }
-    char tool[256], command[1024], device[256];
-    read_str_attr_(f, "tool", tool, sizeof tool);
-    read_str_attr_(f, "command", command, sizeof command);
-    read_str_attr_(f, "device", device, sizeof device);
-    bn_meta m = {tool, command, device, (int)attr_f64_(f, "/", "sms"), (size_t)attr_f64_(f, "/", "l2_bytes"),
-                 attr_f64_(f, "/", "copy_us"), attr_f64_(f, "/", "copy_bytes"), 0, 0};
-    const int has_read = H5Aexists_by_name(f, "/", "read_us", H5P_DEFAULT) > 0; /* optional: older files lack it */
-    if (has_read) m.read_us = attr_f64_(f, "/", "read_us"), m.read_bytes = attr_f64_(f, "/", "read_bytes");
-    c.copy_gbps = attr_f64_(f, "/", "copy_gbps");
-    c.reps = (int)attr_f64_(f, "/", "reps");
-    /* written again through rs_h5file */
+    /* written again as the table of bench.h's columns */
     rs_h5file *h = NULL;
     assert_int_equal(rs_h5file_create(after, 0, &h), RS_OK);
-    assert_int_equal(rs_bench_write(h, &c, &m), RS_OK);
+    assert_int_equal(rs_h5file_write_table(h, "/rows", rows, n, sizeof *rows, cols, nc), RS_OK);
     assert_int_equal(rs_h5file_close(h), RS_OK);
-    free(c.rows);
-    /* every dataset: same type, same bytes; every attribute: same value */
+    free(rows);
+    /* every dataset: same type, same bytes, same units */
     hid_t g = open_ro_(after);
-    for (size_t k = 0; k < sizeof k_cols / sizeof k_cols[0]; k++) {
+    for (size_t k = 0; k < nc; k++) {
         char p[64];
-        snprintf(p, sizeof p, "/rows/%s", k_cols[k].name);
+        snprintf(p, sizeof p, "/rows/%s", cols[k].name);
         size_t nb0 = 0, nb1 = 0;
         hid_t t0, t1;
         void *a = raw_(f, p, &nb0, &t0), *b = raw_(g, p, &nb1, &t1);
         if (H5Tequal(t0, t1) <= 0) fail_msg("%s: the type changed", p);
         assert_int_equal(nb0, nb1);
         assert_memory_equal(a, b, nb0);
-        if (k_cols[k].units) {
+        assert_int_equal(units_exists_(f, p), units_exists_(g, p));
+        if (cols[k].units) {
             char u0[256], u1[256];
             hid_t d0 = H5Dopen2(f, p, H5P_DEFAULT), d1 = H5Dopen2(g, p, H5P_DEFAULT);
             read_str_attr_(d0, "units", u0, sizeof u0);
@@ -549,27 +798,11 @@ static void test_bench_writer_same_file(void **state)
         free(a);
         free(b);
     }
-    static const char *nums[] = {"sms", "l2_bytes", "copy_us", "copy_bytes", "copy_gbps", "reps"};
-    for (size_t i = 0; i < 6; i++) assert_true(attr_f64_(f, "/", nums[i]) == attr_f64_(g, "/", nums[i]));
-    assert_int_equal(H5Aexists_by_name(g, "/", "read_us", H5P_DEFAULT) > 0, has_read);
-    if (has_read) {
-        static const char *rn[] = {"read_us", "read_bytes", "read_gbps"};
-        for (size_t i = 0; i < 3; i++) assert_true(attr_f64_(f, "/", rn[i]) == attr_f64_(g, "/", rn[i]));
-    }
-    attr_str_is_(g, "/", "tool", tool);
-    attr_str_is_(g, "/", "command", command);
-    attr_str_is_(g, "/", "device", device);
-    hid_t r0 = H5Gopen2(f, "/rows", H5P_DEFAULT), r1 = H5Gopen2(g, "/rows", H5P_DEFAULT);
-    H5G_info_t i0, i1;
-    H5Gget_info(r0, &i0);
-    H5Gget_info(r1, &i1);
-    assert_int_equal(i0.nlinks, i1.nlinks); /* no column more or less */
-    H5Gclose(r0);
-    H5Gclose(r1);
+    assert_int_equal(nlinks_(f, "/rows"), nlinks_(g, "/rows")); /* no column more or less */
+    assert_int_equal(nlinks_(g, "/rows"), nc);
     H5Fclose(f);
     H5Fclose(g);
-    print_message("bench writer: %zu rows x %zu columns identical to notebooks/figures/data/bench_h200.h5\n", n,
-                  sizeof k_cols / sizeof k_cols[0]);
+    print_message("bench table: %zu rows x %zu columns identical to notebooks/figures/data/bench_h200.h5\n", n, nc);
 }
 
 static int setup_(void **state)
@@ -596,7 +829,11 @@ int main(void)
         cmocka_unit_test(test_killed_writer_leftover),
         cmocka_unit_test(test_theory_file),
         cmocka_unit_test(test_theory_failures),
-        cmocka_unit_test(test_bench_writer_same_file),
+        cmocka_unit_test(test_table_roundtrip),
+        cmocka_unit_test(test_table_empty),
+        cmocka_unit_test(test_table_refusals),
+        cmocka_unit_test(test_bench_columns_cover_row),
+        cmocka_unit_test(test_bench_table_same_file),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

@@ -46,8 +46,8 @@ static rs_h5log_meta meta_(uint64_t tokens, uint64_t len0, uint64_t len1)
 {
     g_len[0] = len0;
     g_len[1] = len1;
-    g_runs[0] = (rs_h5log_run_info){"fp32", "conv", "fp32", "fp32", 16, 0};
-    g_runs[1] = (rs_h5log_run_info){"split:nvfp4-rtn/fp32", "split", "fp32", "nvfp4-rtn", 16, 42};
+    g_runs[0] = (rs_h5log_run_info){"fp32", "conv", "fp32", "fp32", 16, 0, NULL, NULL};
+    g_runs[1] = (rs_h5log_run_info){"split:nvfp4-rtn/fp32", "split", "fp32", "nvfp4-rtn", 16, 42, NULL, NULL};
     rs_h5log_meta m;
     memset(&m, 0, sizeof m);
     m.tool_version = "test";

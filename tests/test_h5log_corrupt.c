@@ -37,8 +37,8 @@ static char g_dir[256], g_base[512], g_copy[512];
 static const char *g_ids[NB] = {"1023", "105"};
 static const char *g_titles[NB] = {"A", "B"};
 static uint64_t g_len[NB] = {40, 17};
-static rs_h5log_run_info g_runs[NR] = {{"fp32", "conv", "fp32", "fp32", 16, 0},
-                                       {"split:nvfp4-rtn/fp32", "split", "fp32", "nvfp4-rtn", 16, 42}};
+static rs_h5log_run_info g_runs[NR] = {{"fp32", "conv", "fp32", "fp32", 16, 0, NULL, NULL},
+                                       {"split:nvfp4-rtn/fp32", "split", "fp32", "nvfp4-rtn", 16, 42, NULL, NULL}};
 
 static rs_h5log_meta meta_(void)
 {

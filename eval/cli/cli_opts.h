@@ -23,10 +23,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "replayssm/engine/rs_policy.h" /* RS_RUN_SEED_DEFAULT */
+
+#define RS_CLI_STR_(x) #x
+#define RS_CLI_XSTR_(x) RS_CLI_STR_(x)
 /* The one default seed of every command that draws random numbers (kl / sweep stochastic
  * rounding, quant-error's synthetic data and SR, theory's Monte Carlo). */
-#define RS_CLI_DEFAULT_SEED 0
-#define RS_CLI_DEFAULT_SEED_STR "0"
+#define RS_CLI_DEFAULT_SEED RS_RUN_SEED_DEFAULT
+#define RS_CLI_DEFAULT_SEED_STR RS_CLI_XSTR_(RS_RUN_SEED_DEFAULT)
 /* non-TTY progress: one plain line every this many seconds */
 #define RS_CLI_DEFAULT_PROGRESS_EVERY 30.0
 /* help layout: options indented 2, their text starts at this column (0-based) */

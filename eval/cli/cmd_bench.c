@@ -5,8 +5,9 @@
  * model shapes. Prints one table per sweep and writes every row to HDF5 (layout:
  * docs/kernels.md "replayssm bench"). Needs a CUDA build (RS_HAVE_CUDA: -DRS_CUDA=ON) and a GPU;
  * otherwise it says so and exits 1. Timing method: replayssm/cuda/rs_cuda_bench.h. This file
- * parses the options and owns the output (rs_h5file: created before any GPU time is spent,
- * atomic, never over a non-regular file); the sweeps are bench_sweeps.c, the rows' layout
+ * parses the options, prints the rows the sweeps report and owns the output (rs_h5file: created
+ * before any GPU time is spent, atomic, never over a non-regular file); the sweeps are
+ * libreplayssm-cuda's (replayssm/cuda/rs_cuda_bench_sweeps.h), the file's layout bench.h and
  * bench_write.c. */
 #include <signal.h>
 #include <stddef.h>
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"   /* rows, sweeps, the writer */
+#include "bench.h"   /* rows, columns, the writer */
 #include "cli_opts.h" /* the option grammar */
 #include "rs_cli.h"  /* rs_cli_fail */
 
@@ -84,6 +85,7 @@ int rs_cmd_bench(int argc, char **argv)
 
 #include "replayssm/theory/rs_theory.h" /* model shapes; before rs_cuda.h (rs_ssm_kind) */
 #include "replayssm/cuda/rs_cuda_bench.h"
+#include "replayssm/cuda/rs_cuda_bench_sweeps.h"
 
 static int has_sweep(const char *list, const char *name)
 {
@@ -93,9 +95,43 @@ static int has_sweep(const char *list, const char *name)
     return 0;
 }
 
+/* the sweeps' tables as they run (rs_bench_report) */
+static void print_heading(void *user, const char *text)
+{
+    (void)user;
+    printf("\n## %s\n", text);
+}
+static void print_header(void *user, const char *title)
+{
+    (void)user;
+    printf("\n## %s\n", title);
+    printf("%-18s %-16s %-20s %5s %3s %2s %2s %10s %8s %6s %7s %s\n", "model", "kernel", "variant", "B", "L", "T", "a",
+           "median_us", "GB/s", "%copy", "flush", "x");
+}
+static void print_row(void *user, const rs_bench_row *r, double x)
+{
+    (void)user;
+    printf("%-18s %-16s %-20s %5d %3d %2d %2d %10.1f %8.0f %5.1f%% %6.3f %s", r->model, r->kernel, r->variant, r->B, r->L,
+           r->T, r->a, r->median_us, r->gbps, r->pct_copy, r->flush_frac, x > 0 ? "" : "-");
+    if (x > 0) printf("%.2fx", x);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* one sweep of the list for model m */
+static rs_status run_sweep(rs_bench_ctx *c, const char *name, const rs_model_shape *m, int quick)
+{
+    if (!strcmp(name, "std")) return rs_bench_sweep_std(c, m, quick);
+    if (!strcmp(name, "window")) return rs_bench_sweep_window(c, m);
+    if (!strcmp(name, "verify")) return rs_bench_sweep_verify(c, m, quick);
+    if (!strcmp(name, "lp")) return rs_bench_sweep_lp(c, m);
+    if (!strcmp(name, "tcv")) return rs_bench_sweep_tcv(c, m);
+    return rs_bench_sweep_tcl(c, m);
+}
+
 /* the GPU's clock and power over the rows (rs_bench_result.sm_mhz / power_w / pcap_frac): their ranges, and how many
  * rows the board's power cap held for more than 5 % of their timed replays, by sweep, with those rows' clock range */
-static void print_power(const bn_ctx *c)
+static void print_power(const rs_bench_ctx *c)
 {
     const char *why = rs_cuda_bench_power_unavailable();
     if (why) {
@@ -106,7 +142,7 @@ static void print_power(const bn_ctx *c)
     size_t capped = 0, ns = 0, per[16] = {0};
     const char *sweeps[16]; /* the sweeps with capped rows, in order of appearance (a run has at most 8, `ref` included) */
     for (size_t i = 0; i < c->n; ++i) {
-        const bn_row *r = &c->rows[i];
+        const rs_bench_row *r = &c->rows[i];
         if (r->sm_mhz == r->sm_mhz) clo = r->sm_mhz < clo ? r->sm_mhz : clo, chi = r->sm_mhz > chi ? r->sm_mhz : chi;
         if (r->power_w == r->power_w) plo = r->power_w < plo ? r->power_w : plo, phi = r->power_w > phi ? r->power_w : phi;
         if (!(r->pcap_frac > 0.05)) continue;
@@ -175,9 +211,10 @@ int rs_cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; ++i)
         if (strlen(cmdline) + strlen(argv[i]) + 2 < sizeof cmdline) strcat(cmdline, " "), strcat(cmdline, argv[i]);
 
-    bn_ctx c;
+    rs_bench_ctx c;
     memset(&c, 0, sizeof c);
     c.reps = (int)reps;
+    c.report.heading = print_heading, c.report.table = print_header, c.report.row = print_row;
     printf("# replayssm bench on %s: %d SMs, %.0f MB L2, %.1f GB; %d timed replays per case\n", device, sms,
            (double)l2 / 1e6, (double)mem / 1e9, c.reps);
     const size_t copy_bytes = (size_t)2 << 30;
@@ -201,25 +238,23 @@ int rs_cmd_bench(int argc, char **argv)
         const rs_model_shape *m = ms[i];
         printf("\n# %s (%s): H = %u value heads, G = %u key heads, d_v = %u, d_k = %u\n", m->full_name,
                m->ssm == RS_SSM_MAMBA2 ? "Mamba-2" : "GDN", m->value_heads, m->key_heads, m->d_v, m->d_k);
-        if (has_sweep(sweeps, "std")) rc |= rs_bench_sweep_std(&c, m, quick);
-        if (!rc && has_sweep(sweeps, "window")) rc |= rs_bench_sweep_window(&c, m);
-        if (!rc && has_sweep(sweeps, "verify")) rc |= rs_bench_sweep_verify(&c, m, quick);
-        if (!rc && has_sweep(sweeps, "lp")) rc |= rs_bench_sweep_lp(&c, m);
-        if (!rc && has_sweep(sweeps, "tcv")) rc |= rs_bench_sweep_tcv(&c, m);
-        if (!rc && has_sweep(sweeps, "tcl")) rc |= rs_bench_sweep_tcl(&c, m);
+        static const char *order[] = {"std", "window", "verify", "lp", "tcv", "tcl"};
+        for (size_t s = 0; s < sizeof order / sizeof order[0] && !rc; ++s)
+            if (has_sweep(sweeps, order[s]) && (st = run_sweep(&c, order[s], m, quick)) != RS_OK)
+                rc = rs_cli_fail("bench", order[s], st); /* the message names the case */
     }
     if (c.n) { /* the summary: one row of headline ratios per model shape */
         printf("\n## summary (B = 256; B1x: conv / ReplaySSM at B = 1)\n%-18s %9s %9s %8s %9s %9s %8s %8s %8s %7s\n",
                "model", "conv_us", "%copy", "replay", "speedup", "verifyT8", "fp16", "fp8", "nvfp4", "B1x");
         for (size_t i = 0; i < nm; ++i) {
             const rs_model_shape *m = ms[i];
-            bn_row *cv = rs_bench_find_row(&c, "std", m->name, "conv", "fp32", 256);
-            bn_row *rp = rs_bench_find_row(&c, "std", m->name, "replay", "cycle-bf16ring", 256);
-            bn_row *v8 = rs_bench_find_row(&c, "verify", m->name, "verify-replay", "bf16ring-a8", 256);
-            bn_row *f16 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-fp16", 256);
-            bn_row *f8 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-fp8", 256);
-            bn_row *f4 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-nvfp4", 256);
-            bn_row *r1 = rs_bench_find_row(&c, "std", m->name, "replay", "cycle-bf16ring", 1);
+            const rs_bench_row *cv = rs_bench_find_row(&c, "std", m->name, "conv", "fp32", 256);
+            const rs_bench_row *rp = rs_bench_find_row(&c, "std", m->name, "replay", "cycle-bf16ring", 256);
+            const rs_bench_row *v8 = rs_bench_find_row(&c, "verify", m->name, "verify-replay", "bf16ring-a8", 256);
+            const rs_bench_row *f16 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-fp16", 256);
+            const rs_bench_row *f8 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-fp8", 256);
+            const rs_bench_row *f4 = rs_bench_find_row(&c, "lp", m->name, "replay", "nonflush-h7-nvfp4", 256);
+            const rs_bench_row *r1 = rs_bench_find_row(&c, "std", m->name, "replay", "cycle-bf16ring", 1);
             printf("%-18s %9.1f %8.1f%% %8.1f %8.2fx %8.2fx %7.2fx %7.2fx %7.2fx %6.2fx\n", m->name, cv ? cv->median_us : 0,
                    cv ? cv->pct_copy : 0, rp ? rp->median_us : 0, rp ? rp->speedup : 0, v8 ? v8->norm : 0,
                    f16 ? f16->speedup : 0, f8 ? f8->speedup : 0, f4 ? f4->speedup : 0, r1 ? r1->speedup : 0);
@@ -237,8 +272,8 @@ int rs_cmd_bench(int argc, char **argv)
                     char v1[32], v2[32];
                     snprintf(v1, sizeof v1, "%s-fused", pv[j][1]);
                     snprintf(v2, sizeof v2, "%s-prep", pv[j][1]);
-                    bn_row *f = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v1, pb[q]);
-                    bn_row *o = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v2, pb[q]);
+                    const rs_bench_row *f = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v1, pb[q]);
+                    const rs_bench_row *o = rs_bench_find_row(&c, pv[j][0], m->name, "replay", v2, pb[q]);
                     if (f && o)
                         printf("%-18s %-4s %-20s B=%-4d %9.1f / %9.1f = %.3fx\n", m->name, pv[j][0], pv[j][1], pb[q],
                                f->median_us, o->median_us, o->median_us / f->median_us);
@@ -248,15 +283,15 @@ int rs_cmd_bench(int argc, char **argv)
     if (c.n) print_power(&c);
     if (c.n) { /* the rows measured, also after a failed case (as before: rc stays 1 then) */
         const bn_meta meta = {"replayssm bench " RS_VERSION_STRING " (git " RS_GIT_COMMIT ")", cmdline, device, sms, l2,
-                              copy_us, (double)copy_bytes, read_us, (double)copy_bytes};
-        (void)rs_bench_write(h, &c, &meta); /* sticky: the close reports the first failure */
+                              copy_us, (double)copy_bytes, c.copy_gbps, c.reps, read_us, (double)copy_bytes};
+        (void)bn_write_file(h, c.rows, c.n, &meta); /* sticky: the close reports the first failure */
         st = rs_h5file_close(h);
         if (st != RS_OK) rc = rs_cli_fail("bench", "writing the rows", st);
         else printf("\nwrote %s (%zu rows)\n", out, c.n);
     } else {
         rs_h5file_discard(h);
     }
-    free(c.rows);
+    rs_bench_ctx_free(&c);
     return rc ? 1 : 0;
 }
 

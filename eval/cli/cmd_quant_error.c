@@ -10,6 +10,7 @@
 
 #include "cli_opts.h"       /* the option grammar */
 #include "rs_cli.h"         /* rs_cli_fail */
+#include "replayssm/eval/rs_outfile.h"
 #include "replayssm/quant/rs_format.h"      /* rs_format_parse / set_rounding / print */
 #include "replayssm/eval/rs_h5io.h"          /* rs_h5_read_floats */
 #include "replayssm/theory/rs_quant_error.h" /* rs_quant_error_measure, rs_synth_matrix */
@@ -38,7 +39,7 @@ static const char k_epilog[] =
     "Formats are the grammar of every command: a bare base (fp16, bf16, fp8, nvfp4) is <base>-rtn,\n"
     "the default rounding; --rounding M replaces the rounding of each format (also of 'all').";
 
-/* the CSV of --out: built at FILE.tmp, renamed over FILE at the end (never a partial table) */
+/* the CSV of --out: written to rs_outfile's temporary, placed at FILE at the end (never a partial table) */
 static FILE *g_csv;
 
 /* the formats of --format (a format string or 'all') with --rounding applied, by the library's
@@ -222,26 +223,24 @@ static int run_(const rs_format *formats, size_t nformats, const char *dist, con
                 size_t rows, size_t cols, size_t tensors, size_t max_elements, int shape_given, unsigned long long seed,
                 const char *out, int force)
 {
-    char tmp[4096];
+    rs_outfile *of = NULL;
     if (out) {
+        /* an existing FILE without --force is a usage error, checked before any work */
         struct stat sb;
         if (!force && lstat(out, &sb) == 0)
             return rs_cli_usage_error("quant-error", "--out %s exists (--force replaces it)", out);
-        if (lstat(out, &sb) == 0 && !S_ISREG(sb.st_mode))
-            return rs_cli_usage_error("quant-error", "--out %s is not a regular file", out);
-        snprintf(tmp, sizeof tmp, "%s.tmp", out);
-        if (!(g_csv = fopen(tmp, "w")))
-            return rs_cli_fail("quant-error", "--out", rs_error_set(RS_E_IO, "%s: %s", tmp, strerror(errno)));
+        rs_status st = rs_outfile_open(out, force, &of); /* never a link, FIFO or device (rs_outfile.h) */
+        if (st != RS_OK) return rs_cli_fail("quant-error", "--out", st);
+        g_csv = rs_outfile_stream(of);
         fprintf(g_csv, "data,format,rel_fro,max_abs,max_rel,bias,bias_rel,bytes_per_elem\n");
     }
     int rc = run_body_(formats, nformats, dist, input, dataset, rows, cols, tensors, max_elements, shape_given, seed);
-    if (g_csv) {
-        const int bad = ferror(g_csv) | (fclose(g_csv) != 0);
-        g_csv = NULL;
-        if (rc == 0 && bad) rc = rs_cli_fail("quant-error", "--out", rs_error_set(RS_E_IO, "%s: write failed", tmp));
-        if (rc == 0 && rename(tmp, out) != 0)
-            rc = rs_cli_fail("quant-error", "--out", rs_error_set(RS_E_IO, "%s: %s", out, strerror(errno)));
-        if (rc != 0) remove(tmp); /* a failed run leaves no table */
+    g_csv = NULL;
+    if (of && rc == 0) {
+        rs_status st = rs_outfile_commit(of);
+        if (st != RS_OK) rc = rs_cli_fail("quant-error", "--out", st);
+    } else if (of) {
+        rs_outfile_discard(of); /* a failed run leaves no table (and an old FILE as it was) */
     }
     return rc;
 }

@@ -2,8 +2,9 @@
  * curves in an HDF5 file: traffic vs window per model and format, amortised bytes vs window,
  * and the C.6 error growth (closed form next to a Monte Carlo through the real quantizers).
  * This file parses the options and owns the output file (written through rs_h5file: atomic,
- * never over a non-regular file, every failure reported); the tables are theory_tables.c and
- * theory_c6.c. Formulas: replayssm/theory/rs_theory.h; Monte Carlo: replayssm/theory/rs_theory_mc.h; derivations:
+ * never over a non-regular file, every failure reported); theory_print.c prints the tables and
+ * writes the curves, whose numbers come from replayssm/theory/rs_theory_tables.h. Formulas:
+ * replayssm/theory/rs_theory.h; Monte Carlo: replayssm/theory/rs_theory_mc.h; derivations:
  * docs/theory.md. */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "cli_opts.h" /* the option grammar */
 #include "rs_cli.h"  /* rs_cli_fail */
 #include "theory.h"  /* the tables */
+#include "replayssm/engine/rs_policy.h" /* RS_RUN_WINDOW_DEFAULT, RS_RUN_WINDOW_MAX */
 #include "replayssm/eval/rs_h5file.h"   /* the curves file */
 #include "replayssm/theory/rs_theory.h" /* model shapes */
 
@@ -22,7 +24,6 @@
 #define RS_GIT_COMMIT "unknown"
 #endif
 
-#define TH_DEFAULT_WINDOW 16
 #define TH_DEFAULT_DRAFTS 4.0
 #define TH_DEFAULT_ACCEPT 3.5
 #define TH_DEFAULT_MC_STEPS 2000ul
@@ -40,22 +41,24 @@ static const char k_about[] =
     "       next to a Monte Carlo through the same quantizers\n"
     "and, with --out, writes every curve to an HDF5 file (see docs/theory.md).";
 
-#define TH_MAX_DRAFTS 4096 /* --drafts / --accept at most the longest --window */
+#define TH_MAX_DRAFTS RS_RUN_WINDOW_MAX /* --drafts / --accept at most the longest --window */
 
 int rs_cmd_theory(int argc, char **argv)
 {
     const char *shape = NULL, *model_arg = NULL, *model = "all", *out = NULL;
-    size_t L = TH_DEFAULT_WINDOW, mc_steps = TH_DEFAULT_MC_STEPS;
+    size_t L = RS_RUN_WINDOW_DEFAULT, mc_steps = TH_DEFAULT_MC_STEPS;
     double T = TH_DEFAULT_DRAFTS, A = TH_DEFAULT_ACCEPT;
     uint64_t seed = RS_CLI_DEFAULT_SEED;
     int force = 0;
     const rs_cli_opt opts[] = {
         RS_CLI_OPT_SHAPE(&shape),
         RS_CLI_OPT_MODEL_SHAPE(&model_arg),
-        {"--window", NULL, RS_CLI_SIZE, "L", "replay window for the C.3/C.6 tables", "[16]", &L, 1, 4096, NULL, NULL,
-         NULL, 0},
+        /* the replay window L of a run (C.3's window, C.6's shared/split flush interval): default
+           and range are the run spec's */
+        {"--window", NULL, RS_CLI_SIZE, "L", "replay window for the C.3/C.6 tables",
+         "[" RS_CLI_XSTR_(RS_RUN_WINDOW_DEFAULT) "]", &L, 1, RS_RUN_WINDOW_MAX, NULL, NULL, NULL, 0},
         /* bounded like every number option (a window of drafts never exceeds the longest replay
-           window, 4096): 1e20 drafts is a typo, not a shape */
+           window): 1e20 drafts is a typo, not a shape */
         {"--drafts", NULL, RS_CLI_DOUBLE, "T", "draft tokens for speculative L*", "[4]", &T, 1, TH_MAX_DRAFTS, NULL, NULL,
          NULL, 0},
         {"--accept", NULL, RS_CLI_DOUBLE, "A", "mean accepted tokens per step, 0 < A <= T", "[3.5]", &A, 0,
@@ -76,10 +79,10 @@ int rs_cmd_theory(int argc, char **argv)
         fprintf(stderr, "replayssm theory: need --drafts >= 1 and 0 < --accept <= --drafts (got %g, %g)\n", T, A);
         return 2;
     }
-    const rs_model_shape *ms[4];
+    const rs_model_shape *ms[TH_MAX_MODELS];
     size_t nm = 0;
     if (!strcmp(model, "all")) {
-        for (size_t i = 0; i < rs_theory_model_count(); ++i) ms[nm++] = rs_theory_model_at(i);
+        for (size_t i = 0; i < rs_theory_model_count() && nm < TH_MAX_MODELS; ++i) ms[nm++] = rs_theory_model_at(i);
     } else {
         rs_status st = rs_theory_model_find(model, &ms[0]);
         if (st != RS_OK) {
@@ -104,21 +107,19 @@ int rs_cmd_theory(int argc, char **argv)
         (void)rs_h5file_attr_str(h, "/", "tool", "replayssm theory " RS_VERSION_STRING " (git " RS_GIT_COMMIT ")");
         (void)rs_h5file_attr_str(h, "/", "command", cmdline);
         (void)rs_h5file_attr_str(h, "/", "source", "ReplaySSM (arXiv:2610.13778) Appendix C; shared/paper/replayssm-digest.md; "
-                                                   "formulas lib/rs_theory.h, derivations docs/theory.md");
+                                                   "formulas include/replayssm/theory/rs_theory.h, derivations docs/theory.md");
         (void)rs_h5file_attr_f64(h, "/", "seed", (double)seed);
         (void)rs_h5file_attr_f64(h, "/", "window_L", L);
         (void)rs_h5file_attr_f64(h, "/", "mc_steps", (double)mc_steps);
     }
 
     printf("# replayssm theory — Appendix C (models: %s; L = %zu; T = %g; a_bar = %g)\n\n", model, L, T, A);
-    rs_th_table_c1(ms, nm, h);
-    rs_th_table_c2(ms, nm, h);
-    rs_th_table_c3(ms, nm, (unsigned)L, h);
-    rs_th_table_c4(ms, nm);
-    rs_th_table_c5(ms, nm, T, A, h);
-    int rc = 0;
-    if (mc_steps > 0) rc = rs_th_table_c6((unsigned)L, mc_steps, (unsigned long long)seed, h);
-    else printf("## C.6 skipped (--mc-steps 0)\n");
+    int rc = rs_th_table_c1(ms, nm, h) || rs_th_table_c2(ms, nm, h) || rs_th_table_c3(ms, nm, (unsigned)L, h) ||
+             rs_th_table_c4(ms, nm) || rs_th_table_c5(ms, nm, T, A, h);
+    if (!rc) {
+        if (mc_steps > 0) rc = rs_th_table_c6((unsigned)L, mc_steps, (unsigned long long)seed, h);
+        else printf("## C.6 skipped (--mc-steps 0)\n");
+    }
 
     if (out) {
         if (rc) { /* an incomplete set of curves never replaces a file */

@@ -11,9 +11,6 @@
 #include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_kleval.h"
 
-/* --seed's default is the CLI's one default of every command; a run's default seed is the library's */
-_Static_assert(RS_CLI_DEFAULT_SEED == RS_RUN_SEED_DEFAULT, "the CLI's and the library's default seed differ");
-
 void rs_kl_opts_init(rs_kl_opts *o, const char *cmd)
 {
     memset(o, 0, sizeof *o);

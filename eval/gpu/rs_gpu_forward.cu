@@ -1,17 +1,17 @@
 /* rs_gpu_forward.cu — the forward of one chunk on the GPU for the reference and every run of a
  * batch of streams (books), the twin of eval/model/rs_forward.c: the same layers, in the same
  * order, on the same stacked rows (row group g = j * (R + 1) + run of the batch's stream j,
- * position t -> row g * n + t), each CPU op replaced by its rs_gpu_ops.h twin, every GEMM over
- * all M = G * n rows (rs_gpu_linear, rs_gpu_gemm.cu), the SSM recurrence by the chunked state engine
+ * position t -> row g * n + t), each CPU op replaced by its dense/rs_dense_ops.h twin, every GEMM over
+ * all M = G * n rows (rs_gpu_linear, rs_gpu_weights.cu), the SSM recurrence by the chunked state engine
  * (rs_cuda_scan.h, one launch per layer for all runs, streams and heads). --compute twin (im->twin,
  * docs/evaluator.md "The twin compute mode") swaps in the CPU's arithmetic: the norms' sequential sums,
  * the double attention (rsg_attention_twin) and, for the reference and conventional fp32 runs, the
- * engine's recurrence (rsg_twin_ssm after the scan); the GEMM method is f64 (rs_gpu_gemm.cu). The batch is the
+ * engine's recurrence (rsg_twin_ssm after the scan); the GEMM method is f64 (rs_gpu_weights.cu). The batch is the
  * streams b_s0 .. b_s0 + b_ns - 1, all at position b_pos with n new tokens each (the scorer
  * groups them, rs_scorer_cuda.cu); their per-run state (conv states, KV caches, scan states)
  * starts at row group b_r0 = b_s0 * (R + 1). */
 #include "rs_gpu_scorer_impl.h"
-#include "rs_gpu_ops.h"
+#include "dense/rs_dense_ops.h"
 
 #include <math.h>
 #include <string.h>
@@ -25,22 +25,22 @@ void rs_gpu_mark(gpu_impl *im, int stage)
     im->ev_stage[im->n_marks++] = stage;
 }
 
-static rs_norm_weight norm_kind_(const rs_model *m)
+static rsg_norm_weight norm_kind_(const rs_model *m)
 {
-    return m->cfg.family == RS_FAMILY_QWEN35 ? RS_NORM_ONE_PLUS : RS_NORM_PLAIN;
+    return m->cfg.family == RS_FAMILY_QWEN35 ? RSG_NORM_ONE_PLUS : RSG_NORM_PLAIN;
 }
 
 static float *plane_(const gpu_impl *im, int k, size_t M) { return im->small + (size_t)k * M * im->hmax; }
 
 /* --compute twin (docs/evaluator.md "The twin compute mode"): the norms with their sums in the CPU's order */
 static rs_status rmsnorm_(const gpu_impl *im, int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                          rs_norm_weight kind, float *Y, size_t ldy)
+                          rsg_norm_weight kind, float *Y, size_t ldy)
 {
     return (im->twin ? rsg_rmsnorm_seq : rsg_rmsnorm)(M, n, X, ldx, w, eps, kind, Y, ldy, im->s);
 }
 
 static rs_status rmsnorm_gated_(const gpu_impl *im, int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order, float *Y,
+                                size_t ldz, const float *w, int w_len, float eps, rsg_gate_order order, float *Y,
                                 size_t ldy)
 {
     return (im->twin ? rsg_rmsnorm_gated_seq : rsg_rmsnorm_gated)(M, n, gs, X, ldx, Z, ldz, w, w_len, eps, order, Y,
@@ -73,7 +73,7 @@ static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n, cd = (size_t)g->conv_dim;
     const size_t vd = (size_t)g->value_dim, Hv = (size_t)g->n_v_heads, dv = (size_t)g->v_head_dim;
     const float eps = m->cfg.rms_eps;
-    RS_TRY(rmsnorm_(im, (int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), eps, RS_NORM_ONE_PLUS, im->xn, d));
+    RS_TRY(rmsnorm_(im, (int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), eps, RSG_NORM_ONE_PLUS, im->xn, d));
     rs_gpu_mark(im, GS_OTHER);
     RS_TRY(rs_gpu_linear(im, M, cd, d, im->xn, d, RS_GPU_W(im, w->gdn.in_qkv), 0.0f, im->proj, cd));
     RS_TRY(rs_gpu_linear(im, M, vd, d, im->xn, d, RS_GPU_W(im, w->gdn.in_z), 0.0f, im->proj2, vd));
@@ -117,7 +117,7 @@ static rs_status gdn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     rs_gpu_mark(im, GS_REC);
     /* per value head: y = w * rms(o) * silu(z) */
     RS_TRY(rmsnorm_gated_(im, (int)(M * Hv), (int)dv, (int)dv, im->ssm_o, dv, im->proj2, dv, RS_GPU_W(im, w->gdn.norm),
-                        (int)dv, eps, RS_GATE_AFTER_NORM, im->ssm_o, dv));
+                        (int)dv, eps, RSG_GATE_AFTER_NORM, im->ssm_o, dv));
     rs_gpu_mark(im, GS_OTHER);
     return rs_gpu_linear(im, M, d, vd, im->ssm_o, vd, RS_GPU_W(im, w->gdn.out), 1.0f, im->x, d);
 }
@@ -130,7 +130,7 @@ static rs_status mamba_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n
     const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n, ip = (size_t)mc->in_proj_dim;
     const size_t cd = (size_t)mc->conv_dim, di = (size_t)mc->d_inner, H = (size_t)mc->n_heads;
     const size_t P = (size_t)mc->head_dim, N = (size_t)mc->d_state, G = (size_t)mc->n_groups;
-    RS_TRY(rmsnorm_(im, (int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), m->cfg.rms_eps, RS_NORM_PLAIN, im->xn, d));
+    RS_TRY(rmsnorm_(im, (int)M, (int)d, im->x, d, RS_GPU_W(im, w->norm), m->cfg.rms_eps, RSG_NORM_PLAIN, im->xn, d));
     rs_gpu_mark(im, GS_OTHER);
     RS_TRY(rs_gpu_linear(im, M, ip, d, im->xn, d, RS_GPU_W(im, w->mamba.in_proj), 0.0f, im->proj, ip)); /* z|xBC|dt */
     RS_TRY(rsg_conv1d(im->G, (int)n, (int)cd, mc->conv_kernel, im->proj + di, ip,
@@ -171,7 +171,7 @@ static rs_status mamba_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n
     RS_TRY(rsg_mamba_dskip((int)M, (int)H, (int)P, im->ssm_o, di, im->conv, cd, RS_GPU_W(im, w->mamba.D), im->s));
     /* Zamba2RMSNormGated: t = y * silu(z), normalised per group of d_inner / G */
     RS_TRY(rmsnorm_gated_(im, (int)M, (int)di, (int)(di / G), im->ssm_o, di, im->proj, ip, RS_GPU_W(im, w->mamba.norm),
-                        (int)di, m->cfg.rms_eps, RS_GATE_BEFORE_NORM, im->ssm_o, di));
+                        (int)di, m->cfg.rms_eps, RSG_GATE_BEFORE_NORM, im->ssm_o, di));
     rs_gpu_mark(im, GS_OTHER);
     return rs_gpu_linear(im, M, d, di, im->ssm_o, di, RS_GPU_W(im, w->mamba.out), 1.0f, im->x, d);
 }
@@ -194,9 +194,9 @@ static rs_status attn_layer_(const rs_scorer *sc, gpu_impl *im, int l, size_t n)
     RS_TRY(rs_gpu_linear(im, M, kvw, d, im->xn, d, RS_GPU_W(im, w->attn.v), 0.0f, v, kvw));
     if (ac->qk_norm) { /* RMSNorm(1+w) over head_dim of every head */
         RS_TRY(rmsnorm_(im, (int)(M * H), (int)hd, q, q_hstride, RS_GPU_W(im, w->attn.q_norm), m->cfg.rms_eps,
-                      RS_NORM_ONE_PLUS, q, q_hstride));
+                      RSG_NORM_ONE_PLUS, q, q_hstride));
         RS_TRY(rmsnorm_(im, (int)(M * Hkv), (int)hd, k, hd, RS_GPU_W(im, w->attn.k_norm), m->cfg.rms_eps,
-                      RS_NORM_ONE_PLUS, k, hd));
+                      RSG_NORM_ONE_PLUS, k, hd));
     }
     if (ac->use_rope && ac->rotary_dim > 0)
         RS_TRY(rsg_rope((int)M, (int)n, (int64_t)im->b_pos, q, qw, (int)q_hstride, (int)H, k, kvw, (int)Hkv, (int)hd,

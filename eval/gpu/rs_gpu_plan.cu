@@ -1,7 +1,7 @@
 /* rs_gpu_plan.cu — the GPU scorer's memory plan (every device byte counted before anything is
  * allocated; a plan that does not fit is refused naming the largest consumer) and the allocation
  * and weight upload that follow it. */
-#include "rs_gpu_ops.h"
+#include "dense/rs_dense_ops.h"
 #include "rs_gpu_scorer_impl.h"
 
 #include <stdio.h>
@@ -98,7 +98,7 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
             im->n_twin_layers[kind] = s->n_layers;
             state += (size_t)s->n_layers * im->twin_layer[kind] * sizeof(float);
         }
-    /* tf32x3 (rs_gpu_gemm.h): the TF32 low parts of fp32-only weights count as weights, X's split
+    /* tf32x3 (rs_gpu_weights.h): the TF32 low parts of fp32-only weights count as weights, X's split
        scratch as activations; 0 for the other GEMM methods */
     size_t split_w = 0, split_x = 0;
     RS_TRY(rs_gpu_gemm_plan(sc, im, &split_w, &split_x));

@@ -1,8 +1,9 @@
 /* rs_gpu_scorer_impl.h — the GPU scorer's layout, private to eval/gpu/:
  *   rs_scorer_cuda.cu   create, the rs_scorer ops
  *   rs_gpu_plan.cu      the memory plan, allocation, weight upload
- *   rs_gpu_forward.cu   the forward of one chunk for every run (cuBLAS + rs_gpu_ops.h + scan)
- *   rs_gpu_gemm.cu      the GEMMs (rs_gpu_gemm.h: sgemm, tf32, split-TF32) and rs_gpu_linear
+ *   rs_gpu_forward.cu   the forward of one chunk for every run (cuBLAS + dense/rs_dense_ops.h + scan)
+ *   rs_gpu_weights.cu   the weights' GEMM method and preparation (rs_gpu_weights.h) and rs_gpu_linear
+ * The GEMMs and dense ops themselves are kernels/dense/ (rs_dense_gemm.h, rs_dense_ops.h).
  *
  * Runs: g = 0 is the fp32 reference, g = r + 1 policy run r (RS = R + 1 runs per stream); S
  * streams (books batched): run g of stream s is row group s * RS + g of RR = S * RS on the
@@ -19,7 +20,7 @@
 #include "replayssm/cuda/rs_cuda_scan.h"
 #include "kleval/rs_scorer_impl.h"
 #include "replayssm/eval/rs_gpu_info.h"
-#include "rs_gpu_gemm.h"
+#include "rs_gpu_weights.h"
 
 /* stages of the cost breakdown (rs_scorer_stats) */
 enum { GS_GEMM = 0, GS_ATTN, GS_REC, GS_OTHER, GS_SCORE, GS_COPY, GS_N };
@@ -77,7 +78,7 @@ typedef struct gpu_impl {
     int n_marks;
     double stage_s[GS_N];
 
-    rs_gpu_gemm_state gemm; /* the GEMM method, split weights and scratch (rs_gpu_gemm.cu) */
+    rs_gpu_gemm_state gemm; /* the GEMM method, split weights and scratch (rs_gpu_weights.cu) */
 
     /* --compute twin (docs/evaluator.md "The twin compute mode"): the CPU evaluator's arithmetic.
      * twin_runs: the runs (0 .. RS-1 of every stream: the reference and each conventional fp32 run)
@@ -127,8 +128,8 @@ rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n);
 /* a timing mark: the work queued since the previous mark counts to `stage` */
 void rs_gpu_mark(gpu_impl *im, int stage);
 
-/* rs_gpu_gemm.cu: Y[M][N] = beta Y + X[M][K] W[N][K]^T by the compute mode's GEMM method
- * (rs_gpu_gemm.h); W a device view of a weight matrix of the model (prepared at create) */
+/* rs_gpu_weights.cu: Y[M][N] = beta Y + X[M][K] W[N][K]^T by the compute mode's GEMM method
+ * (rs_gpu_weights.h); W a device view of a weight matrix of the model (prepared at create) */
 rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
                         float beta, float *Y, size_t ldy);
 

@@ -3,7 +3,7 @@
  * batch of streams at one position (rs_gpu_forward.cu), scoring on the device per stream
  * (rsg_score), the [S][R][n] results down. */
 #include "replayssm/eval/rs_scorer_cuda.h"
-#include "rs_gpu_ops.h"
+#include "dense/rs_dense_ops.h"
 #include "rs_gpu_scorer_impl.h"
 
 #include <math.h>
@@ -389,7 +389,7 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     RS_CUDA_TRY(cudaStreamCreateWithFlags(&im->s, cudaStreamNonBlocking), "cudaStreamCreate");
     if (cublasCreate(&im->blas) != CUBLAS_STATUS_SUCCESS) return rs_error_set(RS_E_CUDA, "cublasCreate failed");
     cublasSetStream(im->blas, im->s);
-    /* the GEMM method of the compute mode (rs_gpu_gemm.h): fp32 -> cuBLAS SGEMM, tf32x3 -> the
+    /* the GEMM method of the compute mode (rs_gpu_weights.h): fp32 -> cuBLAS SGEMM, tf32x3 -> the
        split-TF32 GEMM, tf32 -> one TF32 GEMM; bf16 is refused here */
     RS_TRY(rsg_gemm_method_of(cfg->compute, &im->gemm.method));
     im->twin = cfg->compute == RS_COMPUTE_TWIN;

@@ -153,6 +153,91 @@ rs_status rs_h5file_write_str(rs_h5file *f, const char *path, size_t n, size_t w
     return st;
 }
 
+/* ---- tables ---- */
+
+static size_t col_bytes_(const rs_h5file_column *c)
+{
+    return c->kind == RS_H5FILE_COL_F64 ? sizeof(double) : c->kind == RS_H5FILE_COL_I32 ? sizeof(int32_t) : c->width;
+}
+
+/* every argument, column and string checked before anything is written */
+static rs_status table_check_(const char *group, const void *rows, size_t n, size_t row_size,
+                              const rs_h5file_column *cols, size_t ncols)
+{
+    RS_CHECK(group && group[0] && cols && ncols > 0 && row_size > 0 && (rows || n == 0), RS_E_INVAL,
+             "h5file: table %s: NULL or empty argument", group ? group : "(null)");
+    for (size_t j = 0; j < ncols; j++) {
+        const rs_h5file_column *c = &cols[j];
+        RS_CHECK(c->name && c->name[0] && !strchr(c->name, '/'), RS_E_INVAL,
+                 "h5file: table %s: column %zu: the name must be non-empty and without '/'", group, j);
+        for (size_t k = 0; k < j; k++)
+            RS_CHECK(strcmp(cols[k].name, c->name), RS_E_INVAL, "h5file: table %s: column %s twice", group, c->name);
+        RS_CHECK(c->kind == RS_H5FILE_COL_F64 || c->kind == RS_H5FILE_COL_I32 || c->kind == RS_H5FILE_COL_STR,
+                 RS_E_INVAL, "h5file: table %s: column %s: unknown kind %d", group, c->name, (int)c->kind);
+        RS_CHECK(c->kind != RS_H5FILE_COL_STR || c->width > 0, RS_E_INVAL, "h5file: table %s: column %s: string width 0",
+                 group, c->name);
+        RS_CHECK(c->offset <= row_size && col_bytes_(c) <= row_size - c->offset, RS_E_INVAL,
+                 "h5file: table %s: column %s: %zu bytes at offset %zu lie outside a %zu-byte row", group, c->name,
+                 col_bytes_(c), c->offset, row_size);
+        if (c->kind != RS_H5FILE_COL_STR) continue;
+        for (size_t i = 0; i < n; i++)
+            RS_CHECK(memchr((const char *)rows + i * row_size + c->offset, 0, c->width), RS_E_INVAL,
+                     "h5file: table %s: column %s, row %zu: the string fills its %zu bytes (at most %zu characters "
+                     "and a NUL)", group, c->name, i, c->width, c->width - 1);
+    }
+    return RS_OK;
+}
+
+/* one column: the field of every row gathered into a contiguous array, written, its units set */
+static rs_status table_column_(rs_h5file *f, const char *path, const rs_h5file_column *c, const char *rows, size_t n,
+                               size_t row_size)
+{
+    const size_t esz = col_bytes_(c);
+    char *buf = (char *)calloc(n ? n : 1, esz);
+    if (!buf) return keep_(f, rs_error_set(RS_E_NOMEM, "h5file: out of memory for column %s (%zu rows)", path, n));
+    for (size_t i = 0; i < n; i++) {
+        const char *src = rows + i * row_size + c->offset;
+        /* a string up to its NUL, the rest of the field left zero (no stray bytes in the file) */
+        memcpy(buf + i * esz, src, c->kind == RS_H5FILE_COL_STR ? strnlen(src, esz) : esz);
+    }
+    const size_t dims[1] = {n};
+    rs_status st = c->kind == RS_H5FILE_COL_STR   ? rs_h5file_write_str(f, path, n, c->width, buf)
+                   : c->kind == RS_H5FILE_COL_I32 ? rs_h5file_write_i32(f, path, 1, dims, (const int32_t *)(const void *)buf)
+                                                  : rs_h5file_write_f64(f, path, 1, dims, (const double *)(const void *)buf);
+    free(buf);
+    if (st == RS_OK && c->units) st = rs_h5file_attr_str(f, path, "units", c->units);
+    return st;
+}
+
+rs_status rs_h5file_write_table(rs_h5file *f, const char *group, const void *rows, size_t n, size_t row_size,
+                                const rs_h5file_column *cols, size_t ncols)
+{
+    RS_TRY(usable_(f));
+    rs_status st = table_check_(group, rows, n, row_size, cols, ncols);
+    if (st != RS_OK) return keep_(f, st);
+    hid_t g = H5Oopen(f->file, group, H5P_DEFAULT);
+    if (g >= 0) {
+        H5Oclose(g);
+        return keep_(f, rs_error_set(RS_E_IO, "%s: %s exists (a table is written into a new group)", f->path, group));
+    }
+    H5Eclear2(H5E_DEFAULT);
+    g = H5Gcreate2(f->file, group, f->lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return keep_(f, rs_h5_fail(RS_E_IO, "%s: cannot create group %s", f->path, group));
+    if (H5Gclose(g) < 0) return keep_(f, rs_h5_fail(RS_E_IO, "%s: cannot close group %s", f->path, group));
+    size_t longest = 0;
+    for (size_t j = 0; j < ncols; j++) longest = strlen(cols[j].name) > longest ? strlen(cols[j].name) : longest;
+    const size_t glen = strlen(group), cap = glen + longest + 2;
+    char *path = (char *)malloc(cap);
+    if (!path) return keep_(f, rs_error_set(RS_E_NOMEM, "h5file: out of memory for table %s", group));
+    const char *sep = group[glen - 1] == '/' ? "" : "/";
+    for (size_t j = 0; st == RS_OK && j < ncols; j++) {
+        snprintf(path, cap, "%s%s%s", group, sep, cols[j].name);
+        st = table_column_(f, path, &cols[j], (const char *)rows, n, row_size);
+    }
+    free(path);
+    return st;
+}
+
 rs_status rs_h5file_status(const rs_h5file *f) { return f ? f->err : RS_E_INVAL; }
 
 static void free_(rs_h5file *f)

@@ -270,31 +270,33 @@ static herr_t vfd_unlock_(H5FD_t *file)
     return 0;
 }
 
+/* designated fields: the class struct of HDF5 1.10 and that of 1.14 (which adds a version, a driver
+ * value and vector / selection / ctl callbacks, left NULL: HDF5 falls back to read / write) */
 static const H5FD_class_t k_class = {
-    "rs_reserve",        /* name */
-    RS_VFD_MAXADDR,      /* maxaddr */
-    H5F_CLOSE_WEAK,      /* fc_degree */
-    NULL,                /* terminate */
-    NULL, NULL, NULL,    /* sb_size, sb_encode, sb_decode: no driver information in the file */
-    0, NULL, NULL, NULL, /* fapl_size, fapl_get, fapl_copy, fapl_free */
-    0, NULL, NULL,       /* dxpl_size, dxpl_copy, dxpl_free */
-    vfd_open_,
-    vfd_close_,
-    vfd_cmp_,
-    vfd_query_,
-    NULL,                /* get_type_map */
-    NULL, NULL,          /* alloc, free: HDF5's own allocation, through set_eoa */
-    vfd_get_eoa_,
-    vfd_set_eoa_,
-    vfd_get_eof_,
-    vfd_get_handle_,
-    vfd_read_,
-    vfd_write_,
-    NULL,                /* flush: nothing buffered here */
-    vfd_truncate_,
-    vfd_lock_,
-    vfd_unlock_,
-    H5FD_FLMAP_DICHOTOMY,
+#if H5_VERSION_GE(1, 13, 2)
+    .version = H5FD_CLASS_VERSION,
+    .value = 300,                        /* in the range HDF5 leaves to unregistered drivers */
+#endif
+    .name = "rs_reserve",
+    .maxaddr = RS_VFD_MAXADDR,
+    .fc_degree = H5F_CLOSE_WEAK,
+    /* no driver information in the file (sb_*), no fapl / dxpl properties of its own */
+    .open = vfd_open_,
+    .close = vfd_close_,
+    .cmp = vfd_cmp_,
+    .query = vfd_query_,
+    /* alloc, free: HDF5's own allocation, through set_eoa */
+    .get_eoa = vfd_get_eoa_,
+    .set_eoa = vfd_set_eoa_,
+    .get_eof = vfd_get_eof_,
+    .get_handle = vfd_get_handle_,
+    .read = vfd_read_,
+    .write = vfd_write_,
+    /* flush: nothing buffered here */
+    .truncate = vfd_truncate_,
+    .lock = vfd_lock_,
+    .unlock = vfd_unlock_,
+    .fl_map = H5FD_FLMAP_DICHOTOMY,
 };
 
 /* the driver's id, registered on first use (and again after an H5close invalidated it) */

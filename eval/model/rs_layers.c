@@ -5,7 +5,7 @@
 
 #include <math.h>
 
-/* the formulas on rs_mathf.h's exp / log1p, the GPU's twins (eval/gpu/rs_gpu_ops.cu): the
+/* the formulas on rs_mathf.h's exp / log1p, the GPU's twins (kernels/dense/rs_dense_ops.cu): the
  * same bits on both where glibc's and CUDA's libraries would round differently */
 float rs_sigmoid(float x) { return rs_sigmoidf(x); }
 

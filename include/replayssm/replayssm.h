@@ -15,7 +15,8 @@
  * The other layers are not included here, because each brings a library with heavier
  * dependencies; include their headers one by one:
  *   replayssm/theory/rs_*.h   libreplayssm-theory (GSL): Appendix C closed forms (rs_theory.h),
- *                             Monte Carlo checks (rs_theory_mc.h), synthetic data (rs_quant_error.h)
+ *                             Monte Carlo checks (rs_theory_mc.h), synthetic data (rs_quant_error.h),
+ *                             the tables of `replayssm theory` (rs_theory_tables.h)
  *   replayssm/eval/rs_*.h     libreplayssm-eval (HDF5, zlib, cJSON, OpenBLAS, OpenMP): models,
  *                             CPU forward, runner, tokenizer, PG-19, KL metrics, HDF5 log
  *   replayssm/cuda/rs_*.h     libreplayssm_cuda (CUDA runtime), when built: GPU twins

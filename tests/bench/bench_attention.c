@@ -35,7 +35,7 @@ static float dot8_(const float *a, const float *b, size_t n)
     return s;
 }
 
-/* the previous kernel: one (t, h) task at a time over the whole cache */
+/* the baseline kernel: one (t, h) task at a time over the whole cache */
 static void old_attention_(const rs_attn_args *a, int nt)
 {
     const size_t rep = a->H / a->Hkv, hd = a->hd;

@@ -175,8 +175,8 @@ void ct_stack(const std::vector<StepIn> &drafts, StepIn &out);
  * the token at position pos[b] of row b (key head g), so the tokens of any window (<= 64
  * consecutive positions) touch distinct columns: S k is one column x, the update is
  * x <- (x + v) / 2 with x a stored (fp16/bf16) value, exact in fp32 (<= 24 bits), and the flush
- * rounds it before the column is touched again (an earlier version with 4 columns let several
- * touches per window pile up bits: a few values per million went inexact). q: random unit
+ * rounds it before the column is touched again (with 4 columns, several touches per window
+ * pile up bits: a few values per million go inexact). q: random unit
  * (outputs need no exactness). pos: [B] token positions (Mamba-2 ignores it). */
 void ct_gen_step_exact(const Shape &s, int B, StepIn &in, const long *pos);
 

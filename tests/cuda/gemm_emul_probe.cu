@@ -1,7 +1,7 @@
 /* gemm_emul_probe.cu — a device probe, not a CTest: does cuBLAS's FP32 emulation through BF16
  * tensor-core products (CUBLAS_COMPUTE_32F_EMULATED_16BFX9, CUDA 12.9+) run on this GPU, how fast
  * against SGEMM, and how accurate against a float64 GEMM of the same operands? The evaluator's
- * `--compute fp32` GEMM is bf16x3 for bf16-exact weights and SGEMM otherwise (rs_gpu_gemm.h); an
+ * `--compute fp32` GEMM is bf16x3 for bf16-exact weights and SGEMM otherwise (kernels/dense/rs_dense_gemm.h); an
  * emulation as accurate as SGEMM and faster would be a candidate for it.
  *
  *   gemm_emul_probe [M]      (M rows, default 2560 = 5 runs x chunk 512)

@@ -13,12 +13,12 @@
  * then the first S positions again one position per step (decode-like, M = 1 row per GEMM) against
  * the chunked logits: PASS if max |diff| / max |logit| <= 1e-5 (the same arithmetic up to the GEMMs'
  * blocking, which cuBLAS chooses by shape: ~1e-6 relative); and (GPU only) once more with every GEMM
- * padded to the chunk's C rows (RS_GPU_GEMM_PAD_ROWS, rs_gpu_gemm.h) so that cuBLAS runs the chunked
+ * padded to the chunk's C rows (RS_GPU_GEMM_PAD_ROWS, eval/gpu/rs_gpu_weights.h) so that cuBLAS runs the chunked
  * path's GEMM shapes: PASS only if those logits equal the chunked ones bit for bit (then the chunked
  * scan, conv, attention and KV cache are the step-by-step arithmetic exactly and the unpadded
  * difference is the GEMMs' shape-dependent blocking alone). Exit 0 if all pass.
  * --compute M[,M...] (default fp32): each compute mode in turn on the one loaded model (fp32 is cuBLAS
- * SGEMM, tf32x3 the split-TF32 GEMM, tf32 one TF32 GEMM: rs_gpu_gemm.h); every mode after the
+ * SGEMM, tf32x3 the split-TF32 GEMM, tf32 one TF32 GEMM: kernels/dense/rs_dense_gemm.h); every mode after the
  * first is also compared with the first one's chunked logits (max |diff| / max |logit|, printed:
  * how far two GEMM methods move the logits, next to their distance from transformers). */
 #include <math.h>

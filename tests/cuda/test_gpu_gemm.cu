@@ -1,4 +1,4 @@
-/* test_gpu_gemm.cu — the GPU evaluator's GEMMs (eval/gpu/rs_gpu_gemm.h) against a float64
+/* test_gpu_gemm.cu — the GPU evaluator's GEMMs (kernels/dense/rs_dense_gemm.h) against a float64
  * reference computed here on the host, and the TF32 split they rest on (rsg_tf32_split,
  * rsg_tf32_exact):
  *   - the split: hi is the nearest TF32 value (ties away from zero), hi and lo TF32-exact,
@@ -37,8 +37,9 @@
 #include <functional>
 #include <vector>
 
-#include "gpu/rs_gpu_gemm.h"
-#include "gpu/rs_gpu_ops.h"
+#include "dense/rs_dense_gemm.h"
+#include "dense/rs_dense_ops.h"
+#include "gpu/rs_gpu_weights.h" /* rsg_gemm_method_of */
 #include "cuda_test_util.h"
 
 

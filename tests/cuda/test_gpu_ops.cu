@@ -1,4 +1,4 @@
-/* test_gpu_ops.cu — every op of eval/gpu/rs_gpu_ops.h against its CPU twin: the CPU backend's
+/* test_gpu_ops.cu — every op of kernels/dense/rs_dense_ops.h against its CPU twin: the CPU backend's
  * ops (rs_backend_cpu_create), rs_layers.c, copies of rs_forward.c's row tasks, rs_kl_compare.
  *
  * Measures: "ulp" = distance between two floats in units in the last place (+0 == -0, NaN ==
@@ -22,7 +22,7 @@
 #include <cstring>
 #include <vector>
 
-#include "gpu/rs_gpu_ops.h"
+#include "dense/rs_dense_ops.h"
 #include "cuda_test_util.h"
 #include "replayssm/quant/rs_mathf.h"
 #include "rs_gemm_blocks.h"
@@ -35,6 +35,13 @@
 
 typedef std::vector<float> vf;
 static rs_backend *g_be = nullptr;
+
+/* the kernels' norm enums carry the CPU layer's values (rs_dense_ops.h) */
+static_assert((int)RSG_NORM_PLAIN == (int)RS_NORM_PLAIN && (int)RSG_NORM_ONE_PLUS == (int)RS_NORM_ONE_PLUS, "norm kind");
+static_assert((int)RSG_GATE_AFTER_NORM == (int)RS_GATE_AFTER_NORM && (int)RSG_GATE_BEFORE_NORM == (int)RS_GATE_BEFORE_NORM,
+              "gate order");
+static rsg_norm_weight gk_(rs_norm_weight k) { return (rsg_norm_weight)k; }
+static rsg_gate_order go_(rs_gate_order o) { return (rsg_gate_order)o; }
 
 static vf randu(size_t n, float lo, float hi)
 {
@@ -125,7 +132,7 @@ static void test_rmsnorm()
             for (size_t j = 0; j < k.ldx; j++) X[i * k.ldx + j] *= i % 2 ? 1e3f : 1e-3f;
         vf Y0 = k.inplace ? X : vf((size_t)k.M * k.ldy, -5.0f), c = Y0;
         float *dX = dput(X), *dw = dput(w), *dY = k.inplace ? dX : dput(Y0);
-        RSK(rsg_rmsnorm(k.M, k.n, dX, k.ldx, dw, 1e-6f, k.kind, dY, k.ldy, 0));
+        RSK(rsg_rmsnorm(k.M, k.n, dX, k.ldx, dw, 1e-6f, gk_(k.kind), dY, k.ldy, 0));
         vf g = dget(dY, Y0.size());
         RSK(g_be->ops->rmsnorm(g_be, k.M, k.n, k.inplace ? c.data() : X.data(), k.ldx, w.data(), 1e-6f, k.kind, c.data(),
                                k.ldy));
@@ -151,7 +158,7 @@ static void test_rmsnorm_gated()
         vf X = randn((size_t)k.M * k.ldx, 1.0f), Z = randn((size_t)k.M * k.ldz, 2.0f), w = randu(k.w_len, -1.5f, 1.5f);
         vf Y0 = k.inplace ? X : vf((size_t)k.M * k.ldy, -5.0f), c = Y0;
         float *dX = dput(X), *dZ = dput(Z), *dw = dput(w), *dY = k.inplace ? dX : dput(Y0);
-        RSK(rsg_rmsnorm_gated(k.M, k.n, k.gs, dX, k.ldx, dZ, k.ldz, dw, k.w_len, 1e-5f, k.o, dY, k.ldy, 0));
+        RSK(rsg_rmsnorm_gated(k.M, k.n, k.gs, dX, k.ldx, dZ, k.ldz, dw, k.w_len, 1e-5f, go_(k.o), dY, k.ldy, 0));
         vf g = dget(dY, Y0.size());
         RSK(g_be->ops->rmsnorm_gated(g_be, k.M, k.n, k.gs, k.inplace ? c.data() : X.data(), k.ldx, Z.data(), k.ldz,
                                      w.data(), k.w_len, 1e-5f, k.o, c.data(), k.ldy));
@@ -781,8 +788,8 @@ static void test_invalid()
     a.pos0 = 0, a.impl = 7;
     n++, n_ok += rsg_attention(&a, 0) == RS_E_INVAL; /* unknown kernel */
     n++, n_ok += rsg_conv1d(1, 1, 8, 9, d, 8, d, d, nullptr, 1, d + 100, 8, 0) == RS_E_INVAL;            /* K > 8 */
-    n++, n_ok += rsg_rmsnorm_gated(1, 100, 30, d, 100, d, 100, d, 30, 1e-6f, RS_GATE_AFTER_NORM, d, 100, 0) == RS_E_INVAL;
-    n++, n_ok += rsg_rmsnorm(1, 100, d, 99, d, 1e-6f, RS_NORM_PLAIN, d, 100, 0) == RS_E_INVAL;            /* ld < n */
+    n++, n_ok += rsg_rmsnorm_gated(1, 100, 30, d, 100, d, 100, d, 30, 1e-6f, RSG_GATE_AFTER_NORM, d, 100, 0) == RS_E_INVAL;
+    n++, n_ok += rsg_rmsnorm(1, 100, d, 99, d, 1e-6f, RSG_NORM_PLAIN, d, 100, 0) == RS_E_INVAL;            /* ld < n */
     n++, n_ok += rsg_score(2, 1, 10, d, 10, (const int32_t *)d, (double *)d, (int32_t *)d, (uint8_t *)d, (double *)d,
                            (double *)d, (double *)d, (uint8_t *)d, nullptr, 0) == RS_E_INVAL;          /* no work */
     n++, n_ok += rsg_kv_append(1, 2, 1, 4, 3, 4, d, 4, d, 4, d, d, 0) == RS_E_INVAL;                      /* past cap */
@@ -864,9 +871,9 @@ static void test_twin_norms()
     for (int kind = 0; kind < 2; kind++) {
         const rs_norm_weight nk = kind ? RS_NORM_ONE_PLUS : RS_NORM_PLAIN;
         float *dX = dput(X), *dw = dput(w), *dY = dput(vf((size_t)M * n, 0.0f));
-        RSK(rsg_rmsnorm_seq(M, n, dX, n, dw, 1e-6f, nk, dY, n, 0));
+        RSK(rsg_rmsnorm_seq(M, n, dX, n, dw, 1e-6f, gk_(nk), dY, n, 0));
         vf g = dget(dY, (size_t)M * n);
-        RSK(rsg_rmsnorm(M, n, dX, n, dw, 1e-6f, nk, dY, n, 0));
+        RSK(rsg_rmsnorm(M, n, dX, n, dw, 1e-6f, gk_(nk), dY, n, 0));
         vf gt = dget(dY, (size_t)M * n);
         vf c((size_t)M * n);
         RSK(g_be->ops->rmsnorm(g_be, M, n, X.data(), n, w.data(), 1e-6f, nk, c.data(), n));
@@ -886,7 +893,7 @@ static void test_twin_norms()
         vf Xg = randn((size_t)k.M * k.n, 1.0f), Z = randn((size_t)k.M * k.ldz, 2.0f), wg = randu(k.n, -1.5f, 1.5f);
         vf Y0 = k.inplace ? Xg : vf((size_t)k.M * k.n, -5.0f), c = Y0;
         float *dX = dput(Xg), *dZ = dput(Z), *dw = dput(wg), *dY = k.inplace ? dX : dput(Y0);
-        RSK(rsg_rmsnorm_gated_seq(k.M, k.n, k.gs, dX, k.n, dZ, k.ldz, dw, k.n, 1e-5f, k.o, dY, k.n, 0));
+        RSK(rsg_rmsnorm_gated_seq(k.M, k.n, k.gs, dX, k.n, dZ, k.ldz, dw, k.n, 1e-5f, go_(k.o), dY, k.n, 0));
         vf g = dget(dY, Y0.size());
         RSK(g_be->ops->rmsnorm_gated(g_be, k.M, k.n, k.gs, k.inplace ? c.data() : Xg.data(), k.n, Z.data(), k.ldz,
                                      wg.data(), k.n, 1e-5f, k.o, c.data(), k.n));

@@ -1,5 +1,5 @@
 /* openblas_order_probe.c — the probe that found OpenBLAS's dgemm summation order, which the twin
- * compute mode's GEMM reproduces on the GPU (eval/gpu/rs_gpu_twin.cu rsg_linear_twin; docs/evaluator.md
+ * compute mode's GEMM reproduces on the GPU (kernels/dense/rs_dense_twin.cu rsg_linear_twin; docs/evaluator.md
  * "The twin compute mode"): cblas_dgemm(RowMajor, NoTrans, Trans) on float-valued doubles against an
  * emulation (the small TN kernel's 8 lanes and reduction trees when M N K <= 1e6, M N <= 1200, K >= 32;
  * otherwise K blocks of 384 / halved remainders rounded to 16, each summed in k order) on 1080 shapes.

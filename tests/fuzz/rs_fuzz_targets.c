@@ -638,7 +638,7 @@ int rs_fuzz_h5log(const uint8_t *data, size_t size)
         return 0;
     }
     int64_t before[FZ_NB] = {-1, -1}, after[FZ_NB] = {-1, -1};
-    fz_check_accepted_(T, lg, before, 0); /* the same handle (an earlier version opened it twice) */
+    fz_check_accepted_(T, lg, before, 0); /* the same handle, not a second open */
     /* --resume with the template's configuration: refused with a documented code, or a rebuilt
      * log holding the same committed positions */
     rs_h5log_meta m = fz_meta_();

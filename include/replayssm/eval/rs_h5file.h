@@ -68,6 +68,47 @@ rs_status rs_h5file_write_u8(rs_h5file *f, const char *path, int rank, const siz
  *  (NUL-padded; data holds n * width bytes, e.g. an array of char[width]). */
 rs_status rs_h5file_write_str(rs_h5file *f, const char *path, size_t n, size_t width, const char *data);
 
+/* ---- tables: an array of C structs as one 1-D dataset per field ------------------------------------
+ *
+ *     typedef struct { char name[16]; int32_t n; double t; } row;
+ *     static const rs_h5file_column cols[] = {
+ *         {"name", offsetof(row, name), RS_H5FILE_COL_STR, sizeof(((row *)0)->name), NULL},
+ *         {"n", offsetof(row, n), RS_H5FILE_COL_I32, 0, "items"},
+ *         {"t", offsetof(row, t), RS_H5FILE_COL_F64, 0, "s"},
+ *     };
+ *     rs_h5file_write_table(f, "/rows", rows, nrows, sizeof(row), cols, 3);  // /rows/name, /rows/n, /rows/t
+ */
+
+/* The type of a column's field, and of its dataset. */
+typedef enum rs_h5file_col_kind {
+    RS_H5FILE_COL_F64 = 0, /* double: native double (64-bit IEEE), as rs_h5file_write_f64 */
+    RS_H5FILE_COL_I32 = 1, /* int32_t: native 32-bit signed integer, as rs_h5file_write_i32 */
+    RS_H5FILE_COL_STR = 2  /* char[width]: fixed-length NUL-terminated string of width bytes, as rs_h5file_write_str */
+} rs_h5file_col_kind;
+
+/* One column of a table: the field at `offset` of every row. */
+typedef struct rs_h5file_column {
+    const char *name;        /* the dataset's name in the table's group: non-empty, no '/', unique */
+    size_t offset;           /* offsetof(row type, field) */
+    rs_h5file_col_kind kind;
+    size_t width;            /* RS_H5FILE_COL_STR: the field's size in bytes (>= 1), the string type's size */
+    const char *units;       /* the dataset's `units` attribute (a string, as rs_h5file_attr_str); NULL: none */
+} rs_h5file_column;
+
+/*! rs_h5file_write_table() : the n rows at `rows` (row i at (const char *)rows + i * row_size) as a new
+ *  group `group` (parents created) holding one 1-D dataset of extent n per column, created in the order
+ *  of cols, each with its `units` attribute. A string field must hold a NUL within its width (at most
+ *  width - 1 characters), so no value is ever cut: an unterminated one is refused before anything is
+ *  written (RS_E_INVAL naming the column and the row); the bytes after its first NUL are written as
+ *  NULs. The group must not exist yet (a table owns its group: no column of another table beside its
+ *  own; "/" always exists). n may be 0 (datasets of extent 0; rows may then be NULL). Errors are
+ *  sticky like those of every call above.
+ *  @return RS_OK; RS_E_INVAL (a NULL argument, no column, a bad or repeated column name, a bad kind,
+ *  a field outside row_size, width 0, an unterminated string); RS_E_IO (the group exists, HDF5
+ *  failure); RS_E_NOMEM. */
+rs_status rs_h5file_write_table(rs_h5file *f, const char *group, const void *rows, size_t n, size_t row_size,
+                                const rs_h5file_column *cols, size_t ncols);
+
 /*! rs_h5file_status() : the first failure so far (RS_OK if none); lets a writer stop early. */
 rs_status rs_h5file_status(const rs_h5file *f);
 

@@ -23,7 +23,7 @@ typedef enum rs_compute_mode {
     RS_COMPUTE_BF16 = 2,   /* GEMM inputs in bf16 (weights and activations), fp32 accumulation */
     RS_COMPUTE_TF32X3 = 3, /* GPU: the split-TF32 GEMM on the tensor cores (X = X_hi + X_lo, bf16 / f16
                               weights exact): inputs to ~22 bits, but the tensor cores' fp32 sums
-                              err 3-13x more than an SGEMM's at the 4B shapes (eval/cuda/rs_gpu_gemm.h;
+                              err 3-13x more than an SGEMM's at the 4B shapes (kernels/dense/rs_dense_gemm.h;
                               docs/evaluator.md); 3.3x faster GEMMs */
     RS_COMPUTE_TWIN = 4    /* GPU: the CPU evaluator's twin, for checking (docs/evaluator.md "The twin
                               compute mode"): every GEMM and the attention summed in double and

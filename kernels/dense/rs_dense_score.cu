@@ -1,4 +1,4 @@
-/* rs_gpu_score.cu — per-position scoring on the device (rsg_score): rs_kl.h's definitions.
+/* rs_dense_score.cu — per-position scoring on the device (rsg_score): rs_kl.h's definitions.
  *
  * Kernel 1, one block of 512 threads per logits row (R * T rows): pass 1 max and finiteness,
  * pass 2 s = sum exp((double)x - max), lse = max + log(s) (rs_kl_log_softmax), pass 3 the argmax
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "rs_cuda_common.cuh"
-#include "rs_gpu_ops.h"
+#include "rs_dense_ops.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-/* test_theory_mc_slow.c — Monte Carlo vs the C.6 closed forms, through the REAL quantizers
+/* test_theory_mc.c — Monte Carlo vs the C.6 closed forms, through the REAL quantizers
  * (rs_quantize_roundtrip, Philox SR streams). Design: replayssm/theory/rs_theory_mc.h, docs/theory.md.
  *
  * Non-circular by construction: the per-rounding moments (b, s2) come from a calibration run
@@ -18,7 +18,7 @@
  * fp16/bf16 RTN bias on fresh values is ~1e-3 sigma, unresolvable (docs/theory.md).
  * The other moment of each run (RTN variance, SR mean) must agree within 5 combined SE.
  *
- * The actual Mamba-2 state recurrence is checked in test_theory_state_mc_slow.c. */
+ * The actual Mamba-2 state recurrence is checked in test_theory_state_mc.c. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_replay_fp32_slow.c — ReplaySSM in fp32 (Algorithm 1 for Mamba-2,
+/* test_replay_fp32.c — ReplaySSM in fp32 (Algorithm 1 for Mamba-2,
  * Algorithm 4 for GDN; policy shared:fp32) changes the numerics no more than fp32 rounding
  * does. Against a float64 run of the same recurrence on the same fp32 inputs, over 10^5
  * steps and L in {1, 4, 16, 64}, for heads shaped like the paper's models (Mamba-2 d_v 64

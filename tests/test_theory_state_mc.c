@@ -1,4 +1,4 @@
-/* test_theory_state_mc_slow.c — the C.6 accumulation in an actual Mamba-2 state recurrence
+/* test_theory_state_mc.c — the C.6 accumulation in an actual Mamba-2 state recurrence
  * with synthetic inputs (replayssm/theory/rs_theory_mc.h, experiment 2; design in docs/theory.md).
  *
  * One head of d_v 32 x d_k 128 (4096 elements) stored conventionally in fp16-sr or bf16-sr

@@ -1,4 +1,4 @@
-/* test_speculative_slow.c — speculative decode (Algorithm 2; GDN via the
+/* test_speculative.c — speculative decode (Algorithm 2; GDN via the
  * UT solve) with random draft lengths T in 1..8 and random acceptance a in 1..T equals
  * sequential decode of the accepted tokens, for 10^5 accepted tokens per case at realistic
  * shapes (Mamba-2 d_v 64, GDN d_v 128, d_k 128), policy shared:fp32:

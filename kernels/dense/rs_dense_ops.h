@@ -1,7 +1,8 @@
-/* rs_gpu_ops.h — the dense ops of the GPU evaluator's forward (private to eval/gpu/): the CUDA
- * twins of the CPU backend's ops (eval/model/rs_backend_cpu.c, rs_layers.c) and of the
+/* rs_dense_ops.h — the dense ops of the GPU evaluator's forward (kernels/dense/, used by eval/gpu/):
+ * the CUDA twins of the CPU backend's ops (eval/model/rs_backend_cpu.c, rs_layers.c) and of the
  * per-row tasks of eval/model/rs_forward.c, plus the on-device scoring (rs_kl.h's definitions).
- * GEMMs are not here: rs_gpu_gemm.h calls cuBLAS (this file has the TF32 split they use).
+ * Plain parameters only (sizes, device pointers, strides, a stream): nothing here knows a model.
+ * GEMMs are not here: rs_dense_gemm.h calls cuBLAS (this file has the TF32 split they use).
  *
  * Conventions: fp32, row-major, every pointer device memory, a matrix is (pointer, row stride
  * "ld" in floats). Rows of a stacked buffer: run r, chunk position t -> row r * T + t (as the
@@ -15,14 +16,13 @@
  * IEEE expf/log1pf (the file is built with --fmad=false --ftz=false --prec-div=true
  * --prec-sqrt=true, like kernels/).
  */
-#ifndef RS_GPU_OPS_H
-#define RS_GPU_OPS_H
+#ifndef RS_DENSE_OPS_H
+#define RS_DENSE_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "replayssm/quant/rs_status.h"
-#include "model/rs_layers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +33,18 @@ extern "C" {
 typedef struct CUstream_st *rs_cuda_stream;
 #endif
 
+/* Which weight an RMSNorm applies (the values of eval/model/rs_layers.h's rs_norm_weight). */
+typedef enum rsg_norm_weight {
+    RSG_NORM_PLAIN = 0,   /* y = w * x_hat */
+    RSG_NORM_ONE_PLUS = 1 /* y = x_hat * (1 + w) */
+} rsg_norm_weight;
+
+/* Order of gate and norm in a gated RMSNorm (the values of rs_layers.h's rs_gate_order). */
+typedef enum rsg_gate_order {
+    RSG_GATE_AFTER_NORM = 0, /* y = w * rms(x) * silu(z), normalised over the group */
+    RSG_GATE_BEFORE_NORM = 1 /* t = x * silu(z); y = w * rms(t) */
+} rsg_gate_order;
+
 /* Y[r*T + t] = E[tokens[t]] for r < R, t < T (the same tokens for every run); E [V][d].
  * A token outside [0, V) writes NaN rows (the host checks tokens before upload). */
 rs_status rsg_embed(const int32_t *tokens, int T, int R, const float *E, int V, int d, float *Y,
@@ -42,12 +54,12 @@ rs_status rsg_embed(const int32_t *tokens, int T, int R, const float *E, int V, 
  * the same fp32 operations as the CPU, the double sum of squares in another order: in practice
  * bit-identical (the double sum rounds to another float only near a tie). */
 rs_status rsg_rmsnorm(int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                      rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
+                      rsg_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
 
 /* Row-wise gated RMSNorm of M rows of n, groups of gs, gates Z (rs_rmsnorm_gated). Y may
  * equal X (same ld); Z must not alias Y. One block per (row, group). */
 rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                            size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                            size_t ldz, const float *w, int w_len, float eps, rsg_gate_order order,
                             float *Y, size_t ldy, rs_cuda_stream s);
 
 /* The twin compute mode's norms (docs/evaluator.md "The twin compute mode"): as rsg_rmsnorm,
@@ -55,9 +67,9 @@ rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, co
  * order, the order of rs_layers.c (inv_rms_, rs_l2norm): the same double, so the same bits as the
  * CPU's ops (test_gpu_ops "twin norms" demands it). */
 rs_status rsg_rmsnorm_seq(int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                          rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
+                          rsg_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s);
 rs_status rsg_rmsnorm_gated_seq(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                                size_t ldz, const float *w, int w_len, float eps, rsg_gate_order order,
                                 float *Y, size_t ldy, rs_cuda_stream s);
 rs_status rsg_gdn_prep_seq(int M, int Hk, int dk, int Hv, float *QKV, size_t ldq, const float *a,
                            const float *b, const float *A_log, const float *dt_bias, float *alpha,
@@ -132,8 +144,8 @@ rs_status rsg_attention(const rsg_attn_args *a, rs_cuda_stream s);
 
 /* Attention kernels. RSG_ATTN_DEFAULT: RSG_ATTN_TF32X3, or what the environment variable
  * RS_GPU_ATTN names ("tf32x3", "simt", "tf32x3-v2"; read once) for comparisons.
- * RSG_ATTN_SIMT: fp32 FMAs on the CUDA cores (rs_gpu_attn.cu). RSG_ATTN_TF32X3 (the same kernel as
- * RSG_ATTN_TF32X3_V2, rs_gpu_attn_tc.cu) uses mma.sync TF32 with the 3xTF32 split (a = hi + lo,
+ * RSG_ATTN_SIMT: fp32 FMAs on the CUDA cores (rs_dense_attn.cu). RSG_ATTN_TF32X3 (the same kernel as
+ * RSG_ATTN_TF32X3_V2, rs_dense_attn_tc.cu) uses mma.sync TF32 with the 3xTF32 split (a = hi + lo,
  * hi*hi' + hi*lo' + lo*hi') for Q K^T and P V and an fp32 online softmax, and sums P V per key tile
  * in fresh accumulators added into O on the CUDA cores with one rounding to nearest per tile.
  * All are deterministic. */
@@ -142,7 +154,7 @@ enum { RSG_ATTN_DEFAULT = 0, RSG_ATTN_SIMT = 1, RSG_ATTN_TF32X3 = 2, RSG_ATTN_TF
 int rsg_attention_default_impl(void);
 const char *rsg_attention_impl_name(int impl);
 
-/* The twin compute mode's attention (rs_gpu_twin.cu): the CPU backend's default attention
+/* The twin compute mode's attention (rs_dense_twin.cu): the CPU backend's default attention
  * (cpu_attention_f64_ of eval/model/rs_backend_cpu.c) on the GPU, the same double operations in the
  * same order: s_j = (sum_d q_d k_jd in d order) * scale, m = max_j s_j, e_j = exp(s_j - m) by
  * rs_mathf.h's double exp (0 below -700), sum_j e_j and o_d = sum_j e_j v_jd in key order, one rounding
@@ -151,18 +163,18 @@ const char *rsg_attention_impl_name(int impl);
  * "twin attention"). For checking, not speed: no tensor cores, double on the CUDA cores. */
 rs_status rsg_attention_twin(const rsg_attn_args *a, rs_cuda_stream s);
 
-/* The twin compute mode's GEMM (rs_gpu_twin.cu): Y [M][N] (ld ldy) = fl(beta Y + X W^T) as the CPU
+/* The twin compute mode's GEMM (rs_dense_twin.cu): Y [M][N] (ld ldy) = fl(beta Y + X W^T) as the CPU
  * backend's default GEMM (cpu_linear_f64_: OpenBLAS dgemm on double copies, one rounding) computes it
  * on the development machine, sum by sum: the CPU's column slabs for `cpu_threads` threads and their
- * column blocks of at most `blk` doubles (common/rs_gemm_blocks.h) and, per block, OpenBLAS 0.3.21 SkylakeX dgemm's summation order (the small-matrix kernel's 8 lane sums and
- * reduction trees, or the blocked kernel's K blocks of 384; rs_gpu_twin.cu has the rules). X [M][ldx]
+ * column blocks of at most `blk` doubles (quant/rs_gemm_blocks.h) and, per block, OpenBLAS 0.3.21 SkylakeX dgemm's summation order (the small-matrix kernel's 8 lane sums and
+ * reduction trees, or the blocked kernel's K blocks of 384; rs_dense_twin.cu has the rules). X [M][ldx]
  * holds M / Mc CPU GEMMs of Mc rows each (streams stacked; the small kernel's choice depends on Mc);
  * W [N][K] row-major. Bit for bit the CPU's (test_gpu_ops "twin GEMM", against the CPU backend with
  * the machine's OpenBLAS). */
 rs_status rsg_linear_twin(size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W, float beta, float *Y,
                           size_t ldy, size_t Mc, int cpu_threads, size_t blk, rs_cuda_stream s);
 
-/* The twin compute mode's SSM recurrence (rs_gpu_twin.cu): the CPU engine's conventional fp32 step
+/* The twin compute mode's SSM recurrence (rs_dense_twin.cu): the CPU engine's conventional fp32 step
  * (engine/rs_ssm.c rs_ssm_gdn_step / rs_ssm_mamba2_step with rs_dot.h's sequential dots) for the
  * runs named in `runs`, one thread per state row walking the T positions in order:
  *   GDN:     w = sum_c S[c] k[c] (c order); u = beta (v_r - alpha w); S[c] = alpha S[c] + u k[c];
@@ -203,7 +215,7 @@ rs_status rsg_relu2(int M, int n, float *X, size_t ldx, rs_cuda_stream s);
 /* x[i] += y[i] for i < n (residual adds where a GEMM cannot accumulate). */
 rs_status rsg_add(size_t n, float *x, const float *y, rs_cuda_stream s);
 
-/* The TF32 split of the split-TF32 GEMMs (rs_gpu_gemm.h): for M rows of n,
+/* The TF32 split of the split-TF32 GEMMs (rs_dense_gemm.h): for M rows of n,
  * hi = x rounded to nearest TF32 (ties away from zero: cvt.rna.tf32.f32's rounding, by bit
  * arithmetic), lo = (x - hi) rounded likewise; x - hi is exact in fp32, so
  * |x - hi - lo| <= 2^-11 |x - hi| <= 2^-22 |x|, and hi, lo have their low 13 bits zero (exact
@@ -236,4 +248,4 @@ rs_status rsg_score(int R, int T, int V, const float *L, size_t ldl, const int32
 #ifdef __cplusplus
 }
 #endif
-#endif /* RS_GPU_OPS_H */
+#endif /* RS_DENSE_OPS_H */

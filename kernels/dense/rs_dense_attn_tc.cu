@@ -1,7 +1,7 @@
-/* rs_gpu_attn_tc.cu — causal GQA attention on tensor cores at fp32-level accuracy (3xTF32): the
- * kernel of RSG_ATTN_TF32X3 (the default at every head size; rs_gpu_attn.cu dispatches).
+/* rs_dense_attn_tc.cu — causal GQA attention on tensor cores at fp32-level accuracy (3xTF32): the
+ * kernel of RSG_ATTN_TF32X3 (the default at every head size; rs_dense_attn.cu dispatches).
  *
- * The same contract and row layout as the CUDA-core kernel (rs_gpu_attn.cu): block = (query tile
+ * The same contract and row layout as the CUDA-core kernel (rs_dense_attn.cu): block = (query tile
  * of 64 rows, KV head g, run r), rows i = t * rep + hh. 256 threads = 8 warps: warp w owns the
  * tile rows 16 (w % 4) .. + 15 and the key half kh = w / 4 of every key tile (8 KT keys per half),
  * with its own online-softmax state (m, l, O); the two halves are merged at the end (the split-K
@@ -56,7 +56,7 @@
  * - inf), as a NaN run should. Deterministic: fixed work split and reduction order, no atomics. */
 #include <cuda_pipeline.h>
 
-#include "rs_gpu_attn_impl.h"
+#include "rs_dense_attn_impl.h"
 #include "rs_cuda_common.cuh"
 
 namespace {

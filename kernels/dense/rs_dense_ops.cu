@@ -1,6 +1,6 @@
-/* rs_gpu_ops.cu — the row and elementwise ops of rs_gpu_ops.h: embedding, RMSNorms, conv1d, the
+/* rs_dense_ops.cu — the row and elementwise ops of rs_dense_ops.h: embedding, RMSNorms, conv1d, the
  * GDN / Mamba-2 preps, D skip, RoPE, KV append, output gate, SwiGLU, relu^2, add; the TF32 split
- * of the split-TF32 GEMMs (rs_gpu_gemm.cu).
+ * of the split-TF32 GEMMs (rs_dense_gemm.cu).
  *
  * Each kernel does per element the same fp32 operations, in the same order, as its CPU twin
  * (rs_layers.c, rs_forward.c); built with --fmad=false nothing is contracted. Differences left:
@@ -17,7 +17,7 @@
 
 #include "replayssm/quant/rs_mathf.h"
 #include "rs_cuda_common.cuh"
-#include "rs_gpu_ops.h"
+#include "rs_dense_ops.h"
 
 #define EW 256 /* threads of an elementwise block (columns per blockIdx.y) */
 
@@ -97,7 +97,7 @@ static __global__ void rmsnorm_k_(int n, const float *X, size_t ldx, const float
 }
 
 static rs_status rmsnorm_(bool seq, int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                          rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
+                          rsg_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
 {
     RS_CHECK(X && w && Y && M >= 0 && n > 0 && ldx >= (size_t)n && ldy >= (size_t)n &&
                 (Y != X || ldx == ldy), RS_E_INVAL,
@@ -105,21 +105,21 @@ static rs_status rmsnorm_(bool seq, int M, int n, const float *X, size_t ldx, co
     if (M == 0) return RS_OK;
     if (seq)
         rmsnorm_k_<true><<<(unsigned)M, row_threads_(n), 0, s>>>(n, X, ldx, w, eps,
-                                                                         kind == RS_NORM_ONE_PLUS, Y, ldy);
+                                                                         kind == RSG_NORM_ONE_PLUS, Y, ldy);
     else
         rmsnorm_k_<false><<<(unsigned)M, row_threads_(n), 0, s>>>(n, X, ldx, w, eps,
-                                                                          kind == RS_NORM_ONE_PLUS, Y, ldy);
+                                                                          kind == RSG_NORM_ONE_PLUS, Y, ldy);
     return rs_cuda_launch_status("rsg_rmsnorm");
 }
 
 rs_status rsg_rmsnorm(int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                      rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
+                      rsg_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
 {
     return rmsnorm_(false, M, n, X, ldx, w, eps, kind, Y, ldy, s);
 }
 
 rs_status rsg_rmsnorm_seq(int M, int n, const float *X, size_t ldx, const float *w, float eps,
-                          rs_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
+                          rsg_norm_weight kind, float *Y, size_t ldy, rs_cuda_stream s)
 {
     return rmsnorm_(true, M, n, X, ldx, w, eps, kind, Y, ldy, s);
 }
@@ -157,7 +157,7 @@ static __global__ void rmsnorm_gated_k_(int n, int gs, const float *X, size_t ld
 }
 
 static rs_status rmsnorm_gated_(bool seq, int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                                size_t ldz, const float *w, int w_len, float eps, rsg_gate_order order,
                                 float *Y, size_t ldy, rs_cuda_stream s)
 {
     RS_CHECK(X && Z && w && Y && M >= 0 && n > 0 && gs > 0 && n % gs == 0 &&
@@ -169,22 +169,22 @@ static rs_status rmsnorm_gated_(bool seq, int M, int n, int gs, const float *X, 
     if (M == 0) return RS_OK;
     if (seq)
         rmsnorm_gated_k_<true><<<(unsigned)(M * (n / gs)), row_threads_(gs), 0, s>>>(
-            n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RS_GATE_BEFORE_NORM, Y, ldy);
+            n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RSG_GATE_BEFORE_NORM, Y, ldy);
     else
         rmsnorm_gated_k_<false><<<(unsigned)(M * (n / gs)), row_threads_(gs), 0, s>>>(
-            n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RS_GATE_BEFORE_NORM, Y, ldy);
+            n, gs, X, ldx, Z, ldz, w, w_len == n && n != gs, eps, order == RSG_GATE_BEFORE_NORM, Y, ldy);
     return rs_cuda_launch_status("rsg_rmsnorm_gated");
 }
 
 rs_status rsg_rmsnorm_gated(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                            size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                            size_t ldz, const float *w, int w_len, float eps, rsg_gate_order order,
                             float *Y, size_t ldy, rs_cuda_stream s)
 {
     return rmsnorm_gated_(false, M, n, gs, X, ldx, Z, ldz, w, w_len, eps, order, Y, ldy, s);
 }
 
 rs_status rsg_rmsnorm_gated_seq(int M, int n, int gs, const float *X, size_t ldx, const float *Z,
-                                size_t ldz, const float *w, int w_len, float eps, rs_gate_order order,
+                                size_t ldz, const float *w, int w_len, float eps, rsg_gate_order order,
                                 float *Y, size_t ldy, rs_cuda_stream s)
 {
     return rmsnorm_gated_(true, M, n, gs, X, ldx, Z, ldz, w, w_len, eps, order, Y, ldy, s);

@@ -1,7 +1,7 @@
-/* rs_gpu_twin.cu — the kernels of the twin compute mode (`--compute twin`, rs_gpu_ops.h): the CPU
+/* rs_dense_twin.cu — the kernels of the twin compute mode (`--compute twin`, rs_dense_ops.h): the CPU
  * evaluator's attention (eval/model/rs_backend_cpu.c cpu_attention_f64_) and the CPU engine's
  * conventional fp32 recurrence (engine/rs_ssm.c, engine/rs_dot.h) on the GPU, operation for
- * operation. Built like every eval/gpu/ file with --fmad=false (nothing contracted, double or float),
+ * operation. Built like every kernels/ file with --fmad=false (nothing contracted, double or float),
  * so each +, *, / is the IEEE operation the host's -ffp-contract=off code does, in the same order:
  * the same bits. Simple on purpose (one thread per state row; one block per attention row, double on
  * the CUDA cores): this mode checks the fast modes against the CPU, it is not one of them. */
@@ -10,7 +10,7 @@
 
 #include "replayssm/quant/rs_mathf.h"
 #include "rs_cuda_common.cuh"
-#include "rs_gpu_ops.h"
+#include "rs_dense_ops.h"
 #include "rs_gemm_blocks.h"
 
 namespace {

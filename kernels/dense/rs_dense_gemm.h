@@ -1,5 +1,6 @@
-/* rs_gpu_gemm.h — the GPU evaluator's GEMMs (private to eval/gpu/): Y = beta Y + X W^T on cuBLAS
- * by one of four methods, and the scorer's preparation of the weight matrices for them.
+/* rs_dense_gemm.h — the dense GEMMs of the GPU evaluator: Y = beta Y + X W^T on cuBLAS by one of
+ * four methods (plus a float64 diagnostic); eval/gpu/rs_gpu_weights.h prepares a model's weight
+ * matrices for them.
  *
  *   bf16x3  `--compute fp32`, the default, for every weight matrix whose values are bf16-exact (a
  *           bf16 checkpoint's, i.e. every model of the paper; the others run as sgemm): X =
@@ -17,7 +18,7 @@
  *           4-5x faster but 1.3-12x SGEMM's error). The blocks' partial sums cost device
  *           traffic (nb x M x N floats written and read), bounded by a scratch of at most 1 GiB:
  *           wide matrices (the LM head) run in column slices. RS_GPU_GEMM=sgemm at create makes
- *           `--compute fp32` run cuBLAS SGEMM instead (the previous default: comparisons).
+ *           `--compute fp32` run cuBLAS SGEMM instead (for comparisons).
  *   sgemm   cuBLAS SGEMM on the CUDA cores (CUBLAS_DEFAULT_MATH: true fp32 products and sums);
  *           `--compute fp32` for matrices that are not bf16-exact (f32 checkpoints)
  *   tf32    one TF32 tensor-core GEMM (CUBLAS_COMPUTE_32F_FAST_TF32: X and W enter with 10
@@ -46,16 +47,15 @@
  *
  * Every function checks its arguments on the host and returns an rs_status (RS_E_INVAL before
  * any launch, RS_E_CUDA with cuBLAS' status); nothing synchronises or allocates except
- * rs_gpu_gemm_alloc. */
-#ifndef RS_GPU_GEMM_H
-#define RS_GPU_GEMM_H
+ * the weight preparation of eval/gpu/rs_gpu_weights.h. */
+#ifndef RS_DENSE_GEMM_H
+#define RS_DENSE_GEMM_H
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 
 #include "replayssm/quant/rs_status.h"
-#include "kleval/rs_scorer_impl.h"
 
 typedef enum rsg_gemm_method {
     RSG_GEMM_SGEMM = 0,
@@ -63,17 +63,13 @@ typedef enum rsg_gemm_method {
     RSG_GEMM_TF32X3 = 2,
     RSG_GEMM_BF16X3 = 3,
     RSG_GEMM_F64 = 4, /* diagnostic (RS_GPU_GEMM=f64 with --compute fp32): rsg_linear_f64 */
-    RSG_GEMM_TWIN = 5 /* --compute twin: rsg_linear_twin (rs_gpu_ops.h), the CPU's dgemm sums in its order */
+    RSG_GEMM_TWIN = 5 /* --compute twin: rsg_linear_twin (rs_dense_ops.h), the CPU's dgemm sums in its order */
 } rsg_gemm_method;
 
 #define RSG_BF16X3_KB 512 /* bf16x3's K block: the tensor cores' accumulation chain */
 
 /* "sgemm", "tf32", "tf32x3", "bf16x3", "f64", "twin" ("?" otherwise) */
 const char *rsg_gemm_method_name(rsg_gemm_method m);
-
-/* the method of a compute mode: fp32 -> bf16x3, tf32x3 -> tf32x3, tf32 -> tf32, twin -> twin; RS_E_UNSUPPORTED
- * for bf16 (not implemented on the GPU) */
-rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out);
 
 /* 1 if every one of w[0 .. n) (host memory) is TF32-exact (its low 13 mantissa bits are 0), else
  * 0. Scans with up to `threads` threads (<= 1: the calling thread alone). */
@@ -115,67 +111,14 @@ rs_status rsg_linear(cublasHandle_t h, rsg_gemm_method m, size_t M, size_t N, si
                      const float *W, const float *W_lo, float beta, float *Y, size_t ldy, float *ws, size_t ws_floats,
                      cudaStream_t s);
 
-/* ---- the scorer's weights (rs_gpu_plan.cu calls these; rs_gpu_linear looks matrices up) ---- */
-
-/* one GEMM weight matrix of the model: its device view (the key rs_gpu_linear is called with),
- * the operands tf32x3 uses (hi: == key, split in place, or its own copy when the matrix is also
- * read elsewhere, i.e. a tied embedding; lo: NULL when TF32-exact) */
 /* f64 (diagnostic, RS_GPU_GEMM=f64 at create): Y [M][N] (ld ldy) = fl(beta Y + X W^T) with X converted
  * to double into xd [M][K] (exact), W_f64 [N][K] the double copy of W (exact), the sums by cuBLAS
  * dgemm into yd [M][N] (every product exact in double; the sums lose <= ~K 2^-53 of sum |x w|) and
  * one rounding to float: the correctly rounded fp32 result except within ~K 2^-53 of a rounding
  * boundary, the twin of the CPU backend's RS_CPU_GEMM=f64 (OpenBLAS dgemm): the two round to the
  * same float nearly always. For measuring how much of the GPU-vs-CPU drift the fp32 GEMMs' rounding
- * is (docs/evaluator.md, acceptance 1); 8 bytes per weight on the device, never the default. */
+ * is (docs/gpu-evaluator.md); 8 bytes per weight on the device, never the default. */
 rs_status rsg_linear_f64(cublasHandle_t h, size_t M, size_t N, size_t K, const float *X, size_t ldx,
                          const double *W_f64, float beta, float *Y, size_t ldy, double *xd, double *yd, cudaStream_t s);
 
-typedef struct rs_gpu_wmat {
-    const float *h;   /* host view (the model's slab) */
-    size_t rows, cols;
-    int exact;        /* TF32-exact: two products */
-    int shared;       /* also read as data (lm_head == embed): split into a copy, never in place */
-    const float *key, *hi, *lo;
-    const void *bf;   /* bf16x3: the device bf16 copy [rows][cols], NULL when not bf16-exact (sgemm);
-                         f64: the device double copy [rows][cols] */
-} rs_gpu_wmat;
-
-typedef struct rs_gpu_gemm_state {
-    rsg_gemm_method method;
-    rs_gpu_wmat *mats;       /* [n_mats], sorted by key after alloc (tf32x3 only) */
-    int n_mats, n_exact;
-    size_t split_floats;     /* device floats of the split weights (lo, and hi copies) */
-    float *split_mem;        /* device [split_floats] */
-    size_t ws_floats;        /* X split scratch: 2 M Kmax (tf32x3), 3 M Kmax / 2 (bf16x3) */
-    float *ws;
-    size_t bf_elems;         /* bf16x3: device bf16 elements of the bf16 weight copies */
-    void *bf_mem;
-    float *part;             /* bf16x3: the blocks' partial sums */
-    size_t part_floats;
-    /* diagnostic (env RS_GPU_GEMM_PAD_ROWS=P, read at plan, capped at the rows the buffers hold):
-     * every GEMM of fewer than P rows runs as a P-row GEMM into pad_y and copies its M rows out, so
-     * the GEMM's shape, and with it cuBLAS's kernel and per-element reduction order, no longer
-     * depends on the chunk length. gpu_parity's step path uses it to show that stepping one
-     * position at a time is the chunked arithmetic bit for bit once the GEMM shapes agree. */
-    size_t pad_rows;
-    float *pad_y;            /* device, grown on first use */
-    int twin_threads;        /* twin: the CPU thread count whose GEMM slabs it reproduces (RS_TWIN_CPU_THREADS, 2) */
-    size_t twin_block;       /* twin: the CPU GEMM's column-block bound in doubles (rs_gemm_blocks.h, RS_CPU_F64_BLOCK) */
-    size_t pad_y_floats;
-} rs_gpu_gemm_state;
-
-struct rs_scorer;
-struct gpu_impl;
-
-/* plan (before any allocation): the method, every GEMM weight matrix of the model and its
- * exactness (tf32x3 only), the device bytes of the split weights (*weight_bytes) and of the X
- * split scratch (*scratch_bytes) for M = RR * chunk rows */
-rs_status rs_gpu_gemm_plan(const struct rs_scorer *sc, struct gpu_impl *im, size_t *weight_bytes,
-                           size_t *scratch_bytes);
-/* after the weights are on the device: allocate the planned bytes, split the inexact matrices */
-rs_status rs_gpu_gemm_alloc(const struct rs_scorer *sc, struct gpu_impl *im);
-void rs_gpu_gemm_free(struct gpu_impl *im);
-/* the describe() part: "gemm tf32x3 (226 of 226 weight matrices TF32-exact: 2 products)" */
-void rs_gpu_gemm_describe(const struct gpu_impl *im, char *buf, size_t n);
-
-#endif /* RS_GPU_GEMM_H */
+#endif /* RS_DENSE_GEMM_H */

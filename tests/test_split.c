@@ -1,4 +1,4 @@
-/* test_split_slow.c — two-precision (split) checkpoints.
+/* test_split.c — two-precision (split) checkpoints.
  *  (a) Mamba-2: split:<lp>/fp32 keeps the HP checkpoint bit-identical to the shared:fp32
  *      (fp32 ReplaySSM) checkpoint at every flush over 10^5 steps (records do not depend
  *      on the state, and both fold with the same REPLAY).

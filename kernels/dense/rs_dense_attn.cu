@@ -1,5 +1,5 @@
-/* rs_gpu_attn.cu — causal GQA attention (rsg_attention): the dispatch (RSG_ATTN_*; the 3xTF32
- * tensor-core kernel, the default, is rs_gpu_attn_tc.cu) and the flash-style kernel on CUDA cores
+/* rs_dense_attn.cu — causal GQA attention (rsg_attention): the dispatch (RSG_ATTN_*; the 3xTF32
+ * tensor-core kernel, the default, is rs_dense_attn_tc.cu) and the flash-style kernel on CUDA cores
  * in fp32 (simt).
  *
  * Block = (query tile of 64 rows, KV head g, run r); 256 threads. The rows of (r, g) are
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_gpu_attn_impl.h"
+#include "rs_dense_attn_impl.h"
 #include "rs_cuda_common.cuh"
 
 namespace {

@@ -1,0 +1,67 @@
+/* rs_gpu_weights.h — the GPU scorer's GEMM weights (private to eval/gpu/): which GEMM method of
+ * kernels/dense/rs_dense_gemm.h a compute mode uses, and every weight matrix of the model prepared
+ * for it at create (the TF32 splits, the bf16 or float64 copies), counted in the memory plan. */
+#ifndef RS_GPU_WEIGHTS_H
+#define RS_GPU_WEIGHTS_H
+
+#include "dense/rs_dense_gemm.h"
+#include "kleval/rs_scorer_impl.h"
+
+/* the method of a compute mode: fp32 -> bf16x3, tf32x3 -> tf32x3, tf32 -> tf32, twin -> twin; RS_E_UNSUPPORTED
+ * for bf16 (not implemented on the GPU) */
+rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out);
+
+/* ---- the scorer's weights (rs_gpu_plan.cu calls these; rs_gpu_linear looks matrices up) ---- */
+
+/* one GEMM weight matrix of the model: its device view (the key rs_gpu_linear is called with),
+ * the operands tf32x3 uses (hi: == key, split in place, or its own copy when the matrix is also
+ * read elsewhere, i.e. a tied embedding; lo: NULL when TF32-exact) */
+typedef struct rs_gpu_wmat {
+    const float *h;   /* host view (the model's slab) */
+    size_t rows, cols;
+    int exact;        /* TF32-exact: two products */
+    int shared;       /* also read as data (lm_head == embed): split into a copy, never in place */
+    const float *key, *hi, *lo;
+    const void *bf;   /* bf16x3: the device bf16 copy [rows][cols], NULL when not bf16-exact (sgemm);
+                         f64: the device double copy [rows][cols] */
+} rs_gpu_wmat;
+
+typedef struct rs_gpu_gemm_state {
+    rsg_gemm_method method;
+    rs_gpu_wmat *mats;       /* [n_mats], sorted by key after alloc (tf32x3 only) */
+    int n_mats, n_exact;
+    size_t split_floats;     /* device floats of the split weights (lo, and hi copies) */
+    float *split_mem;        /* device [split_floats] */
+    size_t ws_floats;        /* X split scratch: 2 M Kmax (tf32x3), 3 M Kmax / 2 (bf16x3) */
+    float *ws;
+    size_t bf_elems;         /* bf16x3: device bf16 elements of the bf16 weight copies */
+    void *bf_mem;
+    float *part;             /* bf16x3: the blocks' partial sums */
+    size_t part_floats;
+    /* diagnostic (env RS_GPU_GEMM_PAD_ROWS=P, read at plan, capped at the rows the buffers hold):
+     * every GEMM of fewer than P rows runs as a P-row GEMM into pad_y and copies its M rows out, so
+     * the GEMM's shape, and with it cuBLAS's kernel and per-element reduction order, no longer
+     * depends on the chunk length. gpu_parity's step path uses it to show that stepping one
+     * position at a time is the chunked arithmetic bit for bit once the GEMM shapes agree. */
+    size_t pad_rows;
+    float *pad_y;            /* device, grown on first use */
+    int twin_threads;        /* twin: the CPU thread count whose GEMM slabs it reproduces (RS_TWIN_CPU_THREADS, 2) */
+    size_t twin_block;       /* twin: the CPU GEMM's column-block bound in doubles (rs_gemm_blocks.h, RS_CPU_F64_BLOCK) */
+    size_t pad_y_floats;
+} rs_gpu_gemm_state;
+
+struct rs_scorer;
+struct gpu_impl;
+
+/* plan (before any allocation): the method, every GEMM weight matrix of the model and its
+ * exactness (tf32x3 only), the device bytes of the split weights (*weight_bytes) and of the X
+ * split scratch (*scratch_bytes) for M = RR * chunk rows */
+rs_status rs_gpu_gemm_plan(const struct rs_scorer *sc, struct gpu_impl *im, size_t *weight_bytes,
+                           size_t *scratch_bytes);
+/* after the weights are on the device: allocate the planned bytes, split the inexact matrices */
+rs_status rs_gpu_gemm_alloc(const struct rs_scorer *sc, struct gpu_impl *im);
+void rs_gpu_gemm_free(struct gpu_impl *im);
+/* the describe() part: "gemm tf32x3 (226 of 226 weight matrices TF32-exact: 2 products)" */
+void rs_gpu_gemm_describe(const struct gpu_impl *im, char *buf, size_t n);
+
+#endif /* RS_GPU_WEIGHTS_H */
