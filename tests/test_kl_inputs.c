@@ -339,6 +339,7 @@ static void test_token_ids(void **state)
     uint64_t *all = malloc(g_len[0] * sizeof *all);
     for (size_t t = 0; t < g_len[0]; t++) all[t] = g_bytes[0][t];
     d = ids_le_(all, g_len[0], 4);
+    free(all);
     snprintf(raw, sizeof raw, "%s/a.ids", g_dir);
     write_file_(raw, d, g_len[0] * 4);
     free(d);
