@@ -6,6 +6,7 @@
  *   storage formats and their string grammar        replayssm/quant/rs_format.h
  *   block quantizers with packed storage            replayssm/quant/rs_qtensor.h
  *   Philox4x32-10, the random bits of every SR      replayssm/quant/rs_philox.h
+ *   NVFP4 / FP8 checkpoint-weight decoders          replayssm/quant/rs_wdecode.h
  *   one head's recurrences (Mamba-2, GDN)           replayssm/engine/rs_ssm.h
  *   state precision policies                        replayssm/engine/rs_policy.h
  *   the state engine object (rs_head)               replayssm/engine/rs_head.h
@@ -32,6 +33,7 @@
 #include "replayssm/quant/rs_philox.h"
 #include "replayssm/quant/rs_qflat.h"
 #include "replayssm/quant/rs_qtensor.h"
+#include "replayssm/quant/rs_wdecode.h"
 #include "replayssm/engine/rs_head.h"
 #include "replayssm/engine/rs_policy.h"
 #include "replayssm/engine/rs_ssm.h"
