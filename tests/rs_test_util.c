@@ -68,6 +68,12 @@ void *rs_test_read_file(const char *path, size_t *size)
     return buf;
 }
 
+double rs_test_round_dp(double x, int dp)
+{
+    const double s = pow(10.0, dp);
+    return round(x * s) / s;
+}
+
 uint32_t rs_test_f2u(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 float rs_test_u2f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 

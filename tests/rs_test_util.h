@@ -17,6 +17,9 @@ int rs_test_cli_workdir(const char *tag, char *dir, size_t dn, char *data, size_
 /* rm -rf of such a folder: 0, or -1 on failure. */
 int rs_test_rmdir(const char *dir);
 
+/* x rounded half away from zero to dp decimals, as the paper prints its numbers. */
+double rs_test_round_dp(double x, int dp);
+
 /* Read a whole file into a malloc'd buffer with a NUL after its bytes (usable as text); *size gets
  * its length (without the NUL). NULL if unreadable. */
 void *rs_test_read_file(const char *path, size_t *size);

@@ -34,13 +34,6 @@ static void assert_close_(double a, double b, double tol, const char *what, cons
     }
 }
 
-/* round half away from zero to `dp` decimals (how papers print) */
-static double round_dp(double x, int dp)
-{
-    double s = pow(10.0, dp);
-    return round(x * s) / s;
-}
-
 static const rs_model_shape *model(const char *name)
 {
     const rs_model_shape *m = NULL;
@@ -108,11 +101,11 @@ static void test_c1_intensity(void **state)
 {
     (void)state;
     assert_true(rs_theory_intensity_limit(4.0) == 0.625);
-    assert_true(round_dp(rs_theory_intensity_limit(4.0), 2) == 0.63);
+    assert_true(rs_test_round_dp(rs_theory_intensity_limit(4.0), 2) == 0.63);
     assert_true(rs_theory_intensity_limit(2.0) == 1.25);
     /* exact: (5*8192 - 64) / 65536 = 40896/65536 = 0.6240234375 (binary exact) */
     assert_true(rs_theory_intensity(64, 128, 4.0) == 0.6240234375);
-    assert_true(round_dp(rs_theory_intensity(64, 128, 2.0), 2) == 1.25);
+    assert_true(rs_test_round_dp(rs_theory_intensity(64, 128, 2.0), 2) == 1.25);
     /* the FLOP count is that of an explicit step */
     uint64_t rng = 7;
     unsigned shapes[][2] = {{64, 128}, {80, 128}, {128, 128}, {3, 5}};
@@ -181,8 +174,8 @@ static void test_c3_traffic(void **state)
     assert_true(rs_theory_mconv(16, 64, 128, 4.0) == 1048576.0);
     assert_true(rs_theory_mreplay(16, 64, 128, 4.0, r) == 609436.0); /* 557056 + 135 x 388 */
     double ratio = rs_theory_mreplay(16, 64, 128, 4.0, r) / rs_theory_mconv(16, 64, 128, 4.0);
-    assert_true(round_dp(ratio, 2) == 0.58);
-    assert_true(round_dp(1.0 / ratio, 1) == 1.7);
+    assert_true(rs_test_round_dp(ratio, 2) == 0.58);
+    assert_true(rs_test_round_dp(1.0 / ratio, 1) == 1.7);
     assert_true(17.0 / 32.0 == 0.53125); /* checkpoint term (L+1)/(2L) at L = 16: "0.53" */
     const char *fmts[] = {"fp32", "fp16-sr", "bf16-rtn", "fp8-rtn", "nvfp4-rtn"};
     for (size_t mi = 0; mi < rs_theory_model_count(); ++mi) {

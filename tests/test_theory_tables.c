@@ -15,6 +15,7 @@
 
 #include "replayssm/theory/rs_theory.h"
 #include "replayssm/theory/rs_theory_tables.h"
+#include "rs_test_util.h" /* rs_test_round_dp */
 
 /* |a - b| <= tol, printing both on failure (this cmocka has no assert_double_equal) */
 #define assert_close(a, b, tol) assert_close_((a), (b), (tol), #a, __FILE__, __LINE__)
@@ -27,13 +28,6 @@ static void assert_close_(double a, double b, double tol, const char *what, cons
 }
 /* relative: |a - b| <= rel |b| */
 #define assert_rel(a, b, rel) assert_close_((a), (b), (rel) * fabs(b), #a, __FILE__, __LINE__)
-
-/* round half away from zero to `dp` decimals (how the paper prints) */
-static double round_dp(double x, int dp)
-{
-    double s = pow(10.0, dp);
-    return round(x * s) / s;
-}
 
 static const rs_model_shape *model(const char *name)
 {
@@ -97,16 +91,16 @@ static void test_c1(void **state)
         }
         /* the paper's numbers (digest §6): 0.63 (the limit 0.625 half-up) and 1.25; the exact
            count at d_k = 128 prints as 0.62 */
-        assert_true(c.limit[0] == 0.625 && round_dp(c.limit[0], 2) == 0.63);
+        assert_true(c.limit[0] == 0.625 && rs_test_round_dp(c.limit[0], 2) == 0.63);
         assert_true(c.limit[1] == 1.25 && c.limit[2] == 1.25);
-        assert_true(round_dp(c.intensity[0], 2) == 0.62);
-        assert_true(round_dp(c.intensity[0], 3) == 0.624 && round_dp(c.intensity[1], 3) == 1.248);
-        assert_true(round_dp(c.intensity[3], 2) == 2.42);
+        assert_true(rs_test_round_dp(c.intensity[0], 2) == 0.62);
+        assert_true(rs_test_round_dp(c.intensity[0], 3) == 0.624 && rs_test_round_dp(c.intensity[1], 3) == 1.248);
+        assert_true(rs_test_round_dp(c.intensity[3], 2) == 2.42);
     }
     /* docs/theory.md C.1 (Super): fp32 0.624, fp16/bf16 1.248, fp8 2.42, nvfp4 4.43 FLOP/B */
     rs_theory_c1 c;
     assert_int_equal(rs_theory_table_c1(model("nemotron-3-super"), &c), RS_OK);
-    assert_true(round_dp(c.intensity[4], 2) == 4.43);
+    assert_true(rs_test_round_dp(c.intensity[4], 2) == 4.43);
     assert_int_equal(rs_theory_table_c1(NULL, &c), RS_E_INVAL);
     assert_int_equal(rs_theory_table_c1(model("qwen3.5-4b"), NULL), RS_E_INVAL);
 }
@@ -179,9 +173,9 @@ static void test_c3(void **state)
     rs_theory_c3 c;
     assert_int_equal(rs_theory_table_c3(model("nemotron-3-super"), 16, &c), RS_OK);
     assert_true(c.fmt[0].ratio[4] == 609436.0 / 1048576.0);
-    assert_true(round_dp(c.fmt[0].ratio[4], 2) == 0.58 && round_dp(c.fmt[1].ratio[4], 2) == 0.63);
-    assert_true(round_dp(c.fmt[3].ratio[4], 2) == 0.73 && round_dp(c.fmt[4].ratio[4], 2) == 0.89);
-    assert_true(round_dp(c.split_vs_fp32, 2) == 0.18 && c.split_vs_fp32 == c.split_ratio[4]);
+    assert_true(rs_test_round_dp(c.fmt[0].ratio[4], 2) == 0.58 && rs_test_round_dp(c.fmt[1].ratio[4], 2) == 0.63);
+    assert_true(rs_test_round_dp(c.fmt[3].ratio[4], 2) == 0.73 && rs_test_round_dp(c.fmt[4].ratio[4], 2) == 0.89);
+    assert_true(rs_test_round_dp(c.split_vs_fp32, 2) == 0.18 && c.split_vs_fp32 == c.split_ratio[4]);
     assert_true(c.fmt[0].ratio_vs_fp32 == c.fmt[0].ratio[4]);
     /* bad arguments */
     assert_int_equal(rs_theory_table_c3(model("nemotron-3-super"), 0, &c), RS_E_INVAL);
@@ -249,14 +243,14 @@ static void test_c5(void **state)
        Nano-4B 13.9 / 25.6, Qwen3.5 15.9 / 29.3 (fp32) */
     rs_theory_c5 c;
     assert_int_equal(rs_theory_table_c5(model("nemotron-3-super"), T, A, &c), RS_OK);
-    assert_true(round_dp(c.fmt[0].ms_over_r, 2) == 84.45);
-    assert_true(round_dp(c.fmt[0].L_standard, 2) == 12.92 && round(c.fmt[0].L_standard) == 13);
-    assert_true(round_dp(c.fmt[0].L_speculative, 2) == 23.73 && round(c.fmt[0].L_speculative) == 24);
-    assert_true(round_dp(c.fmt[4].L_standard, 1) == 4.7);
+    assert_true(rs_test_round_dp(c.fmt[0].ms_over_r, 2) == 84.45);
+    assert_true(rs_test_round_dp(c.fmt[0].L_standard, 2) == 12.92 && round(c.fmt[0].L_standard) == 13);
+    assert_true(rs_test_round_dp(c.fmt[0].L_speculative, 2) == 23.73 && round(c.fmt[0].L_speculative) == 24);
+    assert_true(rs_test_round_dp(c.fmt[4].L_standard, 1) == 4.7);
     assert_int_equal(rs_theory_table_c5(model("nemotron-3-nano-4b"), T, A, &c), RS_OK);
-    assert_true(round_dp(c.fmt[0].L_standard, 1) == 13.9 && round_dp(c.fmt[0].L_speculative, 1) == 25.6);
+    assert_true(rs_test_round_dp(c.fmt[0].L_standard, 1) == 13.9 && rs_test_round_dp(c.fmt[0].L_speculative, 1) == 25.6);
     assert_int_equal(rs_theory_table_c5(model("qwen3.5-4b"), T, A, &c), RS_OK);
-    assert_true(round_dp(c.fmt[0].L_standard, 1) == 15.9 && round_dp(c.fmt[0].L_speculative, 1) == 29.3);
+    assert_true(rs_test_round_dp(c.fmt[0].L_standard, 1) == 15.9 && rs_test_round_dp(c.fmt[0].L_speculative, 1) == 29.3);
     /* more drafts than M_S/r: no speculative L*, a row all the same */
     assert_int_equal(rs_theory_table_c5(model("nemotron-3-super"), 200, 150, &c), RS_OK);
     for (size_t f = 0; f < RS_THEORY_TAB_NFMT; ++f)
