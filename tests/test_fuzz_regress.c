@@ -244,6 +244,28 @@ static void seeds_for_(const char *target, seeds *sd)
     } else if (!strcmp(target, "hf_config")) {
         add_file_(sd, "models/gdn-tiny-random/config.json");
         add_file_(sd, "models/mamba2-tiny-random/config.json");
+        add_file_(sd, "models/gdn-moe-tiny-random/config.json");
+        add_file_(sd, "models/mamba2-moe-tiny-random/config.json");
+    } else if (!strcmp(target, "quant_config")) { /* first byte: 0 hf_quant_config.json, 1 config.json */
+        static const char nv[] = "\x00{\"quantization\":{\"quant_algo\":\"NVFP4\",\"group_size\":16,"
+                                 "\"exclude_modules\":[\"lm_head\",\"*.gate\"]}}";
+        static const char cj[] = "\x01{\"model_type\":\"nemotron_h\",\"quantization_config\":{\"quant_method\":"
+                                 "\"modelopt\",\"quant_algo\":\"FP8\",\"weight_block_size\":[128,128]}}";
+        add_bytes_(sd, nv, sizeof nv - 1);
+        add_bytes_(sd, cj, sizeof cj - 1);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/models/mamba2-moe-quant/hf_quant_config.json", RS_FIXTURE_DIR);
+        size_t len;
+        char *b = rs_test_read_file(path, &len);
+        if (!b) fail_msg("cannot read the seed %s", path);
+        char *z = (char *)malloc(len + 1);
+        z[0] = 0;
+        memcpy(z + 1, b, len);
+        add_bytes_(sd, z, len + 1);
+        free(z);
+        free(b);
+    } else if (!strcmp(target, "qmodel")) {
+        add_file_(sd, "models/qmodel-tiny/model.safetensors");
     } else if (!strcmp(target, "pg19_meta")) {
         add_file_(sd, "pg19-mini/metadata.csv");
         static const char csv[] = "id,short_book_title,publication_date,book_link\r\n"

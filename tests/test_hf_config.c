@@ -217,10 +217,6 @@ static void test_nemotronh(void **state) {
     assert_true(c.rms_eps == 1e-5f);
     assert_true(c.mamba.time_step_floor == 1e-4);
 
-    expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M-*E\"}", RS_E_UNSUPPORTED, "MoE");
-    expect_err("{\"model_type\":\"nemotron_h\",\"layers_block_type\":[\"mamba\",\"moe\"]}", RS_E_UNSUPPORTED,
-               "not supported yet");
-    expect_err("{\"model_type\":\"nemotron_h\"}", RS_E_UNSUPPORTED, "not supported yet");
     expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M-X\"}", RS_E_FORMAT, "'X'");
     expect_err("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M\",\"use_bias\":true}",
                RS_E_UNSUPPORTED, "not supported yet");
@@ -238,7 +234,7 @@ static void test_unknown_and_malformed(void **state) {
     (void)state;
     expect_err("{\"model_type\":\"llama\",\"hidden_size\":64}", RS_E_UNSUPPORTED, "'llama' is not supported yet");
     expect_err("{\"model_type\":\"qwen3_next\"}", RS_E_UNSUPPORTED, "not supported yet");
-    expect_err("{\"model_type\":\"qwen3_5_moe\"}", RS_E_UNSUPPORTED, "not supported yet");
+    expect_err("{\"model_type\":\"qwen3_5_moe_vision\"}", RS_E_UNSUPPORTED, "not supported yet");
     expect_err("{\"hidden_size\":64}", RS_E_FORMAT, "model_type");
     expect_err("{\"model_type\":7}", RS_E_FORMAT, "model_type");
     expect_err("{\"model_type\":\"nemotron_h\",", RS_E_FORMAT, "JSON");
@@ -305,8 +301,126 @@ static void test_float_ranges(void **state) {
 #undef NAN_
 }
 
+/* MoE: both families' keys with transformers 5.17's defaults, the schedule letters / names, and the
+ * configurations whose routing cannot be done (one-line errors naming the key) */
+static void test_moe(void **state) {
+    (void)state;
+    rs_model_config c;
+    /* NemotronH: 'E' in the legacy pattern, the keys of a Super-like config */
+    assert_int_equal(parse("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"ME*EM-\",\"hidden_size\":64,"
+                           "\"n_routed_experts\":16,\"num_experts_per_tok\":4,\"moe_intermediate_size\":48,"
+                           "\"moe_shared_expert_intermediate_size\":96,\"moe_latent_size\":32,\"n_group\":4,"
+                           "\"topk_group\":2,\"norm_topk_prob\":true,\"routed_scaling_factor\":2.5}", &c), RS_OK);
+    assert_int_equal(c.n_layers, 6);
+    assert_int_equal(c.layer_kind[1], RS_LAYER_MOE);
+    assert_int_equal(c.layer_kind[3], RS_LAYER_MOE);
+    assert_int_equal(c.n_moe, 2);
+    assert_int_equal(c.n_mamba, 2);
+    assert_true(c.is_moe && !c.mlp_is_moe);
+    assert_int_equal(c.moe.router, RS_ROUTER_SIGMOID_GROUPED);
+    assert_int_equal(c.moe.n_experts, 16);
+    assert_int_equal(c.moe.top_k, 4);
+    assert_int_equal(c.moe.intermediate, 48);
+    assert_int_equal(c.moe.shared_intermediate, 96);
+    assert_int_equal(c.moe.latent, 32);
+    assert_int_equal(c.moe.expert_in, 32);
+    assert_int_equal(c.moe.n_group, 4);
+    assert_int_equal(c.moe.topk_group, 2);
+    assert_int_equal(c.moe.norm_topk_prob, 1);
+    assert_true(c.moe.routed_scaling_factor == 2.5f);
+    assert_int_equal(c.moe.activation, RS_ACT_RELU2);
+    assert_int_equal(c.moe.shared_gate, 0);
+    /* layers_block_type "moe", num_local_experts (the attribute alias), defaults, no latent */
+    assert_int_equal(parse("{\"model_type\":\"nemotron_h\",\"layers_block_type\":[\"moe\",\"mamba\"],"
+                           "\"hidden_size\":64,\"num_local_experts\":6,\"moe_latent_size\":null}", &c), RS_OK);
+    assert_int_equal(c.moe.n_experts, 6);
+    assert_int_equal(c.moe.top_k, 2);
+    assert_int_equal(c.moe.intermediate, 7688);
+    assert_int_equal(c.moe.latent, 0);
+    assert_int_equal(c.moe.expert_in, 64);
+    assert_true(c.moe.routed_scaling_factor == 1.0f);
+    /* no schedule: transformers' default [mamba, moe, attention, mlp] */
+    assert_int_equal(parse("{\"model_type\":\"nemotron_h\"}", &c), RS_OK);
+    assert_int_equal(c.n_layers, 4);
+    assert_int_equal(c.layer_kind[1], RS_LAYER_MOE);
+    assert_int_equal(c.moe.n_experts, 8);
+    /* a dense NemotronH config ignores the MoE keys entirely */
+    assert_int_equal(parse("{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"M-\",\"n_group\":3}", &c), RS_OK);
+    assert_false(c.is_moe);
+    assert_int_equal(c.moe.n_experts, 0);
+
+    /* Qwen3.5-MoE, flat and nested */
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_moe_text\",\"hidden_size\":64,\"num_hidden_layers\":4,"
+                           "\"num_experts\":8,\"num_experts_per_tok\":3,\"moe_intermediate_size\":48,"
+                           "\"shared_expert_intermediate_size\":96}", &c), RS_OK);
+    assert_true(c.is_moe && c.mlp_is_moe && c.layer_has_mlp);
+    assert_int_equal(c.n_moe, 4);
+    assert_int_equal(c.moe.router, RS_ROUTER_SOFTMAX);
+    assert_int_equal(c.moe.n_experts, 8);
+    assert_int_equal(c.moe.top_k, 3);
+    assert_int_equal(c.moe.expert_in, 64);
+    assert_int_equal(c.moe.shared_gate, 1);
+    assert_int_equal(c.moe.norm_topk_prob, 1);
+    assert_int_equal(c.moe.activation, RS_ACT_SILU);
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_moe\",\"text_config\":{\"num_hidden_layers\":48,"
+                           "\"hidden_size\":3072,\"num_experts\":256,\"num_experts_per_tok\":8,"
+                           "\"moe_intermediate_size\":1024,\"shared_expert_intermediate_size\":1024}}", &c), RS_OK);
+    assert_int_equal(c.n_layers, 48);
+    assert_int_equal(c.n_gdn, 36);
+    assert_int_equal(c.n_attn, 12);
+    assert_int_equal(c.moe.n_experts, 256);
+    assert_int_equal(c.moe.intermediate, 1024);
+    assert_string_equal(c.model_type, "qwen3_5_moe");
+    /* transformers' Qwen3.5-MoE defaults (256 experts, 8 per token, 512 wide) */
+    assert_int_equal(parse("{\"model_type\":\"qwen3_5_moe_text\"}", &c), RS_OK);
+    assert_int_equal(c.moe.n_experts, 256);
+    assert_int_equal(c.moe.top_k, 8);
+    assert_int_equal(c.moe.intermediate, 512);
+    assert_int_equal(c.hidden, 2048);
+
+    /* impossible routings and widths */
+#define NE_ "{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"ME\","
+#define QM_ "{\"model_type\":\"qwen3_5_moe_text\","
+    expect_err(NE_ "\"n_routed_experts\":0}", RS_E_FORMAT, "n_routed_experts = 0 is out of range (1..4096)");
+    expect_err(NE_ "\"n_routed_experts\":5000}", RS_E_FORMAT, "n_routed_experts = 5000 is out of range");
+    expect_err(NE_ "\"n_routed_experts\":4,\"num_experts_per_tok\":5}", RS_E_FORMAT,
+               "num_experts_per_tok = 5 is out of range (1..4");
+    expect_err(NE_ "\"num_experts_per_tok\":0}", RS_E_FORMAT, "num_experts_per_tok = 0");
+    expect_err(NE_ "\"n_routed_experts\":128,\"num_experts_per_tok\":65}", RS_E_FORMAT, "num_experts_per_tok = 65");
+    expect_err(NE_ "\"n_routed_experts\":10,\"n_group\":4}", RS_E_FORMAT, "n_group = 4 does not divide");
+    expect_err(NE_ "\"n_routed_experts\":8,\"n_group\":0}", RS_E_FORMAT, "n_group = 0");
+    expect_err(NE_ "\"n_routed_experts\":8,\"n_group\":8,\"topk_group\":8,\"num_experts_per_tok\":1}",
+               RS_E_FORMAT, "each group needs at least 2");
+    expect_err(NE_ "\"n_routed_experts\":1,\"num_experts_per_tok\":1}", RS_E_FORMAT, "each group needs at least 2");
+    expect_err(NE_ "\"n_routed_experts\":16,\"n_group\":4,\"topk_group\":5}", RS_E_FORMAT,
+               "topk_group = 5 is out of range (1..n_group = 4");
+    expect_err(NE_ "\"n_routed_experts\":16,\"n_group\":4,\"topk_group\":0}", RS_E_FORMAT, "topk_group = 0");
+    expect_err(NE_ "\"n_routed_experts\":16,\"n_group\":4,\"topk_group\":1,\"num_experts_per_tok\":5}",
+               RS_E_FORMAT, "num_experts_per_tok = 5 but the 1 kept groups (topk_group) hold only 4 experts");
+    expect_err(NE_ "\"routed_scaling_factor\":0}", RS_E_FORMAT, "routed_scaling_factor = 0 is out of range");
+    expect_err(NE_ "\"routed_scaling_factor\":{\"__float__\":\"Infinity\"}}", RS_E_FORMAT, "routed_scaling_factor = inf");
+    expect_err(NE_ "\"routed_scaling_factor\":-1}", RS_E_FORMAT, "routed_scaling_factor = -1");
+    expect_err(NE_ "\"moe_latent_size\":-3}", RS_E_FORMAT, "moe_latent_size must be positive or null");
+    expect_err(NE_ "\"moe_intermediate_size\":0}", RS_E_FORMAT, "moe_intermediate_size must be positive");
+    expect_err(NE_ "\"moe_shared_expert_intermediate_size\":0}", RS_E_FORMAT,
+               "moe_shared_expert_intermediate_size must be positive");
+    expect_err(NE_ "\"moe_intermediate_size\":20000000}", RS_E_FORMAT, "moe_intermediate_size = 20000000 is out of range");
+    expect_err(NE_ "\"norm_topk_prob\":1}", RS_E_FORMAT, "norm_topk_prob must be true or false");
+    expect_err(QM_ "\"num_experts\":-1}", RS_E_FORMAT, "num_experts = -1 is out of range");
+    expect_err(QM_ "\"num_experts\":4,\"num_experts_per_tok\":8}", RS_E_FORMAT, "num_experts_per_tok = 8 is out of range");
+    expect_err(QM_ "\"shared_expert_intermediate_size\":0}", RS_E_FORMAT, "shared_expert_intermediate_size must be positive");
+    expect_err("{\"model_type\":\"qwen3_5_moe\",\"text_config\":{\"num_experts\":2.5}}", RS_E_FORMAT,
+               "text_config.num_experts must be an integer");
+    expect_err("{\"model_type\":\"qwen3_5_text\",\"num_experts\":8}", RS_E_FORMAT, "qwen3_5_moe");
+    expect_err("{\"model_type\":\"qwen3_5_moe_text\",\"layer_types\":[\"moe\"],\"num_hidden_layers\":1}",
+               RS_E_UNSUPPORTED, "'moe'");
+#undef NE_
+#undef QM_
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_moe),
         cmocka_unit_test(test_qwen35_text_defaults),
         cmocka_unit_test(test_qwen35_nested),
         cmocka_unit_test(test_nemotronh),

@@ -558,8 +558,9 @@ static void test_load_errors(void **state) {
     write_m2_variant(d, sizeof d, "m2-nolmhead", "backbone.", "embeddings.weight", "lm_head.weight", NULL, NULL);
     expect_load_fail(d, RS_E_FORMAT, "lm_head.weight", "tie_word_embeddings");
 
+    /* a MoE layer in the pattern: its router, shared and routed experts are required */
     write_m2_variant(d, sizeof d, "m2-moe", "backbone.", "embeddings.weight", NULL, NULL, edit_moe);
-    expect_load_fail(d, RS_E_UNSUPPORTED, "MoE", "not supported yet");
+    expect_load_fail(d, RS_E_FORMAT, "'backbone.layers.2.mixer.gate.weight'", "layer 2, moe");
 
     write_m2_variant(d, sizeof d, "m2-unknown", "backbone.", "embeddings.weight", NULL, NULL, edit_unknown);
     expect_load_fail(d, RS_E_UNSUPPORTED, "'mamba2' is not supported yet", NULL);

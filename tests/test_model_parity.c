@@ -130,6 +130,21 @@ static int setup_mamba_(void **state)
     return setup_(state, "models/mamba2-tiny-random", RS_DT_CLAMP_MIN, RS_DT_KERNEL);
 }
 
+static int setup_gdn_moe_(void **state)
+{
+    return setup_(state, "models/gdn-moe-tiny-random", RS_DT_KERNEL, RS_DT_KERNEL);
+}
+
+static int setup_mamba_moe_(void **state)
+{
+    return setup_(state, "models/mamba2-moe-tiny-random", RS_DT_CLAMP_MIN, RS_DT_KERNEL);
+}
+
+static int setup_mamba_moe_flat_(void **state)
+{
+    return setup_(state, "models/mamba2-moe-flat-tiny-random", RS_DT_CLAMP_MIN, RS_DT_KERNEL);
+}
+
 static int teardown_(void **state)
 {
     fixture *f = (fixture *)*state;
@@ -392,6 +407,115 @@ static void test_nonfinite_run(void **state)
     rs_model_free(&m);
 }
 
+/* MoE: the experts every position chose in every MoE layer (C = T, one chunk) are transformers'
+ * (`route_idx.{j}`, ascending), all of them; the fixture's metadata gives the smallest top-k margin
+ * of its choices, printed beside. */
+static void test_moe_routes(void **state)
+{
+    const fixture *f = (const fixture *)*state;
+    const rs_model_config *c = &f->m.cfg;
+    assert_true(c->is_moe);
+    rs_run_spec p;
+    assert_int_equal(rs_run_spec_parse("fp32", "16", 7, &p), RS_OK);
+    rs_runner_config rc = rs_runner_config_default();
+    rc.runs = &p;
+    rc.chunk = f->T;
+    rc.max_tokens = f->T;
+    rc.dt_mode = f->hf_dt;
+    rc.capture_routes = 1;
+    rs_runner *run = NULL;
+    assert_int_equal(rs_runner_create(&f->m, f->be, &rc, &run), RS_OK);
+    assert_int_equal(rs_runner_step(run, f->ids, f->T), RS_OK);
+    const size_t k = (size_t)c->moe.top_k;
+    int layers = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const int32_t *got = rs_runner_routes(run, (size_t)l, 0);
+        char key[32];
+        snprintf(key, sizeof key, "route_idx.%d", l);
+        float *ref = ref_tensor_(f, key, f->T * k);
+        if (!got) {
+            assert_null(ref); /* a dense layer: no routes on either side */
+            continue;
+        }
+        assert_non_null(ref);
+        size_t same = 0;
+        for (size_t t = 0; t < f->T; t++) {
+            int eq = 1;
+            for (size_t j = 0; j < k; j++) eq &= got[t * k + j] == (int32_t)ref[t * k + j];
+            same += (size_t)eq;
+        }
+        printf("  %s layer %d: %zu / %zu positions chose transformers' experts (top %zu of %d)\n", f->name, l,
+               same, f->T, k, c->moe.n_experts);
+        assert_int_equal(same, f->T);
+        layers++;
+        free(ref);
+    }
+    assert_int_equal(layers, c->n_moe);
+    const char *margins = rs_st_metadata(&f->ref, "route_min_margin");
+    printf("  %s transformers' smallest top-k margins: %s\n", f->name, margins ? margins : "?");
+    rs_runner_free(run);
+}
+
+/* MoE routing counts: runs {fp32, conv:bf16-rtn, fp32} in lockstep (C = T): run 0 counts nothing, the
+ * second fp32 run chose exactly run 0's experts, and the bf16 run's counts equal those recomputed
+ * from the captured routes (positions whose sets differ, and experts not in run 0's set) */
+static void test_moe_route_counts(void **state)
+{
+    const fixture *f = (const fixture *)*state;
+    const rs_model_config *c = &f->m.cfg;
+    rs_run_spec p[3];
+    assert_int_equal(rs_run_spec_parse("fp32", "16", 7, &p[0]), RS_OK);
+    assert_int_equal(rs_run_spec_parse("conv:bf16-rtn", "16", 7, &p[1]), RS_OK);
+    assert_int_equal(rs_run_spec_parse("fp32", "16", 7, &p[2]), RS_OK);
+    rs_runner_config rc = rs_runner_config_default();
+    rc.n_runs = 3;
+    rc.runs = p;
+    rc.chunk = f->T;
+    rc.max_tokens = f->T;
+    rc.capture_routes = 1;
+    rs_runner *run = NULL;
+    assert_int_equal(rs_runner_create(&f->m, f->be, &rc, &run), RS_OK);
+    assert_int_equal(rs_runner_step(run, f->ids, f->T), RS_OK);
+    const int k = c->moe.top_k;
+    int64_t total = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        int64_t pos, ex;
+        assert_int_equal(rs_runner_moe_route_diff(run, 0, l, &pos, &ex), RS_OK);
+        assert_true(pos == 0 && ex == 0);
+        assert_int_equal(rs_runner_moe_route_diff(run, 2, l, &pos, &ex), RS_OK);
+        assert_true(pos == 0 && ex == 0);
+        const int32_t *r0 = rs_runner_routes(run, (size_t)l, 0), *r1 = rs_runner_routes(run, (size_t)l, 1);
+        assert_int_equal(rs_runner_moe_route_diff(run, 1, l, &pos, &ex), RS_OK);
+        if (!r0) {
+            assert_true(pos == 0 && ex == 0);
+            continue;
+        }
+        int64_t rp = 0, re = 0;
+        for (size_t t = 0; t < f->T; t++) {
+            int miss = 0;
+            for (int j = 0; j < k; j++) {
+                int found = 0;
+                for (int q = 0; q < k; q++) found |= r1[t * (size_t)k + (size_t)j] == r0[t * (size_t)k + (size_t)q];
+                miss += !found;
+            }
+            rp += miss > 0;
+            re += miss;
+        }
+        printf("  %s layer %d: conv:bf16-rtn chose other experts than fp32 at %lld of %zu positions (%lld experts)\n",
+               f->name, l, (long long)pos, f->T, (long long)ex);
+        assert_true(pos == rp && ex == re);
+        total += pos;
+    }
+    (void)total;
+    assert_int_equal(rs_runner_reset(run), RS_OK);
+    for (int l = 0; l < c->n_layers; l++) {
+        int64_t pos, ex;
+        assert_int_equal(rs_runner_moe_route_diff(run, 1, l, &pos, &ex), RS_OK);
+        assert_true(pos == 0 && ex == 0);
+    }
+    rs_runner_free(run);
+}
+
 int main(void)
 {
     const struct CMUnitTest gdn[] = {
@@ -404,9 +528,19 @@ int main(void)
         cmocka_unit_test(test_fp32_equals_hf_decode), cmocka_unit_test(test_lockstep),
         cmocka_unit_test(test_dt_clamp_option), cmocka_unit_test(test_errors),
     };
+    const struct CMUnitTest moe[] = {
+        cmocka_unit_test(test_parity_full_and_layers), cmocka_unit_test(test_chunk_sizes),
+        cmocka_unit_test(test_fp32_equals_hf_decode), cmocka_unit_test(test_lockstep),
+        cmocka_unit_test(test_moe_routes), cmocka_unit_test(test_moe_route_counts),
+    };
     const struct CMUnitTest trained[] = {cmocka_unit_test(test_trained_parity)};
     int fails = cmocka_run_group_tests_name("gdn-tiny-random (qwen3_5_text)", gdn, setup_gdn_, teardown_);
     fails += cmocka_run_group_tests_name("mamba2-tiny-random (nemotron_h)", mamba, setup_mamba_, teardown_);
+    fails += cmocka_run_group_tests_name("gdn-moe-tiny-random (qwen3_5_moe_text)", moe, setup_gdn_moe_, teardown_);
+    fails += cmocka_run_group_tests_name("mamba2-moe-tiny-random (nemotron_h, latent MoE, expert groups)", moe,
+                                         setup_mamba_moe_, teardown_);
+    fails += cmocka_run_group_tests_name("mamba2-moe-flat-tiny-random (nemotron_h, MoE, one group)", moe,
+                                         setup_mamba_moe_flat_, teardown_);
     fails += cmocka_run_group_tests_name("data/models/gdn-tiny (trained)", trained, setup_gdn_trained_, teardown_);
     fails += cmocka_run_group_tests_name("data/models/mamba2-tiny (trained)", trained, setup_mamba_trained_,
                                          teardown_);

@@ -181,6 +181,60 @@ static void test_valid_file(void **state) {
     }
 }
 
+/* U8 and F8_E4M3 (quantized checkpoints): sizes and names, a parsed file, and every E4M3 code against
+ * the value rebuilt from its fields in double (OCP E4M3: bias 7, no infinities, S.1111.111 NaN) */
+static void test_byte_dtypes(void **state) {
+    (void)state;
+    assert_int_equal(rs_st_dtype_size(RS_ST_U8), 1);
+    assert_int_equal(rs_st_dtype_size(RS_ST_F8_E4M3), 1);
+    assert_string_equal(rs_st_dtype_name(RS_ST_U8), "U8");
+    assert_string_equal(rs_st_dtype_name(RS_ST_F8_E4M3), "F8_E4M3");
+    unsigned char data[8] = {0, 1, 200, 255, 0x38, 0xb8, 0x7e, 0x01}, file[512];
+    const char *hdr = "{\"q\":{\"dtype\":\"U8\",\"shape\":[2,2],\"data_offsets\":[0,4]},"
+                      "\"s\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[4,8]}}";
+    size_t n = make_st(file, sizeof file, hdr, data, 8, -1);
+    char p[256];
+    write_bytes(path_of(p, sizeof p, "bytes.safetensors"), file, n);
+    rs_st_set set;
+    assert_int_equal(rs_st_open_file(p, &set), RS_OK);
+    const rs_st_tensor *q = rs_st_find(&set, "q"), *sc = rs_st_find(&set, "s");
+    assert_non_null(q);
+    assert_non_null(sc);
+    assert_int_equal(q->dtype, RS_ST_U8);
+    assert_int_equal(q->nbytes, 4);
+    assert_int_equal(sc->dtype, RS_ST_F8_E4M3);
+    float out[4];
+    rs_st_to_f32(q, out);
+    assert_true(out[0] == 0.0f && out[1] == 1.0f && out[2] == 200.0f && out[3] == 255.0f);
+    rs_st_to_f32(sc, out);
+    assert_true(out[0] == 1.0f && out[1] == -1.0f && out[2] == 448.0f && out[3] == ldexpf(1.0f, -9));
+    rs_st_close(&set);
+    /* a U8 tensor whose byte count does not match its shape is refused like any other */
+    hdr = "{\"q\":{\"dtype\":\"U8\",\"shape\":[3,2],\"data_offsets\":[0,4]}}";
+    n = make_st(file, sizeof file, hdr, data, 4, -1);
+    write_bytes(path_of(p, sizeof p, "bytes-bad.safetensors"), file, n);
+    assert_int_equal(rs_st_open_file(p, &set), RS_E_FORMAT);
+    for (uint32_t c = 0; c < 256; c++) {
+        rs_st_tensor t;
+        memset(&t, 0, sizeof t);
+        uint8_t code = (uint8_t)c;
+        t.dtype = RS_ST_F8_E4M3;
+        t.numel = 1;
+        t.data = &code;
+        float v;
+        rs_st_to_f32(&t, &v);
+        const int e = (c >> 3) & 15, m = c & 7;
+        const double sign = (c & 0x80) ? -1.0 : 1.0;
+        if (e == 15 && m == 7) {
+            assert_true(isnan(v));
+        } else {
+            const double ref = e == 0 ? sign * ldexp(m, -9) : sign * ldexp(8 + m, e - 10);
+            assert_true((double)v == ref);
+            assert_true(!!signbit(v) == !!signbit(sign));
+        }
+    }
+}
+
 static void test_truncated_and_length(void **state) {
     (void)state;
     unsigned char data[64], file[1024];
@@ -430,6 +484,7 @@ static void test_corruption_never_crashes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),
+        cmocka_unit_test(test_byte_dtypes),
         cmocka_unit_test(test_truncated_and_length),
         cmocka_unit_test(test_malformed_headers),
         cmocka_unit_test(test_sharded),

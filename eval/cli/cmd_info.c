@@ -1,7 +1,7 @@
 /* cmd_info.c — `replayssm info FILE.h5|MODEL_DIR`: what a KL log holds (provenance, books,
  * progress, per-run summary computed from the stored per-position arrays, so an interrupted log
- * is summarised too), or what a Hugging Face model directory is (family, layer pattern, sizes,
- * state and KV-cache bytes, the tokenizer: byte / tokenizer.json / tiktoken, its file, SHA-256 and
+ * is summarised too), or what a Hugging Face model directory is (family, layer pattern, experts and
+ * router, sizes, the stored weight formats and quantization description, state and KV-cache bytes, the tokenizer: byte / tokenizer.json / tiktoken, its file, SHA-256 and
  * vocabulary size). Reads only; never modifies the file. The log reader
  * validates every count against the file (a corrupted or hostile log gives an error, not a
  * crash), and only a regular file is opened (a FIFO would block). */
@@ -17,6 +17,9 @@
 #include "replayssm/eval/rs_h5log.h"     /* defines: rs_h5log_open / summarize */
 #include "replayssm/eval/rs_hf_config.h" /* defines: rs_hf_config_load */
 #include "replayssm/eval/rs_kl.h"
+#include "replayssm/eval/rs_model.h"
+#include "replayssm/eval/rs_quant_config.h"
+#include "replayssm/eval/rs_safetensors.h"
 #include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
@@ -31,8 +34,49 @@ static const rs_cli_spec k_info_spec = {
     "  FILE.h5    a log of 'replayssm kl' / 'replayssm sweep': provenance, books and their\n"
     "             committed positions, and the summary table `kl` prints at its end (from the\n"
     "             stored arrays, so an interrupted log is summarised too)\n"
-    "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, sizes, state bytes",
+    "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, experts, sizes, state bytes,\n"
+    "             how the weights are stored (dense / NVFP4 / FP8) and the quantization description",
     k_info_opts, sizeof k_info_opts / sizeof k_info_opts[0], NULL, 1};
+
+/* how the checkpoint stores its linear weights (2-D *.weight tensors, by dtype) and what its quantization
+ * description says; reads the safetensors headers only */
+static void info_weights_(const char *dir)
+{
+    char esc[4 * 512 + 1];
+    rs_st_set st;
+    if (rs_st_open_dir(dir, &st) != RS_OK) {
+        printf("weights    not read: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
+        return;
+    }
+    long long n[5] = {0, 0, 0, 0, 0}; /* rs_st_dtype index */
+    double bytes = 0;
+    for (int i = 0; i < st.n_tensors; i++) {
+        const rs_st_tensor *t = &st.tensors[i];
+        const size_t nl = strlen(t->name);
+        bytes += (double)t->nbytes;
+        if (t->ndim == 2 && nl > 7 && strcmp(t->name + nl - 7, ".weight") == 0 && (int)t->dtype < 5) n[t->dtype]++;
+    }
+    if (bytes >= 1e9) printf("weights    %d tensors, %.2f GB: 2-D weights", st.n_tensors, bytes / 1e9);
+    else printf("weights    %d tensors, %.2f MB: 2-D weights", st.n_tensors, bytes / 1e6);
+    static const char *const names[5] = {"F32", "BF16", "F16", "NVFP4 (U8)", "FP8 (F8_E4M3)"};
+    for (int k = 0; k < 5; k++)
+        if (n[k]) printf(" %s x %lld", names[k], n[k]);
+    printf("\n");
+    rs_st_close(&st);
+    rs_quant_config q;
+    if (rs_quant_config_load_dir(dir, &q) != RS_OK) {
+        printf("quantized  description refused: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
+        return;
+    }
+    if (q.present) {
+        printf("quantized  %s: %s", q.source, q.quant_algo);
+        if (q.mixed) printf(" (%d modules listed)", q.n_layers);
+        else if (q.n_exclude) printf(" (%d exclude patterns)", q.n_exclude);
+        if (q.kv_cache_quant_algo[0]) printf(", KV cache %s (not applied: replayssm keeps KV in fp32)", q.kv_cache_quant_algo);
+        printf("; activations fp32 (W4A16 emulation)\n");
+    }
+    rs_quant_config_free(&q);
+}
 
 static int info_model_(const char *dir)
 {
@@ -46,8 +90,8 @@ static int info_model_(const char *dir)
     printf("model_type %s (family %s)\n", rs_cli_esc(c.model_type, esc, sizeof esc), rs_model_family_name(c.family));
     printf("layers     %d:", c.n_layers);
     for (int i = 0; i < c.n_layers; i++) printf(" %s", rs_layer_kind_name(c.layer_kind[i]));
-    printf("\n           gdn %d, mamba2 %d, attention %d, mlp %d%s\n", c.n_gdn, c.n_mamba, c.n_attn, c.n_mlp,
-           c.layer_has_mlp ? " (+ an MLP in every layer)" : "");
+    printf("\n           gdn %d, mamba2 %d, attention %d, mlp %d, moe %d%s\n", c.n_gdn, c.n_mamba, c.n_attn, c.n_mlp,
+           c.n_moe, c.mlp_is_moe ? " (a MoE FFN in every layer)" : c.layer_has_mlp ? " (+ an MLP in every layer)" : "");
     printf("hidden     %d, vocab %d, rms eps %g, tied lm_head %s\n", c.hidden, c.vocab, (double)c.rms_eps,
            c.tie_word_embeddings ? "yes" : "no");
     double state_bytes = 0;
@@ -64,6 +108,21 @@ static int info_model_(const char *dir)
     if (c.n_attn)
         printf("attention  heads %d, kv heads %d, head dim %d%s\n", c.attn.n_heads, c.attn.n_kv_heads, c.attn.head_dim,
                c.attn.use_rope ? "" : " (no positional encoding)");
+    if (c.is_moe) {
+        const rs_moe_config *mo = &c.moe;
+        printf("MoE        %d layers: %d routed experts (top %d, width %d%s), shared expert width %d%s\n", c.n_moe,
+               mo->n_experts, mo->top_k, mo->intermediate, mo->activation == RS_ACT_SILU ? ", SwiGLU" : ", relu2",
+               mo->shared_intermediate, mo->shared_gate ? " x sigmoid(gate)" : "");
+        if (mo->router == RS_ROUTER_SOFTMAX)
+            printf("router     softmax over all experts, top %d renormalised\n", mo->top_k);
+        else
+            printf("router     sigmoid + selection bias, %d groups (keep %d), weights %s x %g\n", mo->n_group,
+                   mo->topk_group, mo->norm_topk_prob ? "renormalised" : "as scored", (double)mo->routed_scaling_factor);
+        if (mo->latent > 0) printf("latent     experts act on %d of %d dims (fc1/fc2_latent_proj)\n", mo->latent, c.hidden);
+    } else {
+        printf("MoE        none (dense)\n");
+    }
+    info_weights_(dir);
     printf("SSM state  %.0f bytes per sequence in fp32\n", state_bytes);
     printf("KV cache   %.0f bytes per token in fp32 (per run)\n",
            4.0 * 2 * c.n_attn * c.attn.n_kv_heads * c.attn.head_dim);

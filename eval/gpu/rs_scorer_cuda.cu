@@ -432,6 +432,9 @@ rs_status rs_scorer_cuda_create(const rs_model *m, const rs_scorer_config *cfg, 
 {
     RS_CHECK(m && cfg && out, RS_E_INVAL, "rs_scorer_cuda_create: NULL argument");
     *out = NULL;
+    RS_CHECK(!m->cfg.is_moe, RS_E_UNSUPPORTED,
+             "%s: mixture-of-experts layers run on the CPU scorer only in this version (--device cpu)",
+             m->cfg.model_type);
     rs_scorer *sc = (rs_scorer *)calloc(1, sizeof *sc);
     gpu_impl *im = (gpu_impl *)calloc(1, sizeof *im);
     if (!sc || !im) {

@@ -4,6 +4,7 @@
  * V vocab. Every buffer below lives in rs_fwd_ws (sized by the runner); nothing allocates.
  */
 #include "model/rs_forward.h"
+#include "model/rs_moe.h"
 #include "replayssm/quant/rs_mathf.h"
 #include "rs_check.h"
 
@@ -379,11 +380,13 @@ rs_status rs_forward_chunk(const rs_fwd_args *a)
         case RS_LAYER_MAMBA2: RS_TRY(mamba_layer_(a, l)); break;
         case RS_LAYER_ATTENTION: RS_TRY(attn_layer_(a, l)); break;
         case RS_LAYER_MLP: RS_TRY(mlp_(a, l, w->norm)); break;
+        case RS_LAYER_MOE: RS_TRY(rs_moe_ffn(a, l, w->norm, RS_NORM_PLAIN)); break;
         default:
             return rs_error_set(RS_E_UNSUPPORTED, "layer %d: kind %d is not supported yet", l,
                                 (int)m->cfg.layer_kind[l]);
         }
-        if (m->cfg.layer_has_mlp) RS_TRY(mlp_(a, l, w->post_norm)); /* Qwen3.5: + MLP */
+        if (m->cfg.mlp_is_moe) RS_TRY(rs_moe_ffn(a, l, w->post_norm, RS_NORM_ONE_PLUS)); /* Qwen3.5-MoE */
+        else if (m->cfg.layer_has_mlp) RS_TRY(mlp_(a, l, w->post_norm));               /* Qwen3.5: + MLP */
         if (a->hidden) memcpy(a->hidden + (size_t)(l + 1) * M * d, ws->x, M * d * sizeof(float));
     }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "model/rs_backend.h"
+#include "model/rs_moe_route.h"
 #include "replayssm/engine/rs_head.h"
 #include "replayssm/eval/rs_model.h"
 #include "replayssm/engine/rs_policy.h"
@@ -55,7 +56,29 @@ typedef struct rs_run {
     int32_t nf_layer;   /* where the first non-finite SSM value appeared: layer, head and */
     int32_t nf_head;    /* the head's step (token position); -1 while the run is finite */
     int64_t nf_step;
+    int64_t *moe_pos_diff;  /* [n_layers] or NULL (dense model): positions at which this run's experts
+                               (MoE layers) differ from run 0's — the reference in the runner */
+    int64_t *moe_slot_diff; /* [n_layers] or NULL: experts of this run's choices not in run 0's, summed */
 } rs_run;
+
+/* MoE scratch of a chunk (rs_moe.c); E experts, k per token, din expert input width, I expert width. */
+typedef struct rs_moe_ws {
+    float *logits;   /* [M][E] router logits                                                   */
+    int32_t *idx;    /* [M][k] experts of each row, ascending                                    */
+    float *w;        /* [M][k] their weights                                                     */
+    float *route;    /* [M][RS_MOE_ROUTE_SCRATCH(E, n_group)] router scratch, one slot per row   */
+    int32_t *order;  /* [M * k] (row * k + slot) grouped by expert, rows ascending within one    */
+    int32_t *count;  /* [E + 1] start of each expert's entries in order                          */
+    float *lat;      /* [M][din] latent input (fc1_latent_proj), NemotronH with a latent         */
+    float *xe;       /* [M][din] the rows of one expert, gathered                                */
+    float *h;        /* [M][I] expert up projection / activation                                 */
+    float *g;        /* [M][I] expert gate projection (SwiGLU)                                   */
+    float *ye;       /* [M][din] the expert's output rows                                        */
+    float *acc;      /* [M][din] weighted sum of the routed experts                              */
+    float *out;      /* [M][d] routed output back in the hidden width (fc2_latent_proj)          */
+    float *sh;       /* [M][d] shared expert output                                              */
+    float *sg;       /* [M] shared expert gate (Qwen)                                            */
+} rs_moe_ws;
 
 /* Scratch of a chunk (M = R * C rows at most), owned by the runner; no allocation per chunk. */
 typedef struct rs_fwd_ws {
@@ -74,6 +97,7 @@ typedef struct rs_fwd_ws {
     float *rope_inv;     /* [rot/2] */
     float *attn_scratch; /* [n_threads][RS_ATTN_BLOCK_ROWS][cap] */
     float *logits;       /* [M][V] */
+    rs_moe_ws moe;       /* zeroed for dense models */
     size_t P1, P2, cap;  /* widths / KV capacity the buffers were sized for */
     size_t hmax;         /* per-head scalar planes: small + k * rows * hmax, k = 0..3 */
 } rs_fwd_ws;
@@ -102,6 +126,8 @@ typedef struct rs_fwd_args {
     rs_dt_mode dt_mode;
     float *hidden;       /* NULL, or [n_layers + 1][R * n][d]: residual stream after the
                             embedding (0) and after each layer (i + 1), before the final norm */
+    int32_t *routes;     /* NULL, or [n_layers][R * n][top_k]: the experts each row chose in each
+                            MoE layer (ascending; rows of other layers untouched) */
 } rs_fwd_args;
 
 /*! rs_forward_chunk() : run the chunk through every layer, the final norm and the LM head;

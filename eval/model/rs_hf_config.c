@@ -136,9 +136,10 @@ static rs_status layer_from_name(const ctx *c, rs_model_family fam, int i, const
         *k = RS_LAYER_MLP;
         return RS_OK;
     }
-    if (strcmp(name, "moe") == 0)
-        return rs_error_set(RS_E_UNSUPPORTED, "%s: layer %d is a mixture-of-experts ('moe') layer: MoE is not "
-                            "supported yet", c->label, i);
+    if (fam == RS_FAMILY_NEMOTRONH && strcmp(name, "moe") == 0) {
+        *k = RS_LAYER_MOE;
+        return RS_OK;
+    }
 bad:
     return rs_error_set(RS_E_UNSUPPORTED, "%s: layer %d has type '%s': not supported yet for this model type",
                         c->label, i, name);
@@ -170,9 +171,7 @@ static rs_status layers_from_pattern(const ctx *c, const char *pat, rs_model_con
         case 'M': cfg->layer_kind[i] = RS_LAYER_MAMBA2; break;
         case '*': cfg->layer_kind[i] = RS_LAYER_ATTENTION; break;
         case '-': cfg->layer_kind[i] = RS_LAYER_MLP; break;
-        case 'E':
-            return rs_error_set(RS_E_UNSUPPORTED, "%s: layer %d is a mixture-of-experts ('E') layer: MoE is not "
-                                "supported yet", c->label, i);
+        case 'E': cfg->layer_kind[i] = RS_LAYER_MOE; break;
         default:
             return rs_error_set(RS_E_FORMAT, "%s: hybrid_override_pattern[%d] = '%c' is not one of M * - E",
                                 c->label, i, pat[i]);
@@ -182,16 +181,89 @@ static rs_status layers_from_pattern(const ctx *c, const char *pat, rs_model_con
     return RS_OK;
 }
 
+/* ---- mixture of experts ---------------------------------------------------------------------------- */
+
+#define RS_CFG_ROUTED_SCALE_MAX 1e3 /* routed_scaling_factor in (0, 1e3] (published: 1 .. 16) */
+
+/* the MoE keys of either family, then the checks that make routing possible: top_k experts must exist
+ * among the kept groups, every group must hold the two experts its score sums */
+static rs_status parse_moe(const ctx *c, const cJSON *obj, rs_model_family fam, int hidden, rs_moe_config *mo) {
+    const char *ne_key = "num_experts", *si_key = "shared_expert_intermediate_size";
+    if (fam == RS_FAMILY_QWEN35) {
+        RS_TRY(get_int(c, obj, ne_key, 256, &mo->n_experts));
+        RS_TRY(get_int(c, obj, "num_experts_per_tok", 8, &mo->top_k));
+        RS_TRY(get_int(c, obj, "moe_intermediate_size", 512, &mo->intermediate));
+        RS_TRY(get_int(c, obj, si_key, 512, &mo->shared_intermediate));
+        mo->router = RS_ROUTER_SOFTMAX;
+        mo->n_group = mo->topk_group = 1;
+        mo->norm_topk_prob = 1;
+        mo->routed_scaling_factor = 1.0f;
+        mo->shared_gate = 1;
+        mo->activation = RS_ACT_SILU;
+    } else {
+        ne_key = field(obj, "n_routed_experts") || !field(obj, "num_local_experts") ? "n_routed_experts"
+                                                                                    : "num_local_experts";
+        si_key = "moe_shared_expert_intermediate_size";
+        double scale;
+        RS_TRY(get_int(c, obj, ne_key, 8, &mo->n_experts));
+        RS_TRY(get_int(c, obj, "num_experts_per_tok", 2, &mo->top_k));
+        RS_TRY(get_int(c, obj, "moe_intermediate_size", 7688, &mo->intermediate));
+        RS_TRY(get_int(c, obj, si_key, 7688, &mo->shared_intermediate));
+        RS_TRY(get_int(c, obj, "moe_latent_size", 0, &mo->latent));
+        RS_TRY(get_int(c, obj, "n_group", 1, &mo->n_group));
+        RS_TRY(get_int(c, obj, "topk_group", 1, &mo->topk_group));
+        RS_TRY(get_bool(c, obj, "norm_topk_prob", 1, &mo->norm_topk_prob));
+        RS_TRY(get_double(c, obj, "routed_scaling_factor", 1.0, &scale));
+        RS_TRY(check_range(c, "routed_scaling_factor", scale, 0.0, 1, RS_CFG_ROUTED_SCALE_MAX));
+        mo->routed_scaling_factor = (float)scale;
+        mo->router = RS_ROUTER_SIGMOID_GROUPED;
+        mo->shared_gate = 0;
+        mo->activation = RS_ACT_RELU2;
+        RS_CHECK(mo->latent >= 0, RS_E_FORMAT, "%s: moe_latent_size must be positive or null (got %d)", c->label,
+                 mo->latent);
+    }
+    RS_CHECK(mo->n_experts >= 1 && mo->n_experts <= RS_MOE_MAX_EXPERTS, RS_E_FORMAT,
+             "%s: %s%s = %d is out of range (1..%d)", c->label, c->scope, ne_key, mo->n_experts, RS_MOE_MAX_EXPERTS);
+    RS_CHECK(mo->top_k >= 1 && mo->top_k <= mo->n_experts && mo->top_k <= RS_MOE_MAX_TOP_K, RS_E_FORMAT,
+             "%s: %snum_experts_per_tok = %d is out of range (1..%d: at most %s%s = %d, and %d)", c->label, c->scope,
+             mo->top_k, mo->n_experts < RS_MOE_MAX_TOP_K ? mo->n_experts : RS_MOE_MAX_TOP_K, c->scope, ne_key,
+             mo->n_experts, RS_MOE_MAX_TOP_K);
+    RS_TRY(check_pos(c, "moe_intermediate_size", mo->intermediate));
+    RS_TRY(check_pos(c, si_key, mo->shared_intermediate));
+    int w;
+    RS_TRY(derived(c, "moe_intermediate_size", mo->intermediate, &w));
+    RS_TRY(derived(c, si_key, mo->shared_intermediate, &w));
+    if (mo->latent > 0) RS_TRY(derived(c, "moe_latent_size", mo->latent, &w));
+    mo->expert_in = mo->latent > 0 ? mo->latent : hidden;
+    if (fam == RS_FAMILY_NEMOTRONH) {
+        RS_CHECK(mo->n_group >= 1 && mo->n_experts % mo->n_group == 0, RS_E_FORMAT,
+                 "%s: n_group = %d does not divide %s = %d into equal expert groups", c->label, mo->n_group, ne_key,
+                 mo->n_experts);
+        RS_CHECK(mo->n_experts / mo->n_group >= 2, RS_E_FORMAT,
+                 "%s: %d experts per group (%s %d / n_group %d): a group's score is the sum of its two best experts, "
+                 "so each group needs at least 2", c->label, mo->n_experts / mo->n_group, ne_key, mo->n_experts,
+                 mo->n_group);
+        RS_CHECK(mo->topk_group >= 1 && mo->topk_group <= mo->n_group && mo->topk_group <= RS_MOE_MAX_TOP_K,
+                 RS_E_FORMAT, "%s: topk_group = %d is out of range (1..n_group = %d, at most %d)", c->label,
+                 mo->topk_group, mo->n_group, RS_MOE_MAX_TOP_K);
+        const int avail = mo->topk_group * (mo->n_experts / mo->n_group);
+        RS_CHECK(mo->top_k <= avail, RS_E_FORMAT,
+                 "%s: num_experts_per_tok = %d but the %d kept groups (topk_group) hold only %d experts", c->label,
+                 mo->top_k, mo->topk_group, avail);
+    }
+    return RS_OK;
+}
+
 /* ---- families ---------------------------------------------------------------------------------- */
 
-static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, rs_model_config *cfg) {
+static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, int moe, rs_model_config *cfg) {
     cfg->family = RS_FAMILY_QWEN35;
     cfg->layer_has_mlp = 1;
     int nl;
     double eps;
     RS_TRY(get_int(c, tc, "vocab_size", 248320, &cfg->vocab));
-    RS_TRY(get_int(c, tc, "hidden_size", 4096, &cfg->hidden));
-    RS_TRY(get_int(c, tc, "intermediate_size", 12288, &cfg->mlp.intermediate));
+    RS_TRY(get_int(c, tc, "hidden_size", moe ? 2048 : 4096, &cfg->hidden));
+    if (!moe) RS_TRY(get_int(c, tc, "intermediate_size", 12288, &cfg->mlp.intermediate));
     RS_TRY(get_int(c, tc, "num_hidden_layers", 32, &nl));
     RS_TRY(get_int(c, tc, "num_attention_heads", 16, &cfg->attn.n_heads));
     RS_TRY(get_int(c, tc, "num_key_value_heads", 4, &cfg->attn.n_kv_heads));
@@ -216,9 +288,17 @@ static rs_status parse_qwen35(const ctx *c, const cJSON *tc, const cJSON *root, 
     int gate;
     RS_TRY(get_bool(c, tc, "attn_output_gate", 1, &gate));
     RS_CHECK(gate, RS_E_UNSUPPORTED, "%s: attn_output_gate = false is not supported yet", c->label);
-    const cJSON *ne = field(tc, "num_experts");
-    RS_CHECK(!ne || (cJSON_IsNumber(ne) && ne->valuedouble == 0.0), RS_E_UNSUPPORTED,
-             "%s: num_experts is set: mixture-of-experts models are not supported yet", c->label);
+    if (moe) {
+        RS_TRY(check_pos(c, "hidden_size", cfg->hidden));
+        RS_TRY(parse_moe(c, tc, RS_FAMILY_QWEN35, cfg->hidden, &cfg->moe));
+        cfg->mlp_is_moe = 1;
+        cfg->is_moe = 1;
+    } else {
+        const cJSON *ne = field(tc, "num_experts");
+        RS_CHECK(!ne || (cJSON_IsNumber(ne) && ne->valuedouble == 0.0), RS_E_FORMAT,
+                 "%s: num_experts is set but model_type '%s' is dense (the mixture-of-experts variants are "
+                 "qwen3_5_moe / qwen3_5_moe_text)", c->label, cfg->model_type);
+    }
     cfg->attn.output_gate = 1;
     cfg->attn.qk_norm = 1;
     cfg->attn.use_rope = 1;
@@ -318,9 +398,10 @@ static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_confi
         const char *pat;
         RS_TRY(get_str(c, root, "hybrid_override_pattern", "", &pat));
         RS_TRY(layers_from_pattern(c, pat, cfg));
-    } else {
-        return rs_error_set(RS_E_UNSUPPORTED, "%s: neither layers_block_type nor hybrid_override_pattern given; "
-                            "transformers' default schedule has a MoE layer: not supported yet", c->label);
+    } else { /* transformers' default schedule */
+        static const rs_layer_kind def[] = {RS_LAYER_MAMBA2, RS_LAYER_MOE, RS_LAYER_ATTENTION, RS_LAYER_MLP};
+        for (int i = 0; i < 4; i++) cfg->layer_kind[i] = def[i];
+        cfg->n_layers = 4;
     }
 
     RS_TRY(get_int(c, root, "num_attention_heads", 32, &cfg->attn.n_heads));
@@ -398,6 +479,9 @@ static rs_status parse_nemotronh(const ctx *c, const cJSON *root, rs_model_confi
     RS_TRY(derived(c, "the Mamba-2 in_proj width", (long long)mc->d_inner + mc->conv_dim + mc->n_heads,
                    &mc->in_proj_dim));
     cfg->attn.rotary_dim = 0;
+    for (int i = 0; i < cfg->n_layers; i++)
+        if (cfg->layer_kind[i] == RS_LAYER_MOE) cfg->is_moe = 1;
+    if (cfg->is_moe) RS_TRY(parse_moe(c, root, RS_FAMILY_NEMOTRONH, cfg->hidden, &cfg->moe));
     return RS_OK;
 }
 
@@ -419,21 +503,23 @@ rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs
         st = rs_error_set(RS_E_UNSUPPORTED, "%s: model_type '%.40s...' is not supported yet", label, mt->valuestring);
     } else {
         snprintf(cfg->model_type, sizeof cfg->model_type, "%s", mt->valuestring);
-        if (strcmp(mt->valuestring, "qwen3_5_text") == 0) {
-            st = parse_qwen35(&c, root, root, cfg);
-        } else if (strcmp(mt->valuestring, "qwen3_5") == 0) {
+        const char *t = mt->valuestring;
+        const int q_moe = strcmp(t, "qwen3_5_moe_text") == 0 || strcmp(t, "qwen3_5_moe") == 0;
+        if (strcmp(t, "qwen3_5_text") == 0 || strcmp(t, "qwen3_5_moe_text") == 0) {
+            st = parse_qwen35(&c, root, root, q_moe, cfg);
+        } else if (strcmp(t, "qwen3_5") == 0 || strcmp(t, "qwen3_5_moe") == 0) {
             const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
             if (!cJSON_IsObject(tc)) {
-                st = rs_error_set(RS_E_FORMAT, "%s: model_type qwen3_5 needs an object 'text_config'", label);
+                st = rs_error_set(RS_E_FORMAT, "%s: model_type %s needs an object 'text_config'", label, t);
             } else {
                 c.scope = "text_config.";
-                st = parse_qwen35(&c, tc, root, cfg);
+                st = parse_qwen35(&c, tc, root, q_moe, cfg);
             }
         } else if (strcmp(mt->valuestring, "nemotron_h") == 0) {
             st = parse_nemotronh(&c, root, cfg);
         } else {
             st = rs_error_set(RS_E_UNSUPPORTED, "%s: model_type '%s' is not supported yet (supported: qwen3_5_text, "
-                              "qwen3_5, nemotron_h)", label, mt->valuestring);
+                              "qwen3_5, qwen3_5_moe_text, qwen3_5_moe, nemotron_h)", label, mt->valuestring);
         }
     }
     if (st == RS_OK) {
@@ -445,14 +531,14 @@ rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs
                               label, cfg->attn.n_heads, cfg->attn.n_kv_heads);
         if (st == RS_OK && cfg->attn.head_dim <= 0)
             st = rs_error_set(RS_E_FORMAT, "%s: head_dim must be positive", label);
-        if (st == RS_OK && cfg->mlp.intermediate <= 0)
+        if (st == RS_OK && cfg->mlp.intermediate <= 0 && !cfg->mlp_is_moe)
             st = rs_error_set(RS_E_FORMAT, "%s: intermediate_size must be positive", label);
         if (st == RS_OK && !(cfg->rms_eps > 0.0f))
             st = rs_error_set(RS_E_FORMAT, "%s: the RMSNorm epsilon must be positive", label);
         int width; /* every width, and heads x head_dim of the attention, within RS_MODEL_MAX_WIDTH */
         if (st == RS_OK) st = derived(&c, "vocab_size", cfg->vocab, &width);
         if (st == RS_OK) st = derived(&c, "hidden_size", cfg->hidden, &width);
-        if (st == RS_OK) st = derived(&c, "intermediate_size", cfg->mlp.intermediate, &width);
+        if (st == RS_OK && !cfg->mlp_is_moe) st = derived(&c, "intermediate_size", cfg->mlp.intermediate, &width);
         if (st == RS_OK)
             st = derived(&c, "num_attention_heads x head_dim", (long long)cfg->attn.n_heads * cfg->attn.head_dim, &width);
     }
@@ -464,8 +550,10 @@ rs_status rs_hf_config_parse(const char *text, size_t len, const char *label, rs
             case RS_LAYER_MAMBA2: cfg->n_mamba++; break;
             case RS_LAYER_ATTENTION: cfg->n_attn++; break;
             case RS_LAYER_MLP: cfg->n_mlp++; break;
+            case RS_LAYER_MOE: cfg->n_moe++; break;
             }
         }
+        if (cfg->mlp_is_moe) cfg->n_moe = cfg->n_layers;
     }
     cJSON_Delete(root);
     if (st != RS_OK) {

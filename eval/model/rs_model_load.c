@@ -5,6 +5,7 @@
  * all (missing tensor / shape mismatch -> error naming it), then convert each once to fp32 into one
  * 64-byte-aligned slab (each view starts on a 16-float boundary) and reject non-finite values.
  * Tensors not needed (vision tower, mtp.*, a stored lm_head of a tied model) are counted as ignored.
+ * MoE experts load from either storage layout (rs_model.h) into per-expert views.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "replayssm/eval/rs_model.h"
@@ -17,6 +18,7 @@
 
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_safetensors.h"
+#include "replayssm/quant/rs_wdecode.h"
 #include "rs_check.h"
 
 const char *rs_layer_kind_name(rs_layer_kind k) {
@@ -25,6 +27,7 @@ const char *rs_layer_kind_name(rs_layer_kind k) {
     case RS_LAYER_MAMBA2: return "mamba2";
     case RS_LAYER_ATTENTION: return "attention";
     case RS_LAYER_MLP: return "mlp";
+    case RS_LAYER_MOE: return "moe";
     }
     return "?";
 }
@@ -45,13 +48,26 @@ typedef struct want {
     int64_t shape[3];
     const float **dst;
     const rs_st_tensor *t;
+    rs_wformat fmt;                    /* how t is stored (resolve_q_)                        */
+    const rs_st_tensor *scale, *scale2; /* quantized: weight_scale, weight_scale_2 (NVFP4)      */
+    int64_t block[2];                  /* FP8 blocks                                          */
 } want;
+
+/* a packed expert tensor [E, ...]: after conversion, views[e] = base + e * stride + offset */
+typedef struct expert_fixup {
+    const float *base;
+    const float **views;
+    int E;
+    size_t stride, offset;
+} expert_fixup;
 
 typedef struct want_list {
     want *v;
     int n, cap;
     const rs_st_set *st;
     const char *dir;
+    expert_fixup *fix; /* [3 x MoE layers] */
+    int n_fix;
 } want_list;
 
 static rs_status add(want_list *wl, const float **dst, int ndim, int64_t d0, int64_t d1, int64_t d2,
@@ -102,6 +118,69 @@ static const char *layer_note(const rs_model_config *cfg, const char *name, char
     return buf;
 }
 
+/* The MoE FFN of layer i under `blk` ("mlp" / "mixer"): router, latent projections, shared expert, and
+ * the routed experts one tensor each (the hub layout) or packed [E, ...] (transformers' in-memory
+ * layout), whichever the checkpoint holds for expert 0. views: this layer's 3E pointers. */
+static rs_status list_moe(want_list *wl, const rs_model_config *c, rs_layer_weights *L, const char *px, int i,
+                          const char *blk, const float **views) {
+    const rs_moe_config *mo = &c->moe;
+    const int64_t d = c->hidden, E = mo->n_experts, I = mo->intermediate, Is = mo->shared_intermediate;
+    const int64_t din = mo->expert_in;
+    const int qwen = c->family == RS_FAMILY_QWEN35;
+    const char *sh = qwen ? "shared_expert" : "shared_experts";
+    const float **vg = views, **vu = views + E, **vd = views + 2 * E;
+    RS_TRY(add(wl, &L->moe.router, 2, E, d, 0, "%slayers.%d.%s.gate.weight", px, i, blk));
+    if (!qwen)
+        RS_TRY(add(wl, &L->moe.router_bias, 1, E, 0, 0, "%slayers.%d.%s.gate.e_score_correction_bias", px, i, blk));
+    if (mo->latent > 0) {
+        RS_TRY(add(wl, &L->moe.latent_in, 2, mo->latent, d, 0, "%slayers.%d.%s.fc1_latent_proj.weight", px, i, blk));
+        RS_TRY(add(wl, &L->moe.latent_out, 2, d, mo->latent, 0, "%slayers.%d.%s.fc2_latent_proj.weight", px, i, blk));
+    }
+    if (qwen) {
+        RS_TRY(add(wl, &L->moe.shared_gate, 2, Is, d, 0, "%slayers.%d.%s.%s.gate_proj.weight", px, i, blk, sh));
+        RS_TRY(add(wl, &L->moe.shared_scale, 2, 1, d, 0, "%slayers.%d.%s.shared_expert_gate.weight", px, i, blk));
+    }
+    RS_TRY(add(wl, &L->moe.shared_up, 2, Is, d, 0, "%slayers.%d.%s.%s.up_proj.weight", px, i, blk, sh));
+    RS_TRY(add(wl, &L->moe.shared_down, 2, d, Is, 0, "%slayers.%d.%s.%s.down_proj.weight", px, i, blk, sh));
+    L->moe.gate = qwen ? vg : NULL;
+    L->moe.up = vu;
+    L->moe.down = vd;
+
+    char probe[192];
+    snprintf(probe, sizeof probe, "%slayers.%d.%s.experts.0.up_proj.weight", px, i, blk);
+    if (rs_st_find(wl->st, probe)) { /* one tensor per expert */
+        for (int64_t e = 0; e < E; e++) {
+            if (qwen)
+                RS_TRY(add(wl, &vg[e], 2, I, din, 0, "%slayers.%d.%s.experts.%lld.gate_proj.weight", px, i, blk,
+                           (long long)e));
+            RS_TRY(add(wl, &vu[e], 2, I, din, 0, "%slayers.%d.%s.experts.%lld.up_proj.weight", px, i, blk,
+                       (long long)e));
+            RS_TRY(add(wl, &vd[e], 2, din, I, 0, "%slayers.%d.%s.experts.%lld.down_proj.weight", px, i, blk,
+                       (long long)e));
+        }
+        return RS_OK;
+    }
+    /* packed: Qwen gate_up_proj [E, 2I, d] (gate rows, then up rows), down_proj [E, d, I];
+     * NemotronH up_proj [E, I, din], down_proj [E, din, I] */
+    expert_fixup *f = &wl->fix[wl->n_fix];
+    if (qwen) {
+        f[0] = (expert_fixup){NULL, vg, (int)E, (size_t)(2 * I * din), 0};
+        f[1] = (expert_fixup){NULL, vu, (int)E, (size_t)(2 * I * din), (size_t)(I * din)};
+        f[2] = (expert_fixup){NULL, vd, (int)E, (size_t)(din * I), 0};
+        RS_TRY(add(wl, &f[0].base, 3, E, 2 * I, din, "%slayers.%d.%s.experts.gate_up_proj", px, i, blk));
+        f[1].base = NULL; /* set from f[0] after conversion */
+        RS_TRY(add(wl, &f[2].base, 3, E, din, I, "%slayers.%d.%s.experts.down_proj", px, i, blk));
+        wl->n_fix += 3;
+    } else {
+        f[0] = (expert_fixup){NULL, vu, (int)E, (size_t)(I * din), 0};
+        f[1] = (expert_fixup){NULL, vd, (int)E, (size_t)(din * I), 0};
+        RS_TRY(add(wl, &f[0].base, 3, E, I, din, "%slayers.%d.%s.experts.up_proj", px, i, blk));
+        RS_TRY(add(wl, &f[1].base, 3, E, din, I, "%slayers.%d.%s.experts.down_proj", px, i, blk));
+        wl->n_fix += 2;
+    }
+    return RS_OK;
+}
+
 static rs_status list_qwen35(want_list *wl, const rs_model_config *c, rs_model_weights *w, const char *px) {
     const int64_t d = c->hidden, V = c->vocab, I = c->mlp.intermediate;
     const rs_gdn_config *g = &c->gdn;
@@ -134,6 +213,10 @@ static rs_status list_qwen35(want_list *wl, const rs_model_config *c, rs_model_w
             RS_TRY(add(wl, &L->attn.o, 2, d, qd, 0, "%slayers.%d.%s.o_proj.weight", px, i, m));
             RS_TRY(add(wl, &L->attn.q_norm, 1, a->head_dim, 0, 0, "%slayers.%d.%s.q_norm.weight", px, i, m));
             RS_TRY(add(wl, &L->attn.k_norm, 1, a->head_dim, 0, 0, "%slayers.%d.%s.k_norm.weight", px, i, m));
+        }
+        if (c->mlp_is_moe) {
+            RS_TRY(list_moe(wl, c, L, px, i, "mlp", w->expert_views + (size_t)i * 3 * (size_t)c->moe.n_experts));
+            continue;
         }
         RS_TRY(add(wl, &L->mlp.gate, 2, I, d, 0, "%slayers.%d.mlp.gate_proj.weight", px, i));
         RS_TRY(add(wl, &L->mlp.up, 2, I, d, 0, "%slayers.%d.mlp.up_proj.weight", px, i));
@@ -170,10 +253,153 @@ static rs_status list_nemotronh(want_list *wl, const rs_model_config *c, rs_mode
             RS_TRY(add(wl, &L->attn.k, 2, kd, d, 0, "%slayers.%d.mixer.k_proj.weight", px, i));
             RS_TRY(add(wl, &L->attn.v, 2, kd, d, 0, "%slayers.%d.mixer.v_proj.weight", px, i));
             RS_TRY(add(wl, &L->attn.o, 2, d, qd, 0, "%slayers.%d.mixer.o_proj.weight", px, i));
+        } else if (L->kind == RS_LAYER_MOE) {
+            RS_TRY(list_moe(wl, c, L, px, i, "mixer", w->expert_views + (size_t)i * 3 * (size_t)c->moe.n_experts));
         } else {
             RS_TRY(add(wl, &L->mlp.up, 2, I, d, 0, "%slayers.%d.mixer.up_proj.weight", px, i));
             RS_TRY(add(wl, &L->mlp.down, 2, d, I, 0, "%slayers.%d.mixer.down_proj.weight", px, i));
         }
+    }
+    return RS_OK;
+}
+
+/* ---- quantized weights ----------------------------------------------------------------------- */
+
+static int is_scalar_f32_(const rs_st_tensor *t) {
+    return t && t->dtype == RS_ST_F32 && t->numel == 1 && t->ndim <= 1;
+}
+
+/* A 2-D `<module>.weight` the config implies: find how it is stored, check the stored shapes and the
+ * companions against the logical [out, in] and the quantization description. Dense tensors keep the
+ * plain shape check of the caller (return with w->fmt = DENSE). */
+static rs_status resolve_q_(const rs_st_set *st, const rs_quant_config *q, want *w, const char *path,
+                            const char *note) {
+    w->fmt = RS_WFMT_DENSE;
+    const size_t nl = strlen(w->name);
+    if (w->ndim != 2 || nl < 8 || strcmp(w->name + nl - 7, ".weight") != 0) {
+        RS_CHECK(w->t->dtype != RS_ST_U8 && w->t->dtype != RS_ST_F8_E4M3, RS_E_FORMAT,
+                 "%s: tensor '%s'%s has dtype %s: quantized storage is read for 2-D linear weights only (packed "
+                 "[experts, ...] tensors and vectors must be F32, BF16 or F16)", path, w->name, note,
+                 rs_st_dtype_name(w->t->dtype));
+        return RS_OK;
+    }
+    char module[192], sn[224];
+    snprintf(module, sizeof module, "%.*s", (int)(nl - 7), w->name);
+    const int embedding = strstr(module, "embed") != NULL; /* a lookup table, never a quantized Linear */
+    const rs_wformat expect = embedding ? RS_WFMT_DENSE : rs_quant_config_format_of(q, module);
+    const rs_st_tensor *t = w->t;
+    const int64_t out = w->shape[0], in = w->shape[1];
+    if (t->dtype == RS_ST_F32 || t->dtype == RS_ST_BF16 || t->dtype == RS_ST_F16) {
+        RS_CHECK(expect == RS_WFMT_DENSE, RS_E_FORMAT,
+                 "%s: tensor '%s'%s is stored as %s but %s declares module '%s' %s", path, w->name, note,
+                 rs_st_dtype_name(t->dtype), q->source, module, rs_wformat_name(expect));
+        return RS_OK;
+    }
+    RS_CHECK(!embedding && (t->dtype == RS_ST_U8 || t->dtype == RS_ST_F8_E4M3), RS_E_FORMAT,
+             "%s: tensor '%s'%s has dtype %s: not a weight format (F32, BF16, F16, or NVFP4 / FP8 for linear "
+             "layers)", path, w->name, note, rs_st_dtype_name(t->dtype));
+    snprintf(sn, sizeof sn, "%s.weight_scale", module);
+    w->scale = rs_st_find(st, sn);
+    if (t->dtype == RS_ST_U8) { /* NVFP4 */
+        RS_CHECK(!q->present || expect == RS_WFMT_NVFP4, RS_E_FORMAT,
+                 "%s: tensor '%s'%s is stored as NVFP4 (U8) but %s declares module '%s' %s", path, w->name, note,
+                 q->source, module, rs_wformat_name(expect));
+        RS_CHECK(in % 16 == 0, RS_E_SHAPE, "%s: tensor '%s'%s: NVFP4 needs in_features (%lld) to be a multiple of 16",
+                 path, w->name, note, (long long)in);
+        RS_CHECK(t->ndim == 2 && t->shape[0] == out && t->shape[1] == in / 2, RS_E_SHAPE,
+                 "%s: tensor '%s'%s: NVFP4 bytes must be [%lld, %lld] for the [%lld, %lld] weight config.json implies",
+                 path, w->name, note, (long long)out, (long long)(in / 2), (long long)out, (long long)in);
+        RS_CHECK(w->scale != NULL, RS_E_FORMAT, "%s: tensor '%s'%s is NVFP4 (U8) but '%s' is missing", path, w->name,
+                 note, sn);
+        RS_CHECK(w->scale->dtype == RS_ST_F8_E4M3 && w->scale->ndim == 2 && w->scale->shape[0] == out &&
+                     w->scale->shape[1] == in / 16, RS_E_SHAPE,
+                 "%s: tensor '%s': NVFP4 block scales must be F8_E4M3 [%lld, %lld] (one per 16 inputs)", path, sn,
+                 (long long)out, (long long)(in / 16));
+        snprintf(sn, sizeof sn, "%s.weight_scale_2", module);
+        w->scale2 = rs_st_find(st, sn);
+        RS_CHECK(is_scalar_f32_(w->scale2), RS_E_FORMAT, "%s: tensor '%s' (NVFP4 per-tensor scale) must be one F32 "
+                 "value%s", path, sn, w->scale2 ? "" : ", and is missing");
+        w->fmt = RS_WFMT_NVFP4;
+        return RS_OK;
+    }
+    /* F8_E4M3 weight: one fp32 scale per tensor, or a grid of block scales (weight_scale / weight_scale_inv) */
+    RS_CHECK(!q->present || expect == RS_WFMT_FP8 || expect == RS_WFMT_FP8_BLOCK, RS_E_FORMAT,
+             "%s: tensor '%s'%s is stored as FP8 (F8_E4M3) but %s declares module '%s' %s", path, w->name, note,
+             q->source, module, rs_wformat_name(expect));
+    RS_CHECK(t->ndim == 2 && t->shape[0] == out && t->shape[1] == in, RS_E_SHAPE,
+             "%s: tensor '%s'%s: FP8 weight must be [%lld, %lld]", path, w->name, note, (long long)out, (long long)in);
+    if (!w->scale) {
+        snprintf(sn, sizeof sn, "%s.weight_scale_inv", module);
+        w->scale = rs_st_find(st, sn);
+    }
+    RS_CHECK(w->scale != NULL, RS_E_FORMAT, "%s: tensor '%s'%s is FP8 but neither %s.weight_scale nor "
+             "%s.weight_scale_inv exists", path, w->name, note, module, module);
+    RS_CHECK(w->scale->dtype == RS_ST_F32, RS_E_FORMAT, "%s: tensor '%s': FP8 scales must be F32, not %s", path,
+             w->scale->name, rs_st_dtype_name(w->scale->dtype));
+    if (is_scalar_f32_(w->scale)) {
+        w->fmt = RS_WFMT_FP8;
+    } else {
+        RS_CHECK(w->scale->ndim == 2, RS_E_SHAPE, "%s: tensor '%s': FP8 scales must be one value or a 2-D block grid",
+                 path, w->scale->name);
+        const int64_t s0 = w->scale->shape[0], s1 = w->scale->shape[1];
+        if (q->block[0] > 0) {
+            w->block[0] = q->block[0];
+            w->block[1] = q->block[1];
+        } else {
+            RS_CHECK(s0 > 0 && s1 > 0 && out % s0 == 0 && in % s1 == 0, RS_E_SHAPE,
+                     "%s: tensor '%s': a [%lld, %lld] scale grid does not tile the [%lld, %lld] weight evenly, and no "
+                     "weight_block_size is given", path, w->scale->name, (long long)s0, (long long)s1,
+                     (long long)out, (long long)in);
+            w->block[0] = out / s0;
+            w->block[1] = in / s1;
+        }
+        w->fmt = RS_WFMT_FP8_BLOCK; /* the grid shape itself is checked by rs_wdecode_fp8 */
+    }
+    return RS_OK; /* per tensor or per block: the stored scales decide (ModelOpt's FP8 names both "FP8") */
+}
+
+/* decode a quantized want into dst ([out, in] floats); errors name the tensor */
+static rs_status decode_q_(const want *w, const char *path, float *dst) {
+    rs_status st;
+    const size_t n = (size_t)(w->shape[0] * w->shape[1]);
+    if (w->fmt == RS_WFMT_NVFP4) {
+        rs_wq_nvfp4 q;
+        q.weight = (const uint8_t *)w->t->data;
+        q.weight_shape[0] = w->t->shape[0];
+        q.weight_shape[1] = w->t->shape[1];
+        q.scale = (const uint8_t *)w->scale->data;
+        q.scale_shape[0] = w->scale->shape[0];
+        q.scale_shape[1] = w->scale->shape[1];
+        memcpy(&q.scale_2, w->scale2->data, sizeof(float));
+        st = rs_wdecode_nvfp4(&q, dst, n);
+    } else {
+        rs_wq_fp8 q;
+        q.weight = (const uint8_t *)w->t->data;
+        q.weight_shape[0] = w->t->shape[0];
+        q.weight_shape[1] = w->t->shape[1];
+        q.scale = (const float *)w->scale->data; /* mapped at an offset of the data section: copy if unaligned */
+        q.scale_shape[0] = q.scale_shape[1] = 1;
+        q.block[0] = q.block[1] = 0;
+        if (w->fmt == RS_WFMT_FP8_BLOCK) {
+            q.scale_shape[0] = w->scale->shape[0];
+            q.scale_shape[1] = w->scale->shape[1];
+            q.block[0] = w->block[0];
+            q.block[1] = w->block[1];
+        }
+        float *aligned = NULL;
+        if (((uintptr_t)q.scale) % sizeof(float) != 0) {
+            aligned = (float *)malloc(w->scale->nbytes);
+            RS_CHECK(aligned != NULL, RS_E_NOMEM, "%s: out of memory", path);
+            memcpy(aligned, w->scale->data, w->scale->nbytes);
+            q.scale = aligned;
+        }
+        st = rs_wdecode_fp8(&q, dst, n);
+        free(aligned);
+    }
+    if (st != RS_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rs_last_error());
+        return rs_error_set(st, "%s: tensor '%s': %s", path, w->name, why);
     }
     return RS_OK;
 }
@@ -187,6 +413,8 @@ static int has(const rs_st_set *st, const char *a, const char *b) {
 void rs_model_free(rs_model *m) {
     if (!m) return;
     free(m->w.slab);
+    free(m->w.expert_views);
+    rs_quant_config_free(&m->quant);
     if (m->st) {
         rs_st_close(m->st);
         free(m->st);
@@ -199,6 +427,7 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
     int r = snprintf(path, sizeof path, "%s/config.json", dir);
     RS_CHECK(r > 0 && (size_t)r < sizeof path, RS_E_INVAL, "%s: path too long", dir);
     RS_TRY(rs_hf_config_load(path, &m->cfg));
+    RS_TRY(rs_quant_config_load_dir(dir, &m->quant));
     const rs_model_config *c = &m->cfg;
 
     m->st = calloc(1, sizeof *m->st);
@@ -206,6 +435,15 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
     RS_TRY(rs_st_open_dir(dir, m->st));
     const rs_st_set *st = m->st;
     wl->st = st;
+
+    /* MoE: E pointers per expert matrix (gate, up, down) per layer, indexed by layer; packed tensors
+     * need up to 3 fixups per layer */
+    if (c->is_moe) {
+        const size_t nv = (size_t)c->n_layers * 3 * (size_t)c->moe.n_experts;
+        m->w.expert_views = calloc(nv, sizeof *m->w.expert_views);
+        wl->fix = calloc((size_t)c->n_layers * 3, sizeof *wl->fix);
+        RS_CHECK(m->w.expert_views && wl->fix, RS_E_NOMEM, "%s: out of memory (%zu expert views)", dir, nv);
+    }
 
     /* weight-name prefix and embedding spelling */
     const char *embed_name = NULL;
@@ -232,11 +470,17 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
                  "embeddings.weight / embedding.weight)", dir);
         RS_TRY(list_nemotronh(wl, c, &m->w, m->prefix, embed_name));
     }
-    const int tied = c->tie_word_embeddings;
+    /* tied head: Qwen3.5 follows tie_word_embeddings (a stored lm_head is then ignored); transformers 5.17
+     * never ties NemotronH's head (_tied_weights_keys = {}), so a stored lm_head.weight is used whatever
+     * the flag says, and the embeddings only stand in for a missing one when the flag asks (as vLLM does) */
+    const int tied = c->tie_word_embeddings &&
+                     !(c->family == RS_FAMILY_NEMOTRONH && rs_st_find(st, "lm_head.weight") != NULL);
     if (!tied) RS_TRY(add(wl, &m->w.lm_head, 2, c->vocab, c->hidden, 0, "lm_head.weight"));
 
-    /* presence and shapes, all checked before any conversion */
+    /* presence and shapes (stored and, for quantized weights, their scales), all checked before any
+     * conversion */
     size_t total = 0;
+    int n_companions = 0;
     for (int i = 0; i < wl->n; i++) {
         want *w = &wl->v[i];
         char note[64] = "";
@@ -248,8 +492,9 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
             return rs_error_set(RS_E_FORMAT, "%s: tensor '%s'%s is missing from the checkpoint", dir, w->name,
                                 layer_note(c, w->name, note, sizeof note));
         }
-        int ok = w->t->ndim == w->ndim;
-        for (int k = 0; ok && k < w->ndim; k++) ok = w->t->shape[k] == w->shape[k];
+        RS_TRY(resolve_q_(st, &m->quant, w, st->files[w->t->file].path, layer_note(c, w->name, note, sizeof note)));
+        int ok = w->fmt != RS_WFMT_DENSE || w->t->ndim == w->ndim;
+        for (int k = 0; ok && w->fmt == RS_WFMT_DENSE && k < w->ndim; k++) ok = w->t->shape[k] == w->shape[k];
         if (!ok) {
             char got[96], exp[96];
             shape_str(got, sizeof got, w->t->ndim, w->t->shape);
@@ -258,7 +503,12 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
                                 st->files[w->t->file].path, w->name, layer_note(c, w->name, note, sizeof note),
                                 got, exp);
         }
-        total += ((size_t)w->t->numel + 15u) & ~(size_t)15u;
+        size_t numel = 1;
+        for (int k = 0; k < w->ndim; k++) numel *= (size_t)w->shape[k];
+        total += (numel + 15u) & ~(size_t)15u;
+        if (w->ndim == 2 && strstr(w->name, ".weight")) m->n_weights_fmt[w->fmt]++;
+        if (w->scale) n_companions++;
+        if (w->scale2) n_companions++;
     }
 
     void *slab = NULL;
@@ -270,27 +520,36 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
     for (int i = 0; i < wl->n; i++) {
         want *w = &wl->v[i];
         float *dst = m->w.slab + off;
-        const size_t padded = ((size_t)w->t->numel + 15u) & ~(size_t)15u;
-        rs_st_to_f32(w->t, dst);
-        memset(dst + w->t->numel, 0, (padded - (size_t)w->t->numel) * sizeof(float)); /* deterministic slab */
-        for (int64_t k = 0; k < w->t->numel; k++)
+        size_t numel = 1;
+        for (int k = 0; k < w->ndim; k++) numel *= (size_t)w->shape[k];
+        const size_t padded = (numel + 15u) & ~(size_t)15u;
+        if (w->fmt == RS_WFMT_DENSE) rs_st_to_f32(w->t, dst);
+        else RS_TRY(decode_q_(w, st->files[w->t->file].path, dst));
+        memset(dst + numel, 0, (padded - numel) * sizeof(float)); /* deterministic slab */
+        for (size_t k = 0; k < numel; k++)
             RS_CHECK(isfinite(dst[k]), RS_E_NONFINITE, "%s: tensor '%s' element %lld is not finite",
                      st->files[w->t->file].path, w->name, (long long)k);
         *w->dst = dst;
         off += padded;
     }
+    for (int i = 0; i < wl->n_fix; i++) { /* packed experts -> per-expert views */
+        expert_fixup *f = &wl->fix[i];
+        if (!f->base && i > 0 && f->offset) f->base = wl->fix[i - 1].base; /* Qwen up rows of gate_up_proj */
+        for (int e = 0; e < f->E; e++) f->views[e] = f->base + (size_t)e * f->stride + f->offset;
+    }
     if (tied) m->w.lm_head = m->w.embed;
-    m->n_tensors_used = wl->n;
-    m->n_tensors_ignored = st->n_tensors - wl->n;
+    m->n_tensors_used = wl->n + n_companions;
+    m->n_tensors_ignored = st->n_tensors - m->n_tensors_used;
     return RS_OK;
 }
 
 rs_status rs_model_load(const char *dir, rs_model *m) {
     RS_CHECK(dir && m, RS_E_INVAL, "rs_model_load: NULL argument");
     memset(m, 0, sizeof *m);
-    want_list wl = {NULL, 0, 0, NULL, dir};
+    want_list wl = {NULL, 0, 0, NULL, dir, NULL, 0};
     rs_status s = load(dir, m, &wl);
     free(wl.v);
+    free(wl.fix);
     if (s != RS_OK) rs_model_free(m);
     return s;
 }

@@ -18,6 +18,7 @@ rs_runner_config rs_runner_config_default(void)
     c.max_tokens = 8192;
     c.dt_mode = RS_DT_KERNEL;
     c.capture_hidden = 0;
+    c.capture_routes = 0;
     return c;
 }
 
@@ -62,6 +63,8 @@ static void run_free_(rs_run *run, const rs_model_config *c)
     free(run->heads);
     free(run->k_cache);
     free(run->v_cache);
+    free(run->moe_pos_diff);
+    free(run->moe_slot_diff);
     memset(run, 0, sizeof *run);
 }
 
@@ -76,6 +79,11 @@ static rs_status run_init_(rs_run *run, const rs_model_config *c, const rs_runne
     run->v_cache = (float **)calloc(n_layers, sizeof(float *));
     RS_CHECK(run->conv_state && run->heads && run->k_cache && run->v_cache, RS_E_NOMEM,
              "runner: cannot allocate the per-layer tables");
+    if (c->is_moe) {
+        run->moe_pos_diff = (int64_t *)calloc(n_layers, sizeof(int64_t));
+        run->moe_slot_diff = (int64_t *)calloc(n_layers, sizeof(int64_t));
+        RS_CHECK(run->moe_pos_diff && run->moe_slot_diff, RS_E_NOMEM, "runner: cannot allocate the routing counts");
+    }
     for (int l = 0; l < c->n_layers; l++) {
         const rs_layer_kind k = c->layer_kind[l];
         if (is_ssm_(k)) {
@@ -117,6 +125,7 @@ void rs_runner_free(rs_runner *r)
     free(r->specs);
     rs_runner_ws_free(&r->ws);
     free(r->hidden);
+    free(r->routes);
     free(r);
 }
 
@@ -151,6 +160,11 @@ rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_co
     r->cfg.runs = r->specs;
     for (size_t i = 0; i < cfg->n_runs && st == RS_OK; i++) st = run_init_(&r->runs[i], &m->cfg, cfg, &r->specs[i]);
     if (st == RS_OK) st = rs_runner_ws_init(&r->ws, &m->cfg, cfg, be->n_threads);
+    if (st == RS_OK && cfg->capture_routes && m->cfg.is_moe) {
+        const size_t n = (size_t)m->cfg.n_layers * r->ws.rows * (size_t)m->cfg.moe.top_k;
+        r->routes = (int32_t *)calloc(n, sizeof(int32_t));
+        if (!r->routes) st = rs_error_set(RS_E_NOMEM, "runner: cannot allocate the route capture (%zu entries)", n);
+    }
     if (st == RS_OK && cfg->capture_hidden)
         st = rs_runner_falloc(&r->hidden, ((size_t)m->cfg.n_layers + 1) * r->ws.rows * (size_t)m->cfg.hidden,
                      "the hidden-state capture");
@@ -179,6 +193,10 @@ rs_status rs_runner_reset(rs_runner *r)
         run->message[0] = '\0';
         run->nf_layer = run->nf_head = -1;
         run->nf_step = -1;
+        if (run->moe_pos_diff) {
+            memset(run->moe_pos_diff, 0, (size_t)c->n_layers * sizeof(int64_t));
+            memset(run->moe_slot_diff, 0, (size_t)c->n_layers * sizeof(int64_t));
+        }
     }
     r->pos = 0;
     r->last_n = 0;
@@ -211,6 +229,7 @@ rs_status rs_runner_step(rs_runner *r, const int32_t *tokens, size_t n)
     a.tokens = tokens;
     a.dt_mode = r->cfg.dt_mode;
     a.hidden = r->hidden;
+    a.routes = r->routes;
     const rs_status st = rs_forward_chunk(&a);
     if (st != RS_OK) { /* some heads or caches may have advanced: refuse to go on */
         r->sticky = st;
@@ -225,6 +244,17 @@ const float *rs_runner_logits(const rs_runner *r, size_t run)
 {
     if (!r || run >= r->cfg.n_runs || r->last_n == 0) return NULL;
     return r->ws.logits + run * r->last_n * (size_t)r->m->cfg.vocab;
+}
+
+const int32_t *rs_runner_routes(const rs_runner *r, size_t layer, size_t run)
+{
+    if (!r || !r->routes || run >= r->cfg.n_runs || layer >= (size_t)r->m->cfg.n_layers || r->last_n == 0)
+        return NULL;
+    const rs_model_config *c = &r->m->cfg;
+    const int moe = c->mlp_is_moe || c->layer_kind[layer] == RS_LAYER_MOE;
+    if (!moe) return NULL;
+    const size_t M = r->cfg.n_runs * r->last_n, k = (size_t)c->moe.top_k;
+    return r->routes + layer * M * k + run * r->last_n * k;
 }
 
 const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run)
@@ -255,4 +285,16 @@ rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg)
     RS_CHECK(r != NULL && run < r->cfg.n_runs, RS_E_INVAL, "rs_runner_run_status: bad run %zu", run);
     if (msg) *msg = r->runs[run].message;
     return r->runs[run].status;
+}
+
+rs_status rs_runner_moe_route_diff(const rs_runner *r, size_t run, int layer, int64_t *positions, int64_t *experts)
+{
+    RS_CHECK(r != NULL && run < r->cfg.n_runs && positions && experts, RS_E_INVAL,
+             "rs_runner_moe_route_diff: bad run %zu or NULL output", run);
+    RS_CHECK(layer >= 0 && layer < r->m->cfg.n_layers, RS_E_INVAL, "rs_runner_moe_route_diff: layer %d outside "
+             "0..%d", layer, r->m->cfg.n_layers - 1);
+    const rs_run *x = &r->runs[run];
+    *positions = x->moe_pos_diff ? x->moe_pos_diff[layer] : 0;
+    *experts = x->moe_slot_diff ? x->moe_slot_diff[layer] : 0;
+    return RS_OK;
 }

@@ -40,6 +40,7 @@ typedef struct rs_runner_config {
     size_t max_tokens;          /* positions the KV caches hold (>= the stream length) */
     rs_dt_mode dt_mode;         /* Mamba-2 dt bound (default RS_DT_KERNEL: no clamp) */
     int capture_hidden;         /* keep the residual stream after every layer of the last chunk */
+    int capture_routes;         /* keep every MoE layer's expert choices of the last chunk */
 } rs_runner_config;
 
 typedef struct rs_runner {
@@ -50,6 +51,7 @@ typedef struct rs_runner {
     rs_run *runs;               /* [R] */
     rs_fwd_ws ws;
     float *hidden;              /* [n_layers + 1][R * chunk][d] if capture_hidden, else NULL */
+    int32_t *routes;            /* [n_layers][R * chunk][top_k] if capture_routes on a MoE model */
     size_t pos;                 /* positions processed so far */
     size_t last_n;              /* length of the last chunk */
     rs_status sticky;           /* a failed step leaves the runs inconsistent: later steps fail */
@@ -83,6 +85,10 @@ const float *rs_runner_logits(const rs_runner *r, size_t run);
  *  (layer 0: the embeddings) for the last step; NULL without capture_hidden. */
 const float *rs_runner_hidden(const rs_runner *r, size_t layer, size_t run);
 
+/*! rs_runner_routes() : [last_n][top_k] experts run i chose in MoE layer `layer` for the last step's
+ *  positions (ascending per position); NULL without capture_routes, for a dense layer or model. */
+const int32_t *rs_runner_routes(const rs_runner *r, size_t layer, size_t run);
+
 /*! rs_runner_run_status() : RS_OK or RS_E_NONFINITE for run i; *msg (if not NULL) gets the
  *  message of its first failure. */
 rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg);
@@ -94,6 +100,12 @@ rs_status rs_runner_run_status(const rs_runner *r, size_t run, const char **msg)
  *  position s or s + 1 on. The run status message says the same (layer, head, token; no run index). */
 rs_status rs_runner_run_nonfinite(const rs_runner *r, size_t run, int32_t *layer, int32_t *head,
                                   int64_t *step);
+
+/*! rs_runner_moe_route_diff() : since the last reset, at how many positions run i's experts in layer
+ *  `layer` differed from run 0's (*positions) and how many of its chosen experts run 0 had not
+ *  chosen (*experts). Both 0 for run 0, dense layers and dense models. */
+rs_status rs_runner_moe_route_diff(const rs_runner *r, size_t run, int layer, int64_t *positions,
+                                   int64_t *experts);
 
 #ifdef __cplusplus
 }

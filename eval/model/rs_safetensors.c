@@ -3,6 +3,7 @@
 #include "replayssm/eval/rs_safetensors.h"
 #include "rs_check.h"
 #include "input/rs_input.h"
+#include "replayssm/quant/rs_minifloat.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,13 +19,24 @@
 #define RS_ST_MAX_HEADER ((uint64_t)100000000) /* same bound as the reference Rust implementation */
 #define RS_ST_MAX_INT 9007199254740992.0       /* 2^53: JSON integers beyond are not exact in cJSON */
 
-size_t rs_st_dtype_size(rs_st_dtype dt) { return dt == RS_ST_F32 ? 4u : 2u; }
+size_t rs_st_dtype_size(rs_st_dtype dt) {
+    switch (dt) {
+    case RS_ST_F32: return 4u;
+    case RS_ST_BF16:
+    case RS_ST_F16: return 2u;
+    case RS_ST_U8:
+    case RS_ST_F8_E4M3: return 1u;
+    }
+    return 0u;
+}
 
 const char *rs_st_dtype_name(rs_st_dtype dt) {
     switch (dt) {
     case RS_ST_F32: return "F32";
     case RS_ST_BF16: return "BF16";
     case RS_ST_F16: return "F16";
+    case RS_ST_U8: return "U8";
+    case RS_ST_F8_E4M3: return "F8_E4M3";
     }
     return "?";
 }
@@ -169,9 +181,11 @@ static rs_status parse_header(rs_st_set *set, int fi) {
         if (strcmp(jd->valuestring, "F32") == 0) t.dtype = RS_ST_F32;
         else if (strcmp(jd->valuestring, "BF16") == 0) t.dtype = RS_ST_BF16;
         else if (strcmp(jd->valuestring, "F16") == 0) t.dtype = RS_ST_F16;
+        else if (strcmp(jd->valuestring, "U8") == 0) t.dtype = RS_ST_U8;
+        else if (strcmp(jd->valuestring, "F8_E4M3") == 0) t.dtype = RS_ST_F8_E4M3;
         else {
-            st = rs_error_set(RS_E_UNSUPPORTED, "%s: tensor '%s': dtype '%s' not supported (only F32, BF16, F16)",
-                              path, name, jd->valuestring);
+            st = rs_error_set(RS_E_UNSUPPORTED, "%s: tensor '%s': dtype '%s' not supported (only F32, BF16, F16, U8, "
+                              "F8_E4M3)", path, name, jd->valuestring);
             goto done;
         }
         int nd = cJSON_GetArraySize(js);
@@ -466,11 +480,15 @@ void rs_st_to_f32(const rs_st_tensor *t, float *dst) {
             uint32_t u = (uint32_t)h << 16;
             memcpy(&dst[i], &u, 4);
         }
-    } else {
+    } else if (t->dtype == RS_ST_F16) {
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
             dst[i] = f16_to_f32(h);
         }
+    } else if (t->dtype == RS_ST_U8) {
+        for (size_t i = 0; i < n; i++) dst[i] = (float)src[i];
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = rs_e4m3_decode(src[i]);
     }
 }

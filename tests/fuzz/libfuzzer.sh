@@ -14,12 +14,13 @@ SECS=${1:-60}
 OUT=${2:-build-fuzz}
 ROOT=$PWD
 shift $(( $# > 2 ? 2 : $# ))
-TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy h5log npy h5raw h5floats tok_json tok_tiktoken tok_encode}
+TARGETS=${*:-safetensors st_index hf_config pg19_meta pg19_book policy h5log npy h5raw h5floats quant_config qmodel tok_json tok_tiktoken tok_encode}
 command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get install clang)" >&2; exit 2; }
 mkdir -p "$OUT"
 # only the parsers and what they call (no OpenBLAS/OpenMP: a clang build of those is not needed);
 # the log reader (h5log target) links the system libhdf5, uninstrumented (only our code is)
-SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c
+SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/model/rs_quant_config.c eval/model/rs_model_load.c
+     quant/rs_wdecode.c
      eval/input/rs_pg19.c eval/input/rs_input.c eval/input/rs_npy.c eval/input/rs_text.c
      eval/tokenizer/rs_tokenizer.c eval/tokenizer/rs_tok_bpe.c eval/tokenizer/rs_tok_encode.c eval/tokenizer/rs_tok_json.c
      eval/tokenizer/rs_tok_tiktoken.c eval/tokenizer/rs_tok_regex.c eval/tokenizer/rs_tok_nfc.c
@@ -28,7 +29,7 @@ SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c
      eval/log/rs_h5log_create.c eval/log/rs_h5log_skeleton.c eval/log/rs_h5log_open.c eval/log/rs_h5log_write.c
      eval/log/rs_h5log_read.c eval/log/rs_h5dims.c eval/log/rs_h5log_prov.c eval/log/rs_h5log_xr.c eval/log/rs_h5io.c
      eval/log/rs_kl.c
-     tests/fuzz/rs_fuzz_tokenizer.c tests/fuzz/rs_fuzz_npy.c tests/fuzz/rs_fuzz_h5floats.c
+     tests/fuzz/rs_fuzz_tokenizer.c tests/fuzz/rs_fuzz_npy.c tests/fuzz/rs_fuzz_h5floats.c tests/fuzz/rs_fuzz_quant.c
      tests/fuzz/rs_fuzz_targets.c tests/fuzz/fuzz_libfuzzer.c"
 CF="-std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
     -Iinclude -Iquant -Ilib -Ieval -Itests/fuzz $(pkg-config --cflags hdf5)
@@ -49,6 +50,14 @@ printf '%s' '{"metadata":{"total_size":34},"weight_map":{"a.weight":"model-00001
   > "$OUT/seeds/st_index/index.json"
 seed hf_config tests/fixtures/models/gdn-tiny-random/config.json
 cp tests/fixtures/models/mamba2-tiny-random/config.json "$OUT/seeds/hf_config/mamba2.json"
+cp tests/fixtures/models/gdn-moe-tiny-random/config.json "$OUT/seeds/hf_config/gdn-moe.json"
+cp tests/fixtures/models/mamba2-moe-tiny-random/config.json "$OUT/seeds/hf_config/mamba2-moe.json"
+mkdir -p "$OUT/seeds/quant_config" "$OUT/seeds/qmodel"   # first byte: 0 hf_quant_config.json, 1 config.json
+{ printf '\x00'; cat tests/fixtures/models/mamba2-moe-quant/hf_quant_config.json; } > "$OUT/seeds/quant_config/mixed"
+{ printf '\x00'; cat tests/fixtures/models/qmodel-tiny/hf_quant_config.json; } > "$OUT/seeds/quant_config/tiny"
+printf '\x01%s' '{"model_type":"nemotron_h","quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4","group_size":16,"ignore":["lm_head","*.gate"]}}' \
+  > "$OUT/seeds/quant_config/config-json"
+seed qmodel tests/fixtures/models/qmodel-tiny/model.safetensors
 seed pg19_meta tests/fixtures/pg19-mini/metadata.csv
 seed pg19_book tests/fixtures/pg19-mini/test/1023.txt.gz
 mkdir -p "$OUT/seeds/policy"
@@ -87,6 +96,7 @@ for t in $TARGETS; do
   # counts them (to be triaged: ours or libhdf5's) instead of stopping at the first
   extra="-max_len=8192"
   [ "$t" = h5raw ] && extra="-max_len=65536 -timeout=20 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1"
+  [ "$t" = qmodel ] && extra="-max_len=16384"   # the seed checkpoint is 11.8 KB
   [ "$t" = h5floats ] && extra="-max_len=8192 -timeout=20 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1"
   # shellcheck disable=SC2086
   # (a hostile size field makes libhdf5 ask malloc for ~2^62 bytes: NULL, as outside ASan, not a report)

@@ -43,6 +43,8 @@ int rs_fuzz_tok_encode(const uint8_t *data, size_t size);  /* rs_tokenizer_encod
 int rs_fuzz_npy(const uint8_t *data, size_t size);         /* rs_npy_header_size + rs_npy_parse of a .npy file (rs_fuzz_npy.c) */
 int rs_fuzz_h5raw(const uint8_t *data, size_t size);       /* rs_h5log_open (+ --resume) of the bytes as a log file */
 int rs_fuzz_h5floats(const uint8_t *data, size_t size);    /* rs_h5_read_floats (quant-error --input) of the bytes as an HDF5 file (rs_fuzz_h5floats.c) */
+int rs_fuzz_quant_config(const uint8_t *data, size_t size); /* rs_quant_config_parse (hf_quant_config.json / config.json) (rs_fuzz_quant.c) */
+int rs_fuzz_qmodel(const uint8_t *data, size_t size);      /* rs_model_load of a quantized checkpoint with the bytes as model.safetensors */
 
 /* every target, NULL-terminated */
 extern const rs_fuzz_target rs_fuzz_targets[];

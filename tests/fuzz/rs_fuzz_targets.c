@@ -704,6 +704,8 @@ const rs_fuzz_target rs_fuzz_targets[] = {
     {"npy", rs_fuzz_npy, 1},
     {"h5raw", rs_fuzz_h5raw, 1},
     {"h5floats", rs_fuzz_h5floats, 1},
+    {"quant_config", rs_fuzz_quant_config, 0},
+    {"qmodel", rs_fuzz_qmodel, 1},
 #ifdef RS_HAVE_PCRE2 /* without PCRE2 the BPE loaders refuse every seed */
     {"tok_json", rs_fuzz_tok_json, 0},
     {"tok_tiktoken", rs_fuzz_tok_tiktoken, 0},

@@ -62,7 +62,7 @@ PUBLIC_DIRS = {"quant": "quant", "engine": "engine", "theory": "theory", "cuda":
 EVAL_PUBLIC = {
     "rs_sha256.h": "input", "rs_pg19.h": "input", "rs_text.h": "input",
     "rs_tokenizer.h": "tokenizer",
-    "rs_model.h": "model", "rs_hf_config.h": "model", "rs_safetensors.h": "model",
+    "rs_model.h": "model", "rs_hf_config.h": "model", "rs_safetensors.h": "model", "rs_quant_config.h": "model",
     "rs_h5log.h": "log", "rs_h5log_merge.h": "log", "rs_h5io.h": "log", "rs_h5file.h": "log", "rs_outfile.h": "log",
     "rs_kl.h": "log", "rs_kleval.h": "kleval", "rs_scorer.h": "kleval",
     "rs_scorer_cuda.h": "gpu", "rs_gpu_info.h": "gpu",

@@ -4,12 +4,13 @@
  * Families (transformers 5.17 semantics; docs/model-formats.md has the full field table):
  *   RS_FAMILY_QWEN35     model_type "qwen3_5_text", or "qwen3_5" (text parameters nested under
  *                        `text_config`, text weights under `model.language_model.`; `model.visual.*`
- *                        and `mtp.*` are ignored). Decoder layer i:
+ *                        and `mtp.*` are ignored); the MoE variants "qwen3_5_moe_text" / "qwen3_5_moe"
+ *                        likewise (cfg.mlp_is_moe). Decoder layer i:
  *                          h = x + mixer(RMSNorm_{1+w}(x; norm))        mixer = GDN or gated attention
- *                          y = h + MLP_swiglu(RMSNorm_{1+w}(h; post_norm))
+ *                          y = h + MLP(RMSNorm_{1+w}(h; post_norm))    MLP = SwiGLU, or the MoE block
  *   RS_FAMILY_NEMOTRONH  model_type "nemotron_h" (pattern from `hybrid_override_pattern` or
  *                        `layers_block_type`; weight prefix `backbone.` or `model.`). Block i holds ONE
- *                        mixer: y = x + mixer(RMSNorm_w(x; norm)), mixer = Mamba-2, attention or MLP.
+ *                        mixer: y = x + mixer(RMSNorm_w(x; norm)), mixer = Mamba-2, attention, MLP or MoE.
  *
  * Weights: every tensor the forward needs is converted ONCE to fp32 into one slab (llm.c style) and
  * exposed as named read-only views below. All matrices keep the PyTorch nn.Linear layout
@@ -20,7 +21,7 @@
  * tap K-1 multiplies the newest input.
  *
  * The library never prints: rs_model_load returns an rs_status and rs_last_error() names the file,
- * tensor or config field at fault. Unknown model types, MoE layers, biases and RoPE scaling the
+ * tensor or config field at fault. Unknown model types, biases and RoPE scaling the
  * families do not use are refused with RS_E_UNSUPPORTED ("not supported yet"). Vocabularies other
  * than 256 bytes load fine but are marked cfg.tokenizer = RS_TOKENIZER_UNSUPPORTED.
  *
@@ -33,6 +34,7 @@
 #include <stdint.h>
 
 #include "replayssm/quant/rs_status.h"
+#include "replayssm/eval/rs_quant_config.h"
 #include "replayssm/eval/rs_tokenizer.h" /* rs_tokenizer_kind */
 
 #ifdef __cplusplus
@@ -58,8 +60,8 @@ typedef enum rs_layer_kind {
     RS_LAYER_MAMBA2 = 2,    /* NemotronH 'M' / "linear_attention" / legacy "mamba": Mamba-2        */
     RS_LAYER_ATTENTION = 3, /* Qwen3.5 "full_attention" (gated, q/k norm, partial RoPE) or
                                NemotronH '*' / "full_attention" / legacy "attention" (NoPE, GQA)   */
-    RS_LAYER_MLP = 4        /* NemotronH '-' / "mlp": the block's mixer is the MLP itself          */
-    /* NemotronH 'E' / "moe" -> RS_E_UNSUPPORTED at load time */
+    RS_LAYER_MLP = 4,       /* NemotronH '-' / "mlp": the block's mixer is the MLP itself          */
+    RS_LAYER_MOE = 5        /* NemotronH 'E' / "moe": the block's mixer is a mixture of experts    */
 } rs_layer_kind;
 
 typedef enum rs_activation {
@@ -120,6 +122,43 @@ typedef struct rs_mamba2_config {
        d_inner/G, gate before norm, eps = rms_eps; A = -exp(A_log); dt = softplus(dt + dt_bias) */
 } rs_mamba2_config;
 
+/* How a MoE router turns its fp32 logits into the experts of a token and their weights. Ties are
+ * broken toward the lower index (group or expert). */
+typedef enum rs_router_kind {
+    RS_ROUTER_SOFTMAX = 1, /* Qwen3.5-MoE: p = softmax(logits) over all experts; the top_k largest p,
+                              weights p_i / sum of the kept p (always renormalised)                  */
+    RS_ROUTER_SIGMOID_GROUPED = 2 /* NemotronH (DeepSeek-V3 "noaux_tc"): s = sigmoid(logits); choice
+                              c = s + e_score_correction_bias (selection only); group score = sum of
+                              the group's two largest c; keep the topk_group best groups; the top_k
+                              largest c among their experts; weights s_i [/ (sum + 1e-20) when
+                              norm_topk_prob] x routed_scaling_factor                              */
+} rs_router_kind;
+
+/* Mixture-of-experts FFN (NemotronH 'E' mixers; the FFN of every Qwen3.5-MoE layer). Every token
+ * runs the shared expert on the block input and its top_k routed experts on the block input or,
+ * with a latent, on fc1_latent_proj(input), whose weighted sum goes back through fc2_latent_proj. */
+typedef struct rs_moe_config {
+    int n_experts;            /* Qwen: num_experts; NemotronH: n_routed_experts (num_local_experts) */
+    int top_k;                /* num_experts_per_tok, 1..n_experts                                */
+    int intermediate;         /* moe_intermediate_size: width of one routed expert                */
+    int shared_intermediate;  /* Qwen: shared_expert_intermediate_size; NemotronH:
+                                 moe_shared_expert_intermediate_size (one shared expert, as
+                                 transformers builds it whatever n_shared_experts says)          */
+    int latent;               /* NemotronH moe_latent_size; 0: no latent projection               */
+    int expert_in;            /* width the routed experts act on: latent, else hidden             */
+    rs_router_kind router;
+    int n_group, topk_group;  /* NemotronH n_group, topk_group (Qwen: 1, 1)                        */
+    int norm_topk_prob;       /* NemotronH norm_topk_prob; Qwen: always 1                         */
+    float routed_scaling_factor; /* NemotronH (rounded to float as torch does); Qwen: 1           */
+    int shared_gate;          /* Qwen: 1, the shared expert's output times
+                                 sigmoid(shared_expert_gate x); NemotronH: 0                      */
+    rs_activation activation; /* Qwen: SwiGLU experts (RS_ACT_SILU); NemotronH: relu2            */
+} rs_moe_config;
+
+/* Most routed experts a config may declare (published: 512), and most per token (published: 22). */
+#define RS_MOE_MAX_EXPERTS 4096
+#define RS_MOE_MAX_TOP_K 64
+
 typedef struct rs_mlp_config {
     int intermediate;         /* intermediate_size                                             */
     rs_activation activation; /* Qwen3.5 hidden_act (silu, gated); NemotronH mlp_hidden_act (relu2) */
@@ -131,6 +170,8 @@ typedef struct rs_model_config {
     int n_layers;             /* Qwen3.5: num_hidden_layers; NemotronH: length of the pattern   */
     rs_layer_kind layer_kind[RS_MODEL_MAX_LAYERS]; /* [n_layers] mixer of each layer            */
     int layer_has_mlp;        /* 1 for Qwen3.5 (every decoder layer = mixer + MLP), 0 for NemotronH */
+    int mlp_is_moe;           /* Qwen3.5-MoE: 1, every layer's MLP is the MoE block (cfg.moe)     */
+    int is_moe;               /* 1 when any layer routes tokens to experts (cfg.moe is set)       */
     int hidden;               /* hidden_size (d)                                                */
     int vocab;                /* vocab_size (V)                                                 */
     float rms_eps;            /* Qwen3.5 rms_norm_eps (1e-6); NemotronH layer_norm_epsilon (1e-5;
@@ -143,8 +184,10 @@ typedef struct rs_model_config {
     rs_gdn_config gdn;        /* zero unless family == QWEN35                                   */
     rs_mamba2_config mamba;   /* zero unless family == NEMOTRONH                                */
     rs_mlp_config mlp;
+    rs_moe_config moe;        /* zero unless is_moe                                               */
     rs_tokenizer_kind tokenizer;
     int n_gdn, n_mamba, n_attn, n_mlp; /* layer counts per kind                                 */
+    int n_moe;                /* layers with a MoE FFN (NemotronH 'E' blocks; every Qwen3.5-MoE layer) */
 } rs_model_config;
 
 /* Per-layer views into the fp32 slab. Pointers of parts a layer does not have are NULL.
@@ -187,6 +230,26 @@ typedef struct rs_layer_weights {
         const float *k_norm; /* k_norm.weight [hd] (1+w); NULL for NemotronH                      */
     } attn;
 
+    struct { /* MoE FFN: NemotronH mixer.* of RS_LAYER_MOE blocks; Qwen3.5-MoE mlp.* of every layer.
+                din = moe.expert_in, I = moe.intermediate, Is = moe.shared_intermediate, E experts.
+                Per-expert views are arrays of E pointers into the slab (owned by rs_model_weights).
+                A checkpoint may store the experts one tensor each (the hub layout:
+                experts.{e}.gate_proj / up_proj / down_proj.weight) or packed (transformers' in-memory
+                layout: Qwen experts.gate_up_proj [E, 2I, d] with gate rows first, experts.down_proj
+                [E, d, I]; NemotronH experts.up_proj [E, I, din], experts.down_proj [E, din, I]). */
+        const float *router;        /* gate.weight [E, d]                                        */
+        const float *router_bias;   /* gate.e_score_correction_bias [E] (NemotronH); NULL for Qwen */
+        const float *latent_in;     /* fc1_latent_proj.weight [latent, d]; NULL without latent   */
+        const float *latent_out;    /* fc2_latent_proj.weight [d, latent]                        */
+        const float *const *gate;   /* [E] -> gate_proj [I, din] (Qwen); NULL for NemotronH      */
+        const float *const *up;     /* [E] -> up_proj [I, din]                                   */
+        const float *const *down;   /* [E] -> down_proj [din, I]                                 */
+        const float *shared_gate;   /* Qwen shared_expert.gate_proj [Is, d]; NULL for NemotronH  */
+        const float *shared_up;     /* Qwen shared_expert. / NemotronH shared_experts.up_proj [Is, d] */
+        const float *shared_down;   /* ... down_proj [d, Is]                                     */
+        const float *shared_scale;  /* Qwen shared_expert_gate.weight [1, d]; NULL for NemotronH */
+    } moe;
+
     struct { /* Qwen3.5: mlp.* of every layer; NemotronH: mixer.* of RS_LAYER_MLP blocks */
         const float *gate; /* gate_proj.weight [I, d]; NULL for NemotronH (relu2 has no gate) */
         const float *up;   /* up_proj.weight   [I, d]                                         */
@@ -200,6 +263,8 @@ typedef struct rs_model_weights {
     const float *final_norm; /* [d] Qwen3.5 norm.weight (1+w); NemotronH norm_f.weight (w)       */
     const float *lm_head;    /* [V, d] lm_head.weight, or == embed when tied                     */
     rs_layer_weights layers[RS_MODEL_MAX_LAYERS]; /* [n_layers] */
+    const float **expert_views; /* the per-expert pointer arrays of the MoE layers (moe.gate / up /
+                                   down point into it); NULL for dense models; owned            */
     float *slab;             /* the one fp32 allocation all views point into                    */
     size_t slab_floats;      /* its length in floats                                            */
 } rs_model_weights;
@@ -209,6 +274,9 @@ struct rs_st_set; /* rs_safetensors.h: the open (mmapped) checkpoint */
 typedef struct rs_model {
     rs_model_config cfg;
     rs_model_weights w;
+    rs_quant_config quant;   /* hf_quant_config.json / config.json quantization_config (present = 0:
+                                none); quantized tensors are decoded to fp32 into the slab          */
+    int n_weights_fmt[4];    /* weight matrices loaded per stored format (rs_wformat index)       */
     struct rs_st_set *st;    /* the checkpoint, still mapped (raw bytes for diagnostics/tests); owned */
     char prefix[64];         /* weight-name prefix found: "model.language_model.", "model.", "backbone." */
     int n_tensors_used;      /* checkpoint tensors converted into the slab                      */
@@ -217,7 +285,12 @@ typedef struct rs_model {
 
 /*! rs_model_load() : read `dir`/config.json and `dir`/model.safetensors (or the shards listed by
  *  `dir`/model.safetensors.index.json), validate every file completely, check every tensor the config
- *  implies is present with the expected shape, and convert them to fp32 into one slab.
+ *  implies is present with the expected shape, and convert them to fp32 into one slab. A weight
+ *  matrix stored quantized (NVFP4: U8 weight + F8_E4M3 weight_scale + F32 weight_scale_2; FP8: F8_E4M3
+ *  weight + F32 weight_scale, per tensor or per block, also spelled weight_scale_inv) is checked
+ *  against its stored shapes and the quantization description (rs_quant_config.h), then decoded with
+ *  rs_wdecode.h (each value the exact product rounded once). input_scale tensors (W4A4 activation
+ *  scales) are not used: activations stay fp32 (W4A16 emulation).
  *  On failure *m is left zeroed (nothing to free) and rs_last_error() names what is wrong. */
 rs_status rs_model_load(const char *dir, rs_model *m);
 

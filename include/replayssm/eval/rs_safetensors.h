@@ -6,8 +6,8 @@
  * then the data section; offsets are relative to the data section start (8 + N).
  *
  * Before anything is used the whole header is validated: N >= 2 and 8 + N <= file size, JSON well
- * formed and an object, every entry an object with a known dtype (only F32, BF16 and F16 are accepted:
- * the dtypes of the checkpoints replayssm evaluates), a shape of non-negative integers (at most
+ * formed and an object, every entry an object with a known dtype (F32, BF16, F16, and U8 / F8_E4M3 for
+ * the quantized checkpoints: the dtypes of the checkpoints replayssm evaluates), a shape of non-negative integers (at most
  * RS_ST_MAX_DIMS) whose element count x dtype size equals end - begin without overflow, 0 <= begin
  * <= end <= data section size, no two tensors overlapping, no duplicate names (also across shards),
  * `__metadata__` (optional) an object of strings. Every violation returns RS_E_FORMAT (RS_E_IO for
@@ -31,7 +31,9 @@ extern "C" {
 typedef enum rs_st_dtype {
     RS_ST_F32 = 0, /* IEEE binary32                         */
     RS_ST_BF16 = 1,/* bfloat16: upper 16 bits of a binary32 */
-    RS_ST_F16 = 2  /* IEEE binary16                         */
+    RS_ST_F16 = 2, /* IEEE binary16                         */
+    RS_ST_U8 = 3,  /* bytes: packed NVFP4 (E2M1 pairs) weights */
+    RS_ST_F8_E4M3 = 4 /* OCP FP8 E4M3 (float8_e4m3fn): FP8 weights, NVFP4 block scales */
 } rs_st_dtype;
 
 typedef struct rs_st_tensor {
@@ -61,10 +63,10 @@ typedef struct rs_st_set {
     rs_st_tensor *tensors; /* [n_tensors], sorted by strcmp(name) */
 } rs_st_set;
 
-/*! rs_st_dtype_size() : bytes per element (4, 2, 2). */
+/*! rs_st_dtype_size() : bytes per element (4, 2, 2, 1, 1). */
 size_t rs_st_dtype_size(rs_st_dtype dt);
 
-/*! rs_st_dtype_name() : "F32", "BF16", "F16". */
+/*! rs_st_dtype_name() : "F32", "BF16", "F16", "U8", "F8_E4M3". */
 const char *rs_st_dtype_name(rs_st_dtype dt);
 
 /*! rs_st_open_file() : map and fully validate one .safetensors file into a fresh set.
@@ -83,7 +85,8 @@ const rs_st_tensor *rs_st_find(const rs_st_set *set, const char *name);
  *  returned string is owned by the set. */
 const char *rs_st_metadata(const rs_st_set *set, const char *key);
 
-/*! rs_st_to_f32() : convert all t->numel elements to float32 into dst (exact for all three dtypes). */
+/*! rs_st_to_f32() : convert all t->numel elements to float32 into dst (exact for every dtype: U8 gives the
+ *  byte's value, F8_E4M3 its E4M3 value, NaN for 0x7F / 0xFF). */
 void rs_st_to_f32(const rs_st_tensor *t, float *dst);
 
 /*! rs_st_close() : unmap and free; the set becomes empty. NULL-safe. */
