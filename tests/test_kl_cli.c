@@ -107,6 +107,64 @@ static void test_acceptance2_mamba2(void **state) { (void)state; check_model_(g_
 /* `replayssm sweep`: the cartesian product lands in one log (window-major within a mode) with
  * the command line as typed, and a swept run equals the same policy and window alone with `kl`
  * (every run of a mix vs alone: test_kleval.c). */
+/* MoE and quantized weights through the CLI: the quantized MoE fixture evaluates like its dequantised
+ * twin (the same KL bits); --random-weights SEED on a folder holding only config.json (+ an NVFP4
+ * description) runs, records model_weights, and --resume with another seed is refused */
+static void test_moe_quantized_and_random(void **state)
+{
+    (void)state;
+    char q[1024], twin[1100], o1[600], o2[600], rdir[600], o3[600];
+    rs_test_fixture_path(q, sizeof q, "models/mamba2-moe-quant");
+    snprintf(twin, sizeof twin, "%s/twin", q);
+    snprintf(o1, sizeof o1, "%s/moe-q.h5", g_dir);
+    snprintf(o2, sizeof o2, "%s/moe-twin.h5", g_dir);
+    const char *args = "--data '%s' --book-ids 1023 --tokens 96 --chunk 32 --window 16 --seed 7 "
+                       "--policy shared:nvfp4-sr --policy split:nvfp4-rtn/fp32 --threads 1 --quiet";
+    char fmt[512];
+    snprintf(fmt, sizeof fmt, "'%%s' kl --model '%%s' %s --out '%%s'", args);
+    assert_int_equal(rs_test_sh(g_dir, fmt, g_cli, q, g_data, o1), 0);
+    assert_int_equal(rs_test_sh(g_dir, fmt, g_cli, twin, g_data, o2), 0);
+    rs_h5log *a = NULL, *b = NULL;
+    assert_int_equal(rs_h5log_open(o1, 0, NULL, &a), RS_OK);
+    assert_int_equal(rs_h5log_open(o2, 0, NULL, &b), RS_OK);
+    double ka[96], kb[96];
+    for (long r = 0; r < 2; r++) {
+        assert_int_equal(rs_h5log_read_row(a, r, "kl", 0, 96, ka), RS_OK);
+        assert_int_equal(rs_h5log_read_row(b, r, "kl", 0, 96, kb), RS_OK);
+        assert_memory_equal(ka, kb, sizeof ka);
+    }
+    assert_int_equal(rs_h5log_close(a), RS_OK);
+    assert_int_equal(rs_h5log_close(b), RS_OK);
+    assert_int_equal(rs_test_sh(g_dir, "'%s' info '%s'", g_cli, q), 0);
+    assert_true(rs_test_out_has(g_dir, "NVFP4 (U8) x 72"));
+    assert_true(rs_test_out_has(g_dir, "MIXED_PRECISION"));
+
+    snprintf(rdir, sizeof rdir, "%s/random-moe", g_dir);
+    assert_int_equal(rs_test_sh(g_dir, "mkdir -p '%s' && cp '%s/config.json' '%s/'", rdir, q, rdir), 0);
+    char hp[700];
+    snprintf(hp, sizeof hp, "%s/hf_quant_config.json", rdir);
+    FILE *hf = fopen(hp, "wb");
+    assert_non_null(hf);
+    fputs("{\"quantization\":{\"quant_algo\":\"NVFP4\",\"exclude_modules\":[\"lm_head\",\"*.gate\"]}}", hf);
+    fclose(hf);
+    snprintf(o3, sizeof o3, "%s/moe-random.h5", g_dir);
+    snprintf(fmt, sizeof fmt, "'%%s' kl --model '%%s' --random-weights %%d %s --out '%%s'%%s", args);
+    assert_int_equal(rs_test_sh(g_dir, fmt, g_cli, rdir, 5, g_data, o3, ""), 0);
+    assert_int_equal(rs_h5log_open(o3, 0, NULL, &a), RS_OK);
+    char buf[64];
+    assert_int_equal(rs_h5log_get_attr_string(a, "/", "model_weights", buf, sizeof buf), RS_OK);
+    assert_string_equal(buf, "random, seed 5");
+    assert_int_equal(rs_h5log_read_row(a, 1, "kl", 0, 96, ka), RS_OK);
+    for (int t = 0; t < 96; t++) assert_true(isfinite(ka[t]) && ka[t] >= 0.0);
+    assert_int_equal(rs_h5log_close(a), RS_OK);
+    assert_int_not_equal(rs_test_sh(g_dir, fmt, g_cli, rdir, 6, g_data, o3, " --resume"), 0);
+    assert_true(rs_test_out_has(g_dir, "model_weights = 'random, seed 5'"));
+    /* without --random-weights the folder has no weights: one clear error */
+    assert_int_not_equal(rs_test_sh(g_dir, "'%s' kl --model '%s' --data '%s' --book-ids 1023 --tokens 96 --quiet "
+                                    "--out '%s/none.h5'", g_cli, rdir, g_data, g_dir), 0);
+    assert_true(rs_test_out_has(g_dir, "neither model.safetensors nor model.safetensors.index.json"));
+}
+
 static void test_sweep(void **state)
 {
     (void)state;
@@ -597,6 +655,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_acceptance2_gdn),
         cmocka_unit_test(test_acceptance2_mamba2),
+        cmocka_unit_test(test_moe_quantized_and_random),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_reference_only),
         cmocka_unit_test(test_bad_inputs),

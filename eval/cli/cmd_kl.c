@@ -228,6 +228,8 @@ int rs_kl_evaluate(const rs_kl_opts *o, int argc, char **argv)
     rs_cli_progress_init(&pr.prog, o->cmd, pr.names, pr.windows, o->n_runs, o->quiet, o->progress_every);
     rs_kleval_config c = rs_kleval_config_default();
     c.model_dir = o->model;
+    c.random_weights = o->random_weights;
+    c.random_seed = o->random_seed;
     c.input = o->input_kind == 1 ? RS_KLEVAL_INPUT_TEXT : o->input_kind == 2 ? RS_KLEVAL_INPUT_TOKEN_IDS : RS_KLEVAL_INPUT_PG19;
     c.input_files = o->inputs;
     c.n_input_files = o->n_inputs;

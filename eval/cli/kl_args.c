@@ -144,6 +144,23 @@ static int inputs_opt_(rs_cli_ctx *c, const char *val)
 }
 
 /* --device cpu | cuda | cuda:N */
+/* --random-weights SEED: a decimal uint64 */
+static int random_opt_(rs_cli_ctx *c, const char *val)
+{
+    rs_kl_opts *o = (rs_kl_opts *)c->user;
+    char *end = NULL;
+    if (val[0] >= '0' && val[0] <= '9') {
+        const unsigned long long v = strtoull(val, &end, 10);
+        if (*end == '\0') {
+            o->random_weights = 1;
+            o->random_seed = (uint64_t)v;
+            return 1;
+        }
+    }
+    rs_cli_usage_error(o->cmd, "--random-weights needs a decimal seed, not '%s'", val);
+    return 0;
+}
+
 static int device_opt_(rs_cli_ctx *c, const char *val)
 {
     rs_kl_opts *o = (rs_kl_opts *)c->user;
@@ -220,6 +237,9 @@ static size_t kl_table_(rs_kl_opts *o, int sweep, rs_cli_opt *t, char *policy_he
     };
     const rs_cli_opt tail[] = {
         RS_CLI_OPT_SEED(&o->seed),
+        {"--random-weights", NULL, RS_CLI_CUSTOM, "SEED", "random weights of a documented distribution instead of\n"
+         "the checkpoint's (--model then needs only config.json, and\noptionally hf_quant_config.json): shape and "
+         "speed runs\n(docs/models.md)", NULL, NULL, 0, 0, NULL, random_opt_, NULL, 0},
         RS_CLI_OPT_THREADS(&o->threads),
         {"--device", NULL, RS_CLI_CUSTOM, "D", "where the model runs: cpu, cuda or cuda:N (one GPU)", "[cpu]", NULL, 0,
          0, NULL, device_opt_, NULL, 0},

@@ -35,6 +35,8 @@ typedef struct rs_kl_opts {
     size_t tokens, chunk;
     size_t batch;            /* --batch B: books in flight at once [1] */
     uint64_t seed;
+    int random_weights;      /* --random-weights SEED given */
+    uint64_t random_seed;    /* its SEED */
     int threads, resume, force, quiet;
     double progress_every; /* --progress-every: seconds between plain progress lines (stderr not a TTY) */
     int all_stats;         /* --all-stats: the low KL percentiles and the Δp percentiles too */

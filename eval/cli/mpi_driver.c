@@ -435,6 +435,8 @@ static uint64_t config_digest_(const rs_kleval_config *c)
 {
     uint64_t h = 1469598103934665603ull;
     h = fnv_(h, c->model_dir);
+    h = fnv_u_(h, (unsigned long long)c->random_weights);
+    h = fnv_u_(h, (unsigned long long)c->random_seed);
     h = fnv_u_(h, (unsigned long long)c->input);
     for (size_t i = 0; i < c->n_input_files; i++) h = fnv_(h, c->input_files[i]);
     h = fnv_(h, c->data_dir);

@@ -16,7 +16,8 @@
 #include "log/rs_provenance.h"
 
 #define RS_KLEVAL_FMT_MAX 48
-#define RS_KLEVAL_LOG_EXTRA 8 /* device_kind, compute, device, batch, arithmetic, input, invalid_utf8, input_files; + 2 per input file */
+#define RS_KLEVAL_LOG_EXTRA 9 /* device_kind, compute, device, batch, arithmetic, input, invalid_utf8, input_files,
+                                 model_weights; + 2 per input file */
 #define RS_KLEVAL_KEY_MAX 40
 
 /* FNV-1a 64 of a file's bytes ("fnv1a64:<16 hex>"); 0 if unreadable (or not a regular file of at
@@ -50,6 +51,7 @@ typedef struct log_meta {
     rs_h5log_extra *extra;             /* [RS_KLEVAL_LOG_EXTRA + 2 n_input_files] */
     char (*keys)[RS_KLEVAL_KEY_MAX];   /* [2 n_input_files] input_file_<i>, input_sha256_<i> */
     char n_files[24], batch[24];
+    char weights[64];                  /* `model_weights` of a random-weight run */
     char arith[128];                   /* the `arithmetic` attribute (rs_log_arith.h) */
     rs_prov_files pf;                  /* the model folder's files and digests */
     rs_prov_env env;                   /* host, CPU, BLAS, compiler (and GPU) */
@@ -214,6 +216,12 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf
             m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i], m->abs_in[i] ? m->abs_in[i] : ev->files[i].path, 0};
             m->extra[ne++] = (rs_h5log_extra){m->keys[2 * i + 1], ev->files[i].sha256, 1};
         }
+    }
+    /* random weights (rs_model_init_random): which, since no checkpoint file says it; compared on resume.
+     * Checkpoint runs carry no such attribute (their files' digests say which weights) */
+    if (c->random_weights) {
+        snprintf(m->weights, sizeof m->weights, "random, seed %llu", (unsigned long long)c->random_seed);
+        m->extra[ne++] = (rs_h5log_extra){"model_weights", m->weights, 1};
     }
     h->n_extra = ne;
     h->extra = m->extra;

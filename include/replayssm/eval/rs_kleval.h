@@ -131,6 +131,9 @@ typedef int (*rs_kleval_event_fn)(const rs_kleval_event *ev, void *user);
 
 typedef struct rs_kleval_config {
     const char *model_dir;  /* Hugging Face checkpoint folder (config.json + safetensors) */
+    int random_weights;     /* 1: rs_model_init_random(model_dir, random_seed) instead of the checkpoint;
+                               the log's model_weights attribute says so (compared on resume) */
+    uint64_t random_seed;
     rs_kleval_input input;  /* what the streams are [RS_KLEVAL_INPUT_PG19] */
     const char *const *input_files; /* TEXT / TOKEN_IDS: [n_input_files] the files, in this order */
     size_t n_input_files;

@@ -277,6 +277,8 @@ typedef struct rs_model {
     rs_quant_config quant;   /* hf_quant_config.json / config.json quantization_config (present = 0:
                                 none); quantized tensors are decoded to fp32 into the slab          */
     int n_weights_fmt[4];    /* weight matrices loaded per stored format (rs_wformat index)       */
+    int random_weights;      /* 1: made by rs_model_init_random (no checkpoint; st is NULL)        */
+    uint64_t random_seed;    /* its seed                                                          */
     struct rs_st_set *st;    /* the checkpoint, still mapped (raw bytes for diagnostics/tests); owned */
     char prefix[64];         /* weight-name prefix found: "model.language_model.", "model.", "backbone." */
     int n_tensors_used;      /* checkpoint tensors converted into the slab                      */
@@ -293,6 +295,13 @@ typedef struct rs_model {
  *  scales) are not used: activations stay fp32 (W4A16 emulation).
  *  On failure *m is left zeroed (nothing to free) and rs_last_error() names what is wrong. */
 rs_status rs_model_load(const char *dir, rs_model *m);
+
+/*! rs_model_init_random() : a model of `dir`/config.json's exact shapes with random weights of a documented
+ *  distribution (eval/model/rs_model_random.c: unit-variance linear maps, identity norms, Mamba / GDN
+ *  decay parameters in their usual ranges), the same for a given seed on every machine and thread count;
+ *  with a quantization description in `dir` the weights it declares quantized are quantized and decoded as
+ *  a checkpoint of that format would hold them. No safetensors file is read. On failure *m is zeroed. */
+rs_status rs_model_init_random(const char *dir, uint64_t seed, rs_model *m);
 
 /*! rs_model_free() : release the slab and the mappings; *m becomes zeroed. NULL-safe. */
 void rs_model_free(rs_model *m);
