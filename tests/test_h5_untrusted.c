@@ -291,12 +291,107 @@ static void test_quant_error_chunk_dims(void **state)
     }
 }
 
+/* rs_h5_read_floats reads chunked data with its own chunk reader (rs_h5_ds_read_chunked), never
+ * H5Dread: every value equals what HDF5 was given, for 2-D datasets with partial edge chunks, every
+ * filter combination (shuffle, deflate, fletcher32), big- and little-endian float64 / float32 / int16,
+ * an unwritten chunk (the fill value) ; a flipped stored byte fails the checksum. Independent reference:
+ * the values written through H5Dwrite. */
+static void write_2d_(const char *path, hid_t ftype, int shuffle, int deflate, int fletcher, int hole, double fillv)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(f >= 0);
+    const hsize_t dims[2] = {7, 13}, ch[2] = {3, 5};
+    hid_t sp = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, ch);
+    H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fillv);
+    if (shuffle) H5Pset_shuffle(dcpl);
+    if (deflate) H5Pset_deflate(dcpl, 6);
+    if (fletcher) H5Pset_fletcher32(dcpl);
+    hid_t d = H5Dcreate2(f, "x", ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(d >= 0);
+    double v[7 * 13];
+    for (int i = 0; i < 7 * 13; i++) v[i] = (double)(i * 37 % 101) - 50.25;
+    if (hole) { /* rows 3..5 (the middle chunk row) left unwritten: those chunks are never allocated */
+        hsize_t st[2] = {0, 0}, cn[2] = {3, 13};
+        hid_t ms = H5Screate_simple(2, cn, NULL);
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, st, NULL, cn, NULL);
+        assert_true(H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, sp, H5P_DEFAULT, v) >= 0);
+        st[0] = 6, cn[0] = 1;
+        H5Sclose(ms);
+        ms = H5Screate_simple(2, cn, NULL);
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, st, NULL, cn, NULL);
+        assert_true(H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, sp, H5P_DEFAULT, v + 6 * 13) >= 0);
+        H5Sclose(ms);
+    } else {
+        assert_true(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    }
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+static void test_chunk_reader_values(void **state)
+{
+    (void)state;
+    const hid_t types[5] = {H5T_IEEE_F64BE, H5T_IEEE_F64LE, H5T_IEEE_F32BE, H5T_IEEE_F32LE, H5T_STD_I16BE};
+    char p[700];
+    int files = 0;
+    for (int t = 0; t < 5; t++)
+        for (int filt = 0; filt < 8; filt++)
+            for (int hole = 0; hole < 2; hole++) {
+                const int sh = filt & 1, de = (filt >> 1) & 1, fl = (filt >> 2) & 1;
+                snprintf(p, sizeof p, "%s/c%d-%d-%d.h5", g_dir, t, filt, hole);
+                write_2d_(p, types[t], sh, de, fl, hole, t == 4 ? 7.0 : -3.5);
+                float *x = NULL;
+                size_t n = 0, last = 0;
+                const rs_status st = rs_h5_read_floats(p, "x", 1000, &x, &n, &last);
+                if (st != RS_OK) fail_msg("%s: %s", p, rs_last_error());
+                assert_int_equal(n, 7 * 13);
+                assert_int_equal(last, 13);
+                for (int i = 0; i < 7 * 13; i++) {
+                    const int row = i / 13;
+                    double want = (double)(i * 37 % 101) - 50.25;
+                    if (t == 4) want = (double)(int16_t)want; /* int16: the writer's conversion truncates */
+                    if (hole && row >= 3 && row < 6) want = t == 4 ? 7.0 : -3.5;
+                    if ((double)x[i] != (double)(float)want) fail_msg("%s element %d: %g, expected %g", p, i, x[i], want);
+                }
+                free(x);
+                files++;
+            }
+    assert_int_equal(files, 80);
+    /* a stored byte flipped in a checksummed chunk: refused, naming the checksum */
+    snprintf(p, sizeof p, "%s/sum.h5", g_dir);
+    write_2d_(p, H5T_IEEE_F64LE, 0, 0, 1, 0, 0.0);
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "x", H5P_DEFAULT);
+    const hsize_t off[2] = {3, 5};
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t sz = 0;
+    unsigned mask = 0;
+    assert_true(H5Dget_chunk_info_by_coord(d, off, &mask, &addr, &sz) >= 0 && addr != HADDR_UNDEF);
+    H5Dclose(d);
+    H5Fclose(f);
+    FILE *fp = fopen(p, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, (long)addr + 9, SEEK_SET), 0);
+    const int c = fgetc(fp);
+    assert_int_equal(fseek(fp, (long)addr + 9, SEEK_SET), 0);
+    fputc(c ^ 0x10, fp);
+    fclose(fp);
+    float *x = NULL;
+    size_t n = 0, last = 0;
+    assert_int_equal(rs_h5_read_floats(p, "x", 1000, &x, &n, &last), RS_E_FORMAT);
+    assert_non_null(strstr(rs_last_error(), "Fletcher-32"));
+    assert_null(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_chunk_dim_over_chunk),
         cmocka_unit_test(test_log_chunk_dim_with_attribute),
         cmocka_unit_test(test_quant_error_chunk_dims),
+        cmocka_unit_test(test_chunk_reader_values),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

@@ -88,6 +88,17 @@ rs_status rs_h5_ds_check(hid_t d, const char *path);
  * the chunk's bytes (fletcher32's 4 bytes apart). Only then may H5Dread touch it. */
 rs_status rs_h5_ds_check_read(hid_t d, const char *path, const hsize_t *start, const hsize_t *count);
 
+/* rs_h5_ds_read_chunked() : the hyperslab start[rank], count[rank] (NULL: the whole dataset) of a chunked
+ * numeric dataset into buf (row-major [count], elements of mem_type), without H5Dread: every chunk it
+ * touches read raw, checked as rs_h5_ds_check_read does, its Fletcher-32 checksum verified, inflated
+ * and unshuffled by our code, converted with H5Tconvert; unallocated chunks give the fill value.
+ * RS_E_FORMAT naming the dataset on any inconsistency; buf may be partly written then. */
+rs_status rs_h5_ds_read_chunked(hid_t d, const char *path, hid_t mem_type, const hsize_t *start, const hsize_t *count,
+                                void *buf);
+
+/* rs_h5_ds_is_chunked() : 1 for a dataset with chunked storage */
+int rs_h5_ds_is_chunked(hid_t d);
+
 /* rs_h5_ds_open() : open dataset `path` with the chunk cache off (a chunk reaches the file at
  * H5Dwrite; the log's crash safety relies on it). Returns the id or -1 with the message set. */
 hid_t rs_h5_ds_open(hid_t loc, const char *path);

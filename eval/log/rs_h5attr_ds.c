@@ -54,6 +54,13 @@ rs_status rs_h5_ds_create_write(hid_t loc, const char *path, hid_t lcpl, hid_t m
     return RS_OK;
 }
 
+/* numeric data of chunked datasets are read by our chunk reader, never H5Dread (rs_h5check.c) */
+static int own_reader_(hid_t d, hid_t mem_type)
+{
+    const H5T_class_t c = H5Tget_class(mem_type);
+    return (c == H5T_INTEGER || c == H5T_FLOAT) && rs_h5_ds_is_chunked(d);
+}
+
 rs_status rs_h5_ds_read_all(hid_t loc, const char *path, hid_t mem_type, int rank, const hsize_t *dims, void *buf)
 {
     hid_t d = rs_h5_ds_open(loc, path);
@@ -65,7 +72,8 @@ rs_status rs_h5_ds_read_all(hid_t loc, const char *path, hid_t mem_type, int ran
             st = rs_error_set(RS_E_FORMAT, "dataset %s: dimension %d is %llu, expected %llu", path, i,
                               (unsigned long long)have[i], (unsigned long long)dims[i]);
     if (st == RS_OK) st = rs_h5_ds_check_read(d, path, NULL, NULL); /* before libhdf5 reads it */
-    if (st == RS_OK && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    if (st == RS_OK && own_reader_(d, mem_type)) st = rs_h5_ds_read_chunked(d, path, mem_type, NULL, NULL, buf);
+    else if (st == RS_OK && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
         st = rs_h5_fail(RS_E_FORMAT, "cannot read dataset %s", path);
     H5Dclose(d);
     return st;
@@ -130,13 +138,15 @@ rs_status rs_h5_ds_read_at(hid_t loc, const char *path, hid_t mem_type, int rank
     if (st == RS_OK && ((rank == 2 && row >= dims[0]) || pos > extent || n > extent - pos))
         st = rs_error_set(RS_E_FORMAT, "dataset %s: [row %zu, %llu + %zu) is outside its extent", path, row,
                           (unsigned long long)pos, n);
-    if (st == RS_OK) { /* the chunks this read touches, before libhdf5 reads them */
-        const hsize_t start[2] = {rank == 2 ? row : pos, pos}, count[2] = {rank == 2 ? 1 : n, n};
-        st = rs_h5_ds_check_read(d, path, start, count);
+    const hsize_t start[2] = {rank == 2 ? row : pos, pos}, count[2] = {rank == 2 ? 1 : n, n};
+    if (st == RS_OK && own_reader_(d, mem_type)) {
+        st = rs_h5_ds_read_chunked(d, path, mem_type, start, count, buf);
+    } else if (st == RS_OK) {
+        st = rs_h5_ds_check_read(d, path, start, count); /* the chunks this read touches, before libhdf5 reads them */
+        if (st == RS_OK && xfer_(d, mem_type, rank, row, pos, n, buf, 0) < 0)
+            st = rs_h5_fail(RS_E_FORMAT, "cannot read %s (row %zu, position %llu, %zu values)", path, row,
+                            (unsigned long long)pos, n);
     }
-    if (st == RS_OK && xfer_(d, mem_type, rank, row, pos, n, buf, 0) < 0)
-        st = rs_h5_fail(RS_E_FORMAT, "cannot read %s (row %zu, position %llu, %zu values)", path, row,
-                        (unsigned long long)pos, n);
     H5Dclose(d);
     return st;
 }

@@ -6,7 +6,10 @@
  * the chunk's real (decompressed) bytes, a heap over-read. No metadata check can see that, since
  * the stored chunks are what disagrees: so every chunk a read will touch is read raw
  * (H5Dread_chunk, which copies exactly the stored bytes) and its filters undone here, with our
- * own bounds, before H5Dread is allowed near it. */
+ * own bounds, before H5Dread is allowed near it. Numeric chunked data are then read by our own code
+ * (rs_h5_ds_read_chunked): chunks decoded here (fletcher32 checked, deflate, shuffle) and converted
+ * with H5Tconvert, so libhdf5's chunk read path, which a corrupted chunk index can still lead past a
+ * buffer (found by fuzzing on 1.10.8 and 1.14.5), is never taken for them. */
 #include "rs_h5attr.h"
 
 #include <stdlib.h>
@@ -20,6 +23,7 @@
 typedef struct ds_info {
     int rank, chunked;
     hsize_t dims[H5S_MAX_RANK], chunk[H5S_MAX_RANK];
+    size_t elem_bytes;    /* bytes of one element in the file */
     uint64_t chunk_bytes; /* chunked: bytes of one chunk as stored before filtering */
     int n_filters;
     H5Z_filter_t filter[3]; /* in pipeline order */
@@ -126,6 +130,7 @@ static rs_status info_(hid_t d, const char *path, ds_info *di)
     }
     size_t es = 0;
     if (st == RS_OK) es = elem_bytes_(t, d, path, &st);
+    di->elem_bytes = es;
     if (st == RS_OK) st = filters_(dcpl, path, di);
     uint64_t npoints = 1;
     for (int k = 0; st == RS_OK && k < di->rank; k++) { /* each <= 2^32 (HDF5), the product checked */
@@ -194,12 +199,55 @@ static int inflates_to_(const unsigned char *z, size_t n, unsigned char *out, ui
     return r == Z_STREAM_END && got == want;
 }
 
+/* HDF5's Fletcher-32 of n bytes (its H5_checksum_fletcher32: big-endian 16-bit words, sums folded
+ * every 360 words, an odd last byte as the high half of a word) */
+static uint32_t fletcher32_(const unsigned char *p, size_t n)
+{
+    uint32_t s1 = 0, s2 = 0;
+    size_t words = n / 2;
+    while (words) {
+        size_t t = words > 360 ? 360 : words;
+        words -= t;
+        do {
+            s1 += ((uint32_t)p[0] << 8) | p[1];
+            p += 2;
+            s2 += s1;
+        } while (--t);
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    if (n % 2) {
+        s1 += (uint32_t)p[0] << 8;
+        s2 += s1;
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    s1 = (s1 & 0xffff) + (s1 >> 16);
+    s2 = (s2 & 0xffff) + (s2 >> 16);
+    return (s2 << 16) | s1;
+}
+
+/* the chunk's checksum as HDF5's fletcher32 filter checks it: the last 4 bytes, little-endian, equal to
+ * the sum of the rest, or to it with the bytes of each 16-bit half swapped (what some old writers stored) */
+static int fletcher_ok_(const unsigned char *p, size_t n)
+{
+    const uint32_t stored = (uint32_t)p[n - 4] | ((uint32_t)p[n - 3] << 8) | ((uint32_t)p[n - 2] << 16) |
+                            ((uint32_t)p[n - 1] << 24);
+    const uint32_t f = fletcher32_(p, n - 4);
+    const uint32_t rev = ((f & 0x00FF00FFu) << 8) | ((f & 0xFF00FF00u) >> 8);
+    return stored == f || stored == rev;
+}
+
 /* the chunk at offset (if allocated): its stored size and address from the chunk index itself
  * (H5Dget_chunk_storage_size reports the size the dimensions imply for an unfiltered chunk, not
- * what is stored), then its stored bytes undone by our own code, bounded */
+ * what is stored), then its stored bytes undone by our own code, bounded. With data non-NULL,
+ * *data gets the chunk's element bytes in file order (in *raw, out or shuf; NULL when the chunk
+ * is not allocated: the fill value) */
 static rs_status chunk_ok_(hid_t d, const char *path, const ds_info *di, const hsize_t *offset, unsigned char **raw,
-                           size_t *raw_cap, unsigned char *out, uint64_t *found)
+                           size_t *raw_cap, unsigned char *out, unsigned char *shuf, uint64_t *found,
+                           const unsigned char **data)
 {
+    if (data) *data = NULL;
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t nbytes = 0;
@@ -217,14 +265,12 @@ static rs_status chunk_ok_(hid_t d, const char *path, const ds_info *di, const h
                             "end of the file", path, (unsigned long long)nbytes, (unsigned long long)di->chunk_bytes);
     int active = 0; /* filters applied to this chunk (a skipped one has its mask bit set) */
     for (int i = 0; i < di->n_filters; i++) active += !(mask & (1u << i));
-    if (active == 0) {
-        if (nbytes != di->chunk_bytes)
-            return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk of %llu stored bytes where its dimensions make %llu "
-                                "(chunk dimensions that do not match the stored chunks)", path, (unsigned long long)nbytes,
-                                (unsigned long long)di->chunk_bytes);
-        return RS_OK;
-    }
-    if (nbytes == 0) return rs_error_set(RS_E_FORMAT, "dataset %s: an allocated chunk of 0 stored bytes", path);
+    if (active == 0 && nbytes != di->chunk_bytes)
+        return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk of %llu stored bytes where its dimensions make %llu "
+                            "(chunk dimensions that do not match the stored chunks)", path, (unsigned long long)nbytes,
+                            (unsigned long long)di->chunk_bytes);
+    if (active == 0 && !data) return RS_OK;
+    if (nbytes == 0 && active) return rs_error_set(RS_E_FORMAT, "dataset %s: an allocated chunk of 0 stored bytes", path);
     /* H5Dread_chunk copies the size its own lookup finds: the same as the index walk's, or the
      * index is corrupted (it wrote past a buffer sized by the walk: found by fuzzing) */
     hsize_t direct = 0;
@@ -233,8 +279,8 @@ static rs_status chunk_ok_(hid_t d, const char *path, const ds_info *di, const h
         return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk whose stored size the index gives as %llu and %llu (a "
                             "corrupted chunk index)", path, (unsigned long long)nbytes, (unsigned long long)direct);
     }
-    if (*raw_cap < nbytes) {
-        unsigned char *g = (unsigned char *)realloc(*raw, (size_t)nbytes);
+    if (*raw_cap < nbytes || !*raw) {
+        unsigned char *g = (unsigned char *)realloc(*raw, (size_t)nbytes + 1);
         if (!g) return rs_error_set(RS_E_NOMEM, "dataset %s: out of memory", path);
         *raw = g;
         *raw_cap = (size_t)nbytes;
@@ -243,23 +289,33 @@ static rs_status chunk_ok_(hid_t d, const char *path, const ds_info *di, const h
     if (H5Dread_chunk(d, H5P_DEFAULT, offset, &rmask, *raw) < 0)
         return rs_h5_fail(RS_E_FORMAT, "dataset %s: cannot read a chunk", path);
     size_t n = (size_t)nbytes;
-    int deflated = 0;
+    const unsigned char *cur = *raw;
     for (int i = di->n_filters - 1; i >= 0; i--) { /* undone last filter first */
         if (mask & (1u << i)) continue;
         if (di->filter[i] == H5Z_FILTER_FLETCHER32) {
             if (n < 4) return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk shorter than its checksum", path);
+            if (data && !fletcher_ok_(cur, n))
+                return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk fails its Fletcher-32 checksum", path);
             n -= 4;
         } else if (di->filter[i] == H5Z_FILTER_DEFLATE) {
-            if (!inflates_to_(*raw, n, out, di->chunk_bytes))
+            if (!inflates_to_(cur, n, out, di->chunk_bytes))
                 return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk does not inflate to its %llu bytes (corrupt data, or "
                                     "chunk dimensions that do not match the stored chunks)", path,
                                     (unsigned long long)di->chunk_bytes);
-            deflated = 1;
+            cur = out;
+            n = (size_t)di->chunk_bytes;
+        } else if (di->filter[i] == H5Z_FILTER_SHUFFLE && data && n == di->chunk_bytes && di->elem_bytes > 1) {
+            /* byte b of element e was stored at b * count + e */
+            const size_t es = di->elem_bytes, cnt = n / es;
+            for (size_t e = 0; e < cnt; e++)
+                for (size_t b = 0; b < es; b++) shuf[e * es + b] = cur[b * cnt + e];
+            cur = shuf;
         }
     }
-    if (!deflated && n != di->chunk_bytes)
+    if (n != di->chunk_bytes)
         return rs_error_set(RS_E_FORMAT, "dataset %s: a chunk of %zu bytes where its dimensions make %llu", path, n,
                             (unsigned long long)di->chunk_bytes);
+    if (data) *data = cur;
     return RS_OK;
 }
 
@@ -283,7 +339,7 @@ rs_status rs_h5_ds_check_read(hid_t d, const char *path, const hsize_t *start, c
     for (;;) {
         hsize_t off[H5S_MAX_RANK];
         for (int k = 0; k < di.rank; k++) off[k] = at[k] * di.chunk[k];
-        st = chunk_ok_(d, path, &di, off, &raw, &raw_cap, out, &found);
+        st = chunk_ok_(d, path, &di, off, &raw, &raw_cap, out, NULL, &found, NULL);
         if (st != RS_OK) break;
         int k = di.rank - 1; /* the next chunk, last dimension fastest */
         while (k >= 0 && at[k] == hi[k]) at[k] = lo[k], k--;
@@ -303,4 +359,100 @@ rs_status rs_h5_ds_check_read(hid_t d, const char *path, const hsize_t *start, c
                               "corrupted chunk index)", path, (unsigned long long)stored, (unsigned long long)found);
     }
     return st;
+}
+
+/* ---- reading chunked datasets without H5Dread ------------------------------------------------- */
+
+rs_status rs_h5_ds_read_chunked(hid_t d, const char *path, hid_t mem_type, const hsize_t *start, const hsize_t *count,
+                                void *buf)
+{
+    ds_info di;
+    rs_status st = info_(d, path, &di);
+    if (st != RS_OK) return st;
+    if (!di.chunked) return rs_error_set(RS_E_INVAL, "dataset %s: not chunked", path);
+    hsize_t a0[H5S_MAX_RANK], cn[H5S_MAX_RANK], lo[H5S_MAX_RANK], hi[H5S_MAX_RANK], at[H5S_MAX_RANK];
+    uint64_t sel = 1;
+    for (int k = 0; k < di.rank; k++) {
+        a0[k] = start ? start[k] : 0;
+        cn[k] = count ? count[k] : di.dims[k];
+        if (cn[k] == 0 || a0[k] >= di.dims[k] || cn[k] > di.dims[k] - a0[k])
+            return rs_error_set(RS_E_SHAPE, "dataset %s: selection outside its extent", path);
+        lo[k] = a0[k] / di.chunk[k];
+        hi[k] = (a0[k] + cn[k] - 1) / di.chunk[k];
+        at[k] = lo[k];
+        sel *= cn[k];
+    }
+    const hid_t ft = H5Dget_type(d), dcpl = H5Dget_create_plist(d);
+    const size_t ms = H5Tget_size(mem_type), es = di.elem_bytes, big = ms > es ? ms : es;
+    const uint64_t chunk_n = di.chunk_bytes / es;
+    unsigned char *raw = NULL, *out = (unsigned char *)malloc((size_t)di.chunk_bytes + 1);
+    unsigned char *shuf = (unsigned char *)malloc((size_t)di.chunk_bytes + 1);
+    unsigned char *conv = (unsigned char *)malloc((size_t)chunk_n * big + 1), *fill = (unsigned char *)calloc(1, big + 8);
+    size_t raw_cap = 0;
+    uint64_t found = 0;
+    if (ft < 0 || dcpl < 0 || !ms) st = rs_h5_fail(RS_E_FORMAT, "dataset %s: cannot read its type", path);
+    else if (!out || !shuf || !conv || !fill) st = rs_error_set(RS_E_NOMEM, "dataset %s: out of memory", path);
+    /* unallocated chunks read as the fill value, converted to the memory type (0 when none is set) */
+    if (st == RS_OK && H5Pget_fill_value(dcpl, mem_type, fill) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        memset(fill, 0, big);
+    }
+    while (st == RS_OK) {
+        hsize_t off[H5S_MAX_RANK];
+        for (int k = 0; k < di.rank; k++) off[k] = at[k] * di.chunk[k];
+        const unsigned char *bytes = NULL;
+        st = chunk_ok_(d, path, &di, off, &raw, &raw_cap, out, shuf, &found, &bytes);
+        if (st != RS_OK) break;
+        if (bytes) { /* the chunk's elements in file order, converted in place to the memory type */
+            memcpy(conv, bytes, (size_t)di.chunk_bytes);
+            if (H5Tconvert(ft, mem_type, (size_t)chunk_n, conv, NULL, H5P_DEFAULT) < 0) {
+                st = rs_h5_fail(RS_E_FORMAT, "dataset %s: cannot convert its elements", path);
+                break;
+            }
+        }
+        /* copy the chunk's part of the selection: every element of the chunk inside it */
+        hsize_t c[H5S_MAX_RANK] = {0};
+        for (;;) {
+            int inside = 1;
+            uint64_t src = 0, dst = 0;
+            for (int k = 0; k < di.rank; k++) {
+                const hsize_t g = off[k] + c[k];
+                inside &= g >= a0[k] && g < a0[k] + cn[k];
+                src = src * di.chunk[k] + c[k];
+                dst = dst * cn[k] + (g - a0[k]);
+            }
+            if (inside) memcpy((unsigned char *)buf + dst * ms, bytes ? conv + src * ms : fill, ms);
+            int k = di.rank - 1;
+            while (k >= 0 && ++c[k] == di.chunk[k]) c[k--] = 0;
+            if (k < 0) break;
+        }
+        int k = di.rank - 1; /* the next chunk, last dimension fastest */
+        while (k >= 0 && at[k] == hi[k]) at[k] = lo[k], k--;
+        if (k < 0) break;
+        at[k]++;
+    }
+    if (st == RS_OK && !start && !count) { /* as rs_h5_ds_check_read: the index holds these chunks only */
+        const hsize_t stored = H5Dget_storage_size(d);
+        H5Eclear2(H5E_DEFAULT);
+        if (stored != found)
+            st = rs_error_set(RS_E_FORMAT, "dataset %s: its chunk index holds %llu stored bytes, its chunks %llu (a "
+                              "corrupted chunk index)", path, (unsigned long long)stored, (unsigned long long)found);
+    }
+    (void)sel;
+    free(raw);
+    free(out);
+    free(shuf);
+    free(conv);
+    free(fill);
+    if (ft >= 0) H5Tclose(ft);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return st;
+}
+
+int rs_h5_ds_is_chunked(hid_t d)
+{
+    const hid_t dcpl = H5Dget_create_plist(d);
+    const int c = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED;
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return c;
 }

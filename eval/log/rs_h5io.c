@@ -62,8 +62,13 @@ rs_status rs_h5_read_floats(const char *path, const char *dataset, size_t max_el
         if (!*data)
             st = rs_error_set(RS_E_NOMEM, "%s:%s: cannot allocate %llu floats", path, dataset, (unsigned long long)total);
     }
-    if (st == RS_OK && H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) < 0)
+    /* chunked data by our own chunk reader (rs_h5_ds_read_chunked), the rest by H5Dread */
+    if (st == RS_OK && rs_h5_ds_is_chunked(dset)) {
+        st = rs_h5_ds_read_chunked(dset, dataset, H5T_NATIVE_FLOAT, NULL, NULL, *data);
+        if (st != RS_OK && st != RS_E_NOMEM) st = rs_error_set(st, "%s: %s", path, rs_last_error());
+    } else if (st == RS_OK && H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) < 0) {
         st = rs_h5_fail(RS_E_IO, "%s:%s: read failed", path, dataset);
+    }
     if (st == RS_OK) {
         *n = (size_t)total;
         *last_dim = (size_t)dims[rank - 1];

@@ -19,7 +19,7 @@ command -v clang >/dev/null || { echo "libfuzzer.sh: clang not found (apt-get in
 mkdir -p "$OUT"
 # only the parsers and what they call (no OpenBLAS/OpenMP: a clang build of those is not needed);
 # the log reader (h5log target) links the system libhdf5, uninstrumented (only our code is)
-SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/model/rs_quant_config.c eval/model/rs_model_load.c
+SRC="eval/model/rs_safetensors.c eval/model/rs_hf_config.c eval/model/rs_quant_config.c eval/model/rs_model_load.c eval/model/rs_model_names.c
      quant/rs_wdecode.c
      eval/input/rs_pg19.c eval/input/rs_input.c eval/input/rs_npy.c eval/input/rs_text.c
      eval/tokenizer/rs_tokenizer.c eval/tokenizer/rs_tok_bpe.c eval/tokenizer/rs_tok_encode.c eval/tokenizer/rs_tok_json.c
