@@ -266,6 +266,33 @@ static void test_quantized_variant(void **state) {
     assert_null(q.w.slab);
 }
 
+/* memory planned before it is allocated: a model whose fp32 weights exceed any machine (vocab 2^24 x
+ * hidden 2^16, embeddings and head: 8.8 TB) is refused at once naming both sizes, nothing allocated; a runner whose KV caches
+ * exceed the machine is refused before any buffer exists */
+static void test_memory_refusals(void **state) {
+    (void)state;
+    rs_model m;
+    const char *huge = "{\"model_type\":\"nemotron_h\",\"hybrid_override_pattern\":\"*\",\"hidden_size\":65536,"
+                       "\"vocab_size\":16777216,\"num_attention_heads\":4,\"num_key_value_heads\":1,\"head_dim\":16}";
+    assert_int_equal(rs_model_init_random(folder_("huge", huge, NULL), 1, &m), RS_E_NOMEM);
+    printf("  %s\n", rs_last_error());
+    assert_non_null(strstr(rs_last_error(), "the fp32 weights need"));
+    assert_non_null(strstr(rs_last_error(), "GB of memory"));
+    assert_null(m.w.slab);
+    assert_int_equal(rs_model_init_random(folder_("nemo", NEMO_MOE, NULL), 1, &m), RS_OK);
+    rs_backend *be = NULL;
+    assert_int_equal(rs_backend_cpu_create(1, &be), RS_OK);
+    rs_runner_config rc = rs_runner_config_default();
+    rc.max_tokens = (size_t)1 << 40; /* KV caches of 2^40 positions */
+    rs_runner *r = NULL;
+    assert_int_equal(rs_runner_create(&m, be, &rc, &r), RS_E_NOMEM);
+    printf("  %s\n", rs_last_error());
+    assert_non_null(strstr(rs_last_error(), "KV caches"));
+    assert_null(r);
+    rs_backend_destroy(be);
+    rs_model_free(&m);
+}
+
 static void test_errors(void **state) {
     (void)state;
     rs_model m;
@@ -284,7 +311,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deterministic_and_complete), cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_deep_models_stay_finite),    cmocka_unit_test(test_quantized_variant),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_memory_refusals),     cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -283,6 +283,7 @@ static rs_status load(const char *dir, rs_model *m, want_list *wl) {
         if (w->scale2) n_companions++;
     }
 
+    RS_TRY(rs_mn_check_memory(dir, "the fp32 weights", (uint64_t)total * sizeof(float)));
     void *slab = NULL;
     RS_CHECK(posix_memalign(&slab, 64, (total ? total : 1) * sizeof(float)) == 0, RS_E_NOMEM,
              "%s: cannot allocate %zu floats for the weights", dir, total);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rs_check.h"
 
@@ -192,6 +193,18 @@ rs_status rs_mn_list_nemotronh(want_list *wl, const rs_model_config *c, rs_model
             RS_TRY(rs_mn_add(wl, &L->mlp.down, 2, d, I, 0, "%slayers.%d.mixer.down_proj.weight", px, i));
         }
     }
+    return RS_OK;
+}
+
+uint64_t rs_mn_physical_memory(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+rs_status rs_mn_check_memory(const char *dir, const char *what, uint64_t need) {
+    const uint64_t have = rs_mn_physical_memory();
+    RS_CHECK(have == 0 || need <= have, RS_E_NOMEM, "%s: %s need %.2f GB, more than this machine's %.2f GB of memory",
+             dir, what, (double)need / 1e9, (double)have / 1e9);
     return RS_OK;
 }
 

@@ -60,6 +60,14 @@ rs_status rs_mn_list_qwen35(want_list *wl, const rs_model_config *c, rs_model_we
 rs_status rs_mn_list_nemotronh(want_list *wl, const rs_model_config *c, rs_model_weights *w, const char *px,
                                const char *embed_name);
 
+/*! rs_mn_physical_memory() : the machine's physical memory in bytes (0 when unknown). */
+uint64_t rs_mn_physical_memory(void);
+
+/*! rs_mn_check_memory() : RS_OK when `need` bytes (for `what`) fit the physical memory, else RS_E_NOMEM
+ *  with both numbers: refusing before allocating beats an allocation that Linux overcommits and the OOM
+ *  killer ends half-way. */
+rs_status rs_mn_check_memory(const char *dir, const char *what, uint64_t need);
+
 /*! rs_mn_begin() : allocate m's per-expert view arrays and wl's fixups (MoE configs; nothing for dense). */
 rs_status rs_mn_begin(rs_model *m, want_list *wl);
 

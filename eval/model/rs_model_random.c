@@ -187,6 +187,8 @@ static rs_status init_(const char *dir, uint64_t seed, rs_model *m, want_list *w
         RS_CHECK(total + numel + 16 > total, RS_E_NOMEM, "%s: the weights overflow size_t", dir);
         total += (numel + 15u) & ~(size_t)15u;
     }
+    RS_CHECK(total <= SIZE_MAX / sizeof(float), RS_E_NOMEM, "%s: the weights overflow size_t", dir);
+    RS_TRY(rs_mn_check_memory(dir, "the fp32 weights", (uint64_t)total * sizeof(float)));
     void *slab = NULL;
     RS_CHECK(posix_memalign(&slab, 64, (total ? total : 1) * sizeof(float)) == 0, RS_E_NOMEM,
              "%s: cannot allocate %zu floats (%.2f GB) for the random weights", dir, total, 4.0 * (double)total / 1e9);

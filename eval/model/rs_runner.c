@@ -1,6 +1,7 @@
 /* rs_runner.c — lifecycle of the lockstep runs (see rs_runner.h); their chunk scratch is sized
  * in rs_runner_ws.c. */
 #include "model/rs_runner.h"
+#include "model/rs_model_names.h"
 #include "rs_check.h"
 #include "rs_runner_impl.h"
 
@@ -129,6 +130,24 @@ void rs_runner_free(rs_runner *r)
     free(r);
 }
 
+/* the runner's largest buffers, counted before any is allocated, with the model's weights: the KV
+ * caches (R runs x attention layers x 2 x Hkv x head_dim x max_tokens floats) and a chunk's logits
+ * ([R x chunk][V]); refused with the numbers when they exceed the machine's memory */
+static rs_status check_memory_(const rs_model *m, const rs_runner_config *cfg)
+{
+    const rs_model_config *c = &m->cfg;
+    const double kv = 4.0 * (double)cfg->n_runs * c->n_attn * 2.0 * c->attn.n_kv_heads * c->attn.head_dim *
+                      (double)cfg->max_tokens;
+    const double lg = 4.0 * (double)cfg->n_runs * (double)cfg->chunk * c->vocab;
+    const double w = 4.0 * (double)m->w.slab_floats, need = kv + lg + w;
+    const uint64_t have = rs_mn_physical_memory();
+    RS_CHECK(have == 0 || need <= (double)have, RS_E_NOMEM,
+             "runner: %zu runs x %zu positions need %.2f GB (KV caches %.2f, logits %.2f, fp32 weights %.2f), more "
+             "than this machine's %.2f GB of memory", cfg->n_runs, cfg->max_tokens, need / 1e9, kv / 1e9, lg / 1e9,
+             w / 1e9, (double)have / 1e9);
+    return RS_OK;
+}
+
 rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_config *cfg,
                            rs_runner **out)
 {
@@ -143,6 +162,8 @@ rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_co
     RS_CHECK(m->cfg.family == RS_FAMILY_QWEN35 || m->cfg.family == RS_FAMILY_NEMOTRONH,
              RS_E_UNSUPPORTED, "rs_runner_create: model family %d is not supported yet",
              (int)m->cfg.family);
+
+    RS_TRY(check_memory_(m, cfg));
 
     rs_runner *r = (rs_runner *)calloc(1, sizeof *r);
     RS_CHECK(r != NULL, RS_E_NOMEM, "rs_runner_create: out of memory");
