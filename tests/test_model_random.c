@@ -293,6 +293,37 @@ static void test_memory_refusals(void **state) {
     rs_model_free(&m);
 }
 
+/* the CPU memory plan from the config alone equals what loading allocates: the slab of a random model
+ * and of every fixture checkpoint (dense, MoE, quantized), and the KV caches the runner would hold */
+static void test_plan_matches_allocation(void **state) {
+    (void)state;
+    rs_model m;
+    rs_model_plan p;
+    assert_int_equal(rs_model_init_random(folder_("nemo", NEMO_MOE, NULL), 1, &m), RS_OK);
+    assert_int_equal(rs_model_plan_cpu(&m.cfg, 3, 1000, 64, &p), RS_OK);
+    assert_true(p.weights == 4.0 * (double)m.w.slab_floats);
+    assert_true(p.kv_per_run == 4.0 * m.cfg.n_attn * 2 * m.cfg.attn.n_kv_heads * m.cfg.attn.head_dim * 1000.0);
+    assert_true(p.logits == 4.0 * 3 * 64 * m.cfg.vocab);
+    assert_true(p.total > p.weights + 3 * p.kv_per_run);
+    rs_model_free(&m);
+    static const char *fx[] = {"models/gdn-tiny-random", "models/mamba2-tiny-random", "models/gdn-moe-tiny-random",
+                               "models/mamba2-moe-tiny-random", "models/mamba2-moe-flat-tiny-random",
+                               "models/mamba2-moe-quant"};
+    for (size_t i = 0; i < sizeof fx / sizeof *fx; i++) {
+        char d[1024];
+        rs_test_fixture_path(d, sizeof d, fx[i]);
+        assert_int_equal(rs_model_load(d, &m), RS_OK);
+        assert_int_equal(rs_model_plan_cpu(&m.cfg, 1, 10, 1, &p), RS_OK);
+        /* a tied model's plan has no lm_head either; NemotronH with its own head: the loader adds it */
+        const int own_head = m.w.lm_head != m.w.embed;
+        const double head = own_head && m.cfg.tie_word_embeddings ? 4.0 * m.cfg.vocab * m.cfg.hidden : 0.0;
+        printf("  %-36s slab %.0f bytes, plan %.0f\n", fx[i], 4.0 * (double)m.w.slab_floats, p.weights + head);
+        assert_true(p.weights + head == 4.0 * (double)m.w.slab_floats);
+        rs_model_free(&m);
+    }
+    assert_int_equal(rs_model_plan_cpu(NULL, 1, 1, 1, &p), RS_E_INVAL);
+}
+
 static void test_errors(void **state) {
     (void)state;
     rs_model m;
@@ -311,7 +342,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deterministic_and_complete), cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_deep_models_stay_finite),    cmocka_unit_test(test_quantized_variant),
-        cmocka_unit_test(test_memory_refusals),     cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_memory_refusals),     cmocka_unit_test(test_plan_matches_allocation),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

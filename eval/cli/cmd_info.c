@@ -23,19 +23,25 @@
 #include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_tokenizer.h"
 
-static int g_all_stats; /* --all-stats */
+static int g_all_stats;                        /* --all-stats */
+static size_t g_plan_tokens = 131072, g_plan_runs = 5; /* --tokens, --runs: the memory plan of a model */
 
 static const rs_cli_opt k_info_opts[] = {
     {"--all-stats", NULL, RS_CLI_FLAG, NULL, "also the low KL percentiles and the Δp percentiles (as kl --all-stats)",
      NULL, &g_all_stats, 0, 0, NULL, NULL, NULL, 0},
+    {"--tokens", NULL, RS_CLI_SIZE, "N", "MODEL_DIR: positions of the memory plan", "[131072]", &g_plan_tokens, 1,
+     (size_t)1 << 24, NULL, NULL, NULL, 0},
+    {"--runs", NULL, RS_CLI_SIZE, "R", "MODEL_DIR: runs of the memory plan, the fp32 reference included", "[5]",
+     &g_plan_runs, 1, 4096, NULL, NULL, NULL, 0},
 };
 static const rs_cli_spec k_info_spec = {
-    "info", "[--all-stats] FILE.h5|MODEL_DIR",
+    "info", "[--all-stats] [--tokens N] [--runs R] FILE.h5|MODEL_DIR",
     "  FILE.h5    a log of 'replayssm kl' / 'replayssm sweep': provenance, books and their\n"
     "             committed positions, and the summary table `kl` prints at its end (from the\n"
     "             stored arrays, so an interrupted log is summarised too)\n"
     "  MODEL_DIR  a Hugging Face checkpoint folder: family, layers, experts, sizes, state bytes,\n"
-    "             how the weights are stored (dense / NVFP4 / FP8) and the quantization description",
+    "             how the weights are stored (dense / NVFP4 / FP8) and the quantization description,\n"
+    "             and the CPU memory plan of R runs over N positions",
     k_info_opts, sizeof k_info_opts / sizeof k_info_opts[0], NULL, 1};
 
 /* how the checkpoint stores its linear weights (2-D *.weight tensors, by dtype) and what its quantization
@@ -124,6 +130,15 @@ static int info_model_(const char *dir)
     }
     info_weights_(dir);
     printf("SSM state  %.0f bytes per sequence in fp32\n", state_bytes);
+    rs_model_plan pl;
+    if (rs_model_plan_cpu(&c, g_plan_runs, g_plan_tokens, 512, &pl) == RS_OK) {
+        printf("plan (CPU) %zu runs x %zu positions: %.2f GB = fp32 weights %.2f + runs x (KV %.2f + SSM and conv "
+               "state %.4f) + logits %.2f (chunk 512)\n", g_plan_runs, g_plan_tokens, pl.total / 1e9, pl.weights / 1e9,
+               pl.kv_per_run / 1e9, pl.state_per_run / 1e9, pl.logits / 1e9);
+        if (pl.have > 0)
+            printf("           this machine: %.2f GB of memory: %s\n", pl.have / 1e9,
+                   pl.total <= pl.have ? "fits" : "does not fit (kl refuses it before allocating)");
+    }
     printf("KV cache   %.0f bytes per token in fp32 (per run)\n",
            4.0 * 2 * c.n_attn * c.attn.n_kv_heads * c.attn.head_dim);
     /* the tokenizer the evaluator would use (rs_tokenizer_open: the same checks as `kl`) */

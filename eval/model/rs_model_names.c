@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/rs_model_names.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,4 +227,45 @@ void rs_mn_finish(want_list *wl) {
         if (!f->base && i > 0 && f->offset) f->base = wl->fix[i - 1].base; /* Qwen up rows of gate_up_proj */
         for (int e = 0; e < f->E; e++) f->views[e] = f->base + (size_t)e * f->stride + f->offset;
     }
+}
+
+rs_status rs_model_plan_cpu(const rs_model_config *c, size_t runs, size_t tokens, size_t chunk, rs_model_plan *p) {
+    RS_CHECK(c && p && runs >= 1 && tokens >= 1 && chunk >= 1, RS_E_INVAL, "rs_model_plan_cpu: bad arguments");
+    memset(p, 0, sizeof *p);
+    /* the loader's tensor list, without a checkpoint: the slab's floats, padded as the loader pads */
+    rs_model *m = (rs_model *)calloc(1, sizeof *m);
+    RS_CHECK(m != NULL, RS_E_NOMEM, "rs_model_plan_cpu: out of memory");
+    m->cfg = *c;
+    want_list wl;
+    memset(&wl, 0, sizeof wl);
+    wl.dir = "plan";
+    rs_status st = rs_mn_begin(m, &wl);
+    if (st == RS_OK)
+        st = c->family == RS_FAMILY_QWEN35 ? rs_mn_list_qwen35(&wl, c, &m->w, "model.")
+                                           : rs_mn_list_nemotronh(&wl, c, &m->w, "backbone.", "embeddings.weight");
+    if (st == RS_OK && !c->tie_word_embeddings)
+        st = rs_mn_add(&wl, &m->w.lm_head, 2, c->vocab, c->hidden, 0, "lm_head.weight");
+    double floats = 0;
+    for (int i = 0; st == RS_OK && i < wl.n; i++) {
+        double n = 1;
+        for (int k = 0; k < wl.v[i].ndim; k++) n *= (double)wl.v[i].shape[k];
+        floats += 16.0 * ceil(n / 16.0);
+    }
+    free(wl.v);
+    free(wl.fix);
+    free(m->w.expert_views);
+    free(m);
+    RS_TRY(st);
+    p->weights = 4.0 * floats;
+    p->kv_per_run = 4.0 * c->n_attn * 2.0 * c->attn.n_kv_heads * c->attn.head_dim * (double)tokens;
+    if (c->n_gdn)
+        p->state_per_run += 4.0 * c->n_gdn * ((double)c->gdn.n_v_heads * c->gdn.v_head_dim * c->gdn.k_head_dim +
+                                              (double)c->gdn.conv_dim * (c->gdn.conv_kernel - 1));
+    if (c->n_mamba)
+        p->state_per_run += 4.0 * c->n_mamba * ((double)c->mamba.n_heads * c->mamba.head_dim * c->mamba.d_state +
+                                                (double)c->mamba.conv_dim * (c->mamba.conv_kernel - 1));
+    p->logits = 4.0 * (double)runs * (double)chunk * c->vocab;
+    p->total = p->weights + (double)runs * (p->kv_per_run + p->state_per_run) + p->logits;
+    p->have = (double)rs_mn_physical_memory();
+    return RS_OK;
 }

@@ -303,6 +303,23 @@ rs_status rs_model_load(const char *dir, rs_model *m);
  *  a checkpoint of that format would hold them. No safetensors file is read. On failure *m is zeroed. */
 rs_status rs_model_init_random(const char *dir, uint64_t seed, rs_model *m);
 
+/* What an evaluation of a model needs in memory on the CPU (rs_model_plan_cpu), in bytes. */
+typedef struct rs_model_plan {
+    double weights;      /* the fp32 slab (quantized checkpoints are decoded into it)           */
+    double kv_per_run;   /* fp32 KV caches of one run at `tokens` positions                     */
+    double state_per_run; /* fp32 SSM states and conv states of one run (a conventional fp32 run;
+                            replay policies add their rings and checkpoints)                    */
+    double logits;       /* one chunk's logits of every run                                    */
+    double total;        /* weights + runs x (KV + state) + logits                              */
+    double have;         /* the machine's physical memory (0: unknown)                         */
+} rs_model_plan;
+
+/*! rs_model_plan_cpu() : the memory of `runs` lockstep runs (the reference included) over `tokens`
+ *  positions in chunks of `chunk`, from the config alone (no weight is read): what rs_model_load and
+ *  rs_runner_create would allocate for their largest buffers (a NemotronH checkpoint storing its own
+ *  lm_head despite tie_word_embeddings adds [V, d] floats). @return RS_OK, RS_E_INVAL, RS_E_NOMEM. */
+rs_status rs_model_plan_cpu(const rs_model_config *c, size_t runs, size_t tokens, size_t chunk, rs_model_plan *p);
+
 /*! rs_model_free() : release the slab and the mappings; *m becomes zeroed. NULL-safe. */
 void rs_model_free(rs_model *m);
 
