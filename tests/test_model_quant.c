@@ -45,9 +45,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return rs_test_rmdir(g_tmp);
 }
 
 /* fp32 logits of the first T fixture tokens (one chunk) */

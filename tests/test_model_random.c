@@ -40,9 +40,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return rs_test_rmdir(g_tmp);
 }
 
 /* a model folder holding config.json (and hf_quant_config.json if hqc) */

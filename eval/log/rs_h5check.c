@@ -371,7 +371,6 @@ rs_status rs_h5_ds_read_chunked(hid_t d, const char *path, hid_t mem_type, const
     if (st != RS_OK) return st;
     if (!di.chunked) return rs_error_set(RS_E_INVAL, "dataset %s: not chunked", path);
     hsize_t a0[H5S_MAX_RANK], cn[H5S_MAX_RANK], lo[H5S_MAX_RANK], hi[H5S_MAX_RANK], at[H5S_MAX_RANK];
-    uint64_t sel = 1;
     for (int k = 0; k < di.rank; k++) {
         a0[k] = start ? start[k] : 0;
         cn[k] = count ? count[k] : di.dims[k];
@@ -380,7 +379,6 @@ rs_status rs_h5_ds_read_chunked(hid_t d, const char *path, hid_t mem_type, const
         lo[k] = a0[k] / di.chunk[k];
         hi[k] = (a0[k] + cn[k] - 1) / di.chunk[k];
         at[k] = lo[k];
-        sel *= cn[k];
     }
     const hid_t ft = H5Dget_type(d), dcpl = H5Dget_create_plist(d);
     const size_t ms = H5Tget_size(mem_type), es = di.elem_bytes, big = ms > es ? ms : es;
@@ -438,7 +436,6 @@ rs_status rs_h5_ds_read_chunked(hid_t d, const char *path, hid_t mem_type, const
             st = rs_error_set(RS_E_FORMAT, "dataset %s: its chunk index holds %llu stored bytes, its chunks %llu (a "
                               "corrupted chunk index)", path, (unsigned long long)stored, (unsigned long long)found);
     }
-    (void)sel;
     free(raw);
     free(out);
     free(shuf);
