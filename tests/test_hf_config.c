@@ -303,6 +303,37 @@ static void test_float_ranges(void **state) {
 
 /* MoE: both families' keys with transformers 5.17's defaults, the schedule letters / names, and the
  * configurations whose routing cannot be done (one-line errors naming the key) */
+/* data/models/paper: the four models of the paper parse into the shapes of the paper's model table
+ * (SSM / attention layers, key and value heads, d_k, d_v) and the published MoE sizes */
+static void test_paper_models(void **state) {
+    (void)state;
+    static const struct {
+        const char *dir;
+        int ssm, attn, kh, vh, dk, dv, experts, topk, layers;
+    } k[] = {
+        {"nemotron-3-nano-4b", 21, 4, 8, 96, 128, 80, 0, 0, 42},
+        {"nemotron-3-super-120b-a12b", 40, 8, 8, 128, 128, 64, 512, 22, 88},
+        {"qwen3.5-4b", 24, 8, 16, 32, 128, 128, 0, 0, 32},
+        {"qwen3.5-122b-a10b", 36, 12, 16, 64, 128, 128, 256, 8, 48},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/../../data/models/paper/%s/config.json", RS_FIXTURE_DIR, k[i].dir);
+        rs_model_config c;
+        if (rs_hf_config_load(p, &c) != RS_OK) fail_msg("%s: %s", k[i].dir, rs_last_error());
+        const int mamba = c.family == RS_FAMILY_NEMOTRONH;
+        assert_int_equal(mamba ? c.n_mamba : c.n_gdn, k[i].ssm);
+        assert_int_equal(c.n_attn, k[i].attn);
+        assert_int_equal(c.n_layers, k[i].layers);
+        assert_int_equal(mamba ? c.mamba.n_groups : c.gdn.n_k_heads, k[i].kh);
+        assert_int_equal(mamba ? c.mamba.n_heads : c.gdn.n_v_heads, k[i].vh);
+        assert_int_equal(mamba ? c.mamba.d_state : c.gdn.k_head_dim, k[i].dk);
+        assert_int_equal(mamba ? c.mamba.head_dim : c.gdn.v_head_dim, k[i].dv);
+        assert_int_equal(c.is_moe ? c.moe.n_experts : 0, k[i].experts);
+        assert_int_equal(c.is_moe ? c.moe.top_k : 0, k[i].topk);
+    }
+}
+
 static void test_moe(void **state) {
     (void)state;
     rs_model_config c;
@@ -421,6 +452,7 @@ static void test_moe(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_paper_models),
         cmocka_unit_test(test_qwen35_text_defaults),
         cmocka_unit_test(test_qwen35_nested),
         cmocka_unit_test(test_nemotronh),

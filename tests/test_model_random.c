@@ -152,6 +152,14 @@ static void test_distribution(void **state) {
     for (int i = 0; i < 16; i++) assert_true(m.w.layers[3].attn.q_norm[i] == 0.0f);
     assert_non_null(m.w.layers[2].moe.gate[3]);
     assert_non_null(m.w.layers[2].moe.shared_scale);
+    moments_("embeddings, untied", m.w.embed, 64 * 32, 1.0);
+    rs_model_free(&m);
+    /* tied to the lm_head: N(0, 1/d), so the logits are O(1) rather than O(sqrt(d)) */
+    char qt[1024];
+    snprintf(qt, sizeof qt, "%.*s,\"tie_word_embeddings\":true}", (int)strlen(q) - 1, q);
+    assert_int_equal(rs_model_init_random(folder_("qwen-tied", qt, NULL), 11, &m), RS_OK);
+    assert_true(m.cfg.tie_word_embeddings && m.w.lm_head == m.w.embed);
+    moments_("embeddings, tied (d = 32)", m.w.embed, 64 * 32, 1.0 / 32);
     rs_model_free(&m);
 }
 
@@ -264,6 +272,60 @@ static void test_quantized_variant(void **state) {
     assert_null(q.w.slab);
 }
 
+/* rs_model_init_random_device: the host makes every tensor but the GEMM matrices exactly as
+ * rs_model_init_random does; each matrix is a description (shape, format from the quantization
+ * description, the random stream and scale of its values) behind a view that faults if read; the CPU
+ * runner refuses the model; FP8 in blocks is refused (the GPU makes NVFP4 and FP8 per tensor) */
+static void test_device_made_model(void **state) {
+    (void)state;
+    const char *hqc = "{\"quantization\":{\"quant_algo\":\"NVFP4\",\"group_size\":16,"
+                      "\"exclude_modules\":[\"lm_head\",\"*.gate\"]}}";
+    const char *d = folder_("nemo-dev", NEMO_MOE, hqc);
+    rs_model h, g;
+    rs_status st = rs_model_init_random_device(d, 9, &g);
+    if (st != RS_OK) fail_msg("init: %s", rs_last_error());
+    assert_int_equal(rs_model_init_random(d, 9, &h), RS_OK);
+    assert_true(g.weights_on_device && !h.weights_on_device && g.random_weights && g.random_seed == 9);
+    /* matrices: 2 Mamba (in, out) + 4 attention + 2 MLP + 2 MoE layers x (router, 2 latent, 8 x 2 experts,
+       2 shared) + lm_head */
+    assert_int_equal(g.n_dev_mats, 2 * 2 + 4 + 2 + 2 * (1 + 2 + 16 + 2) + 1);
+    /* weight counts by format: the matrices and the embeddings (dense) */
+    assert_int_equal(g.n_weights_fmt[RS_WFMT_NVFP4] + g.n_weights_fmt[RS_WFMT_DENSE], g.n_dev_mats + 1);
+    assert_int_equal(g.n_weights_fmt[RS_WFMT_NVFP4], h.n_weights_fmt[RS_WFMT_NVFP4]);
+    assert_int_equal(g.n_weights_fmt[RS_WFMT_DENSE], 2 + 1 + 1); /* the routers and lm_head (excluded), embeddings */
+    size_t mat_floats = 0;
+    for (int i = 0; i < g.n_dev_mats; i++) {
+        const rs_model_matrix *x = &g.dev_mats[i];
+        assert_true(i == 0 || g.dev_mats[i - 1].view < x->view); /* sorted, distinct */
+        assert_true((const char *)x->view >= (const char *)g.dev_reserve &&
+                    (const char *)(x->view + x->rows * x->cols) <= (const char *)g.dev_reserve + g.dev_reserve_bytes);
+        assert_true(fabsf(x->sd - (float)(1.0 / sqrt((double)x->cols))) == 0.0f);
+        mat_floats += (size_t)(x->rows * x->cols);
+    }
+    assert_ptr_equal(g.w.layers[1].moe.up[3] == NULL, 0);
+    /* the host part: the same values as the host-made model's tensors */
+    assert_int_equal(g.w.slab_floats + mat_floats, h.w.slab_floats);
+    assert_memory_equal(g.w.embed, h.w.embed, (size_t)h.cfg.vocab * 64 * sizeof(float));
+    assert_memory_equal(g.w.layers[0].mamba.A_log, h.w.layers[0].mamba.A_log, 4 * sizeof(float));
+    assert_memory_equal(g.w.layers[0].mamba.conv_w, h.w.layers[0].mamba.conv_w,
+                        (size_t)h.cfg.mamba.conv_dim * 4 * sizeof(float));
+    rs_backend *be = NULL;
+    assert_int_equal(rs_backend_cpu_create(1, &be), RS_OK);
+    rs_runner_config rc = rs_runner_config_default();
+    rs_runner *r = NULL;
+    assert_int_equal(rs_runner_create(&g, be, &rc, &r), RS_E_UNSUPPORTED);
+    assert_non_null(strstr(rs_last_error(), "GPU"));
+    assert_null(r);
+    rs_backend_destroy(be);
+    rs_model_free(&g);
+    rs_model_free(&h);
+    const char *blk = "{\"quantization\":{\"quant_algo\":\"FP8_PB_WO\",\"weight_block_size\":[32,32]}}";
+    assert_int_equal(rs_model_init_random_device(folder_("nemo-blk", NEMO_MOE, blk), 9, &g), RS_E_UNSUPPORTED);
+    assert_non_null(strstr(rs_last_error(), "blocks"));
+    assert_null(g.dev_mats);
+    assert_null(g.dev_reserve);
+}
+
 /* memory planned before it is allocated: a model whose fp32 weights exceed any machine (vocab 2^24 x
  * hidden 2^16, embeddings and head: 8.8 TB) is refused at once naming both sizes, nothing allocated; a runner whose KV caches
  * exceed the machine is refused before any buffer exists */
@@ -341,7 +403,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic_and_complete), cmocka_unit_test(test_distribution),
         cmocka_unit_test(test_deep_models_stay_finite),    cmocka_unit_test(test_quantized_variant),
         cmocka_unit_test(test_memory_refusals),     cmocka_unit_test(test_plan_matches_allocation),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_device_made_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,6 +22,9 @@
 #include "replayssm/eval/rs_safetensors.h"
 #include "replayssm/quant/rs_status.h"
 #include "replayssm/eval/rs_tokenizer.h"
+#ifdef RS_HAVE_CUDA
+#include "replayssm/eval/rs_scorer_cuda.h"
+#endif
 
 static int g_all_stats;                        /* --all-stats */
 static size_t g_plan_tokens = 131072, g_plan_runs = 5; /* --tokens, --runs: the memory plan of a model */
@@ -44,32 +47,37 @@ static const rs_cli_spec k_info_spec = {
     "             and the CPU memory plan of R runs over N positions",
     k_info_opts, sizeof k_info_opts / sizeof k_info_opts[0], NULL, 1};
 
+/* the stored tensors: count, bytes, 2-D weights by dtype; closes st */
+static void info_stored_(rs_st_set *st)
+{
+    long long n[5] = {0, 0, 0, 0, 0}; /* rs_st_dtype index */
+    double bytes = 0;
+    for (int i = 0; i < st->n_tensors; i++) {
+        const rs_st_tensor *t = &st->tensors[i];
+        const size_t nl = strlen(t->name);
+        bytes += (double)t->nbytes;
+        if (t->ndim == 2 && nl > 7 && strcmp(t->name + nl - 7, ".weight") == 0 && (int)t->dtype < 5) n[t->dtype]++;
+    }
+    if (bytes >= 1e9) printf("weights    %d tensors, %.2f GB: 2-D weights", st->n_tensors, bytes / 1e9);
+    else printf("weights    %d tensors, %.2f MB: 2-D weights", st->n_tensors, bytes / 1e6);
+    static const char *const names[5] = {"F32", "BF16", "F16", "NVFP4 (U8)", "FP8 (F8_E4M3)"};
+    for (int k = 0; k < 5; k++)
+        if (n[k]) printf(" %s x %lld", names[k], n[k]);
+    printf("\n");
+    rs_st_close(st);
+}
+
 /* how the checkpoint stores its linear weights (2-D *.weight tensors, by dtype) and what its quantization
  * description says; reads the safetensors headers only */
 static void info_weights_(const char *dir)
 {
     char esc[4 * 512 + 1];
     rs_st_set st;
-    if (rs_st_open_dir(dir, &st) != RS_OK) {
+    if (rs_st_open_dir(dir, &st) != RS_OK)
         printf("weights    not read: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
-        return;
-    }
-    long long n[5] = {0, 0, 0, 0, 0}; /* rs_st_dtype index */
-    double bytes = 0;
-    for (int i = 0; i < st.n_tensors; i++) {
-        const rs_st_tensor *t = &st.tensors[i];
-        const size_t nl = strlen(t->name);
-        bytes += (double)t->nbytes;
-        if (t->ndim == 2 && nl > 7 && strcmp(t->name + nl - 7, ".weight") == 0 && (int)t->dtype < 5) n[t->dtype]++;
-    }
-    if (bytes >= 1e9) printf("weights    %d tensors, %.2f GB: 2-D weights", st.n_tensors, bytes / 1e9);
-    else printf("weights    %d tensors, %.2f MB: 2-D weights", st.n_tensors, bytes / 1e6);
-    static const char *const names[5] = {"F32", "BF16", "F16", "NVFP4 (U8)", "FP8 (F8_E4M3)"};
-    for (int k = 0; k < 5; k++)
-        if (n[k]) printf(" %s x %lld", names[k], n[k]);
-    printf("\n");
-    rs_st_close(&st);
-    rs_quant_config q;
+    else
+        info_stored_(&st);
+    rs_quant_config q; /* a config-only folder (random weights) may hold a description too */
     if (rs_quant_config_load_dir(dir, &q) != RS_OK) {
         printf("quantized  description refused: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
         return;
@@ -82,6 +90,49 @@ static void info_weights_(const char *dir)
         printf("; activations fp32 (W4A16 emulation)\n");
     }
     rs_quant_config_free(&q);
+}
+
+/* the GPU plan of `kl --device cuda --random-weights` on this config: the matrices made on the GPU in the
+ * quantization description's formats; the runs: the reference, then shared:nvfp4-sr and split:nvfp4-rtn/fp32
+ * alternating (window 16), chunk 1024 (rs_scorer_cuda_plan, no allocation, no GPU needed) */
+static void info_gpu_plan_(const char *dir)
+{
+#ifdef RS_HAVE_CUDA
+    char esc[4 * 512 + 1];
+    rs_model m;
+    if (rs_model_init_shapes(dir, &m) != RS_OK) {
+        printf("plan (GPU) not made: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
+        return;
+    }
+    const size_t R = g_plan_runs - 1;
+    rs_run_spec *runs = (rs_run_spec *)calloc(R + 1, sizeof *runs);
+    rs_status st = runs ? RS_OK : rs_error_set(RS_E_NOMEM, "out of memory");
+    for (size_t r = 0; r < R && st == RS_OK; r++)
+        st = rs_run_spec_parse(r % 2 ? "split:nvfp4-rtn/fp32" : "shared:nvfp4-sr", "16", 0, &runs[r]);
+    rs_gpu_plan_report p;
+    if (st == RS_OK) st = rs_scorer_cuda_plan(&m, R, runs, 1024, g_plan_tokens, RS_COMPUTE_FP32, 0, &p);
+    if (st != RS_OK) {
+        printf("plan (GPU) not made: %s\n", rs_cli_esc(rs_last_error(), esc, sizeof esc));
+    } else {
+        const double G = 1073741824.0;
+        printf("plan (GPU) kl --device cuda --random-weights, reference + %zu runs (shared:nvfp4-sr, "
+               "split:nvfp4-rtn/fp32 alternating, window 16) x %zu positions, chunk 1024: %.2f GiB = weights %.2f "
+               "(matrices made on the GPU: %d NVFP4, %d FP8, %d fp32) + KV %.2f + states and rings %.4f + "
+               "activations %.2f + logits %.2f\n", R, g_plan_tokens, p.total / G, p.weights / G,
+               m.n_weights_fmt[RS_WFMT_NVFP4], m.n_weights_fmt[RS_WFMT_FP8],
+               m.n_dev_mats - m.n_weights_fmt[RS_WFMT_NVFP4] - m.n_weights_fmt[RS_WFMT_FP8], p.kv / G, p.state / G,
+               p.act / G, p.logits / G);
+        if (p.device_free > 0)
+            printf("           this GPU: %.2f GiB free: %s\n", p.device_free / G,
+                   p.total + 0.5 * G <= p.device_free ? "fits" : "does not fit (kl refuses it before allocating)");
+        else
+            printf("           (no GPU visible here; the scorer adds 0.5 GiB of margin to this)\n");
+    }
+    free(runs);
+    rs_model_free(&m);
+#else
+    (void)dir;
+#endif
 }
 
 static int info_model_(const char *dir)
@@ -139,6 +190,7 @@ static int info_model_(const char *dir)
             printf("           this machine: %.2f GB of memory: %s\n", pl.have / 1e9,
                    pl.total <= pl.have ? "fits" : "does not fit (kl refuses it before allocating)");
     }
+    info_gpu_plan_(dir);
     printf("KV cache   %.0f bytes per token in fp32 (per run)\n",
            4.0 * 2 * c.n_attn * c.attn.n_kv_heads * c.attn.head_dim);
     /* the tokenizer the evaluator would use (rs_tokenizer_open: the same checks as `kl`) */

@@ -63,9 +63,9 @@ static void print_cost_(const rs_kleval_result *res, FILE *f)
             s->positions, res->runner_runs, (double)s->positions / s->total_s,
             (double)(s->positions * res->runner_runs) / s->total_s);
     if (s->gemm_s + s->attention_s + s->recurrence_s > 0)
-        fprintf(f, "; GEMM %.2f s, attention %.2f s, recurrence %.2f s, other ops %.2f s, scoring %.2f s, copies %.2f s; "
-                   "peak device memory %.2f GiB",
-                s->gemm_s, s->attention_s, s->recurrence_s, s->other_s, s->score_s, s->copy_s,
+        fprintf(f, "; GEMM %.2f s, attention %.2f s, recurrence %.2f s, other ops %.2f s, scoring %.2f s, copies %.2f s, "
+                   "MoE routing %.2f s; peak device memory %.2f GiB",
+                s->gemm_s, s->attention_s, s->recurrence_s, s->other_s, s->score_s, s->copy_s, s->moe_s,
                 (double)s->peak_bytes / 1073741824.0);
     fprintf(f, "\n");
 }
@@ -107,16 +107,16 @@ static FILE *timing_open_(const rs_kl_opts *o)
     }
     if (ftell(f) == 0 || !o->resume)
         fprintf(f, "book\tposition\tdone\telapsed_s\tscorer_s\tgemm_s\tattention_s\trecurrence_s\tother_s\t"
-                   "score_s\tcopy_s\tpeak_bytes\n");
+                   "score_s\tcopy_s\tpeak_bytes\tmoe_s\n");
     return f;
 }
 
 static void timing_line_(FILE *f, const rs_kleval_event *e)
 {
     const rs_scorer_stats *s = &e->stats;
-    fprintf(f, "%s\t%zu\t%zu\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%zu\n", e->book_id, e->position,
-            e->done, e->elapsed_s, s->total_s, s->gemm_s, s->attention_s, s->recurrence_s, s->other_s, s->score_s,
-            s->copy_s, s->peak_bytes);
+    fprintf(f, "%s\t%zu\t%zu\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%zu\t%.4f\n", e->book_id,
+            e->position, e->done, e->elapsed_s, s->total_s, s->gemm_s, s->attention_s, s->recurrence_s, s->other_s,
+            s->score_s, s->copy_s, s->peak_bytes, s->moe_s);
     fflush(f); /* a killed run keeps the lines of its committed chunks */
 }
 

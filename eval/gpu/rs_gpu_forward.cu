@@ -3,7 +3,7 @@
  * order, on the same stacked rows (row group g = j * (R + 1) + run of the batch's stream j,
  * position t -> row g * n + t), each CPU op replaced by its dense/rs_dense_ops.h twin, every GEMM over
  * all M = G * n rows (rs_gpu_linear, rs_gpu_weights.cu), the SSM recurrence by the chunked state engine
- * (rs_cuda_scan.h, one launch per layer for all runs, streams and heads). --compute twin (im->twin,
+ * (rs_cuda_scan.h, one launch per layer for all runs, streams and heads), the MoE FFN by rs_gpu_moe.cu. --compute twin (im->twin,
  * docs/evaluator.md "The twin compute mode") swaps in the CPU's arithmetic: the norms' sequential sums,
  * the double attention (rsg_attention_twin) and, for the reference and conventional fp32 runs, the
  * engine's recurrence (rsg_twin_ssm after the scan); the GEMM method is f64 (rs_gpu_weights.cu). The batch is the
@@ -266,10 +266,12 @@ rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n)
         case RS_LAYER_MAMBA2: RS_TRY(mamba_layer_(sc, im, l, n)); break;
         case RS_LAYER_ATTENTION: RS_TRY(attn_layer_(sc, im, l, n)); break;
         case RS_LAYER_MLP: RS_TRY(mlp_(sc, im, l, w->norm, n)); break;
+        case RS_LAYER_MOE: RS_TRY(rs_gpu_moe_ffn(sc, im, l, w->norm, RSG_NORM_PLAIN, n)); break;
         default:
             return rs_error_set(RS_E_UNSUPPORTED, "layer %d: kind %d is not supported yet", l, (int)m->cfg.layer_kind[l]);
         }
-        if (m->cfg.layer_has_mlp) RS_TRY(mlp_(sc, im, l, w->post_norm, n)); /* Qwen3.5: + MLP */
+        if (m->cfg.mlp_is_moe) RS_TRY(rs_gpu_moe_ffn(sc, im, l, w->post_norm, RSG_NORM_ONE_PLUS, n)); /* Qwen3.5-MoE */
+        else if (m->cfg.layer_has_mlp) RS_TRY(mlp_(sc, im, l, w->post_norm, n)); /* Qwen3.5: + MLP */
     }
     RS_TRY(rmsnorm_(im, (int)M, (int)d, im->x, d, RS_GPU_W(im, m->w.final_norm), m->cfg.rms_eps, norm_kind_(m), im->xn,
                   d));

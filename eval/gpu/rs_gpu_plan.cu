@@ -15,7 +15,7 @@
 
 /* ---- the memory plan ------------------------------------------------------------------------ */
 
-static const char *const mp_names_[MP_N] = {"weights (fp32)", "KV caches of every run and book in flight",
+static const char *const mp_names_[MP_N] = {"weights", "KV caches of every run and book in flight",
                                             "SSM and conv states of every run and book in flight",
                                             "chunk activations of every run and book in flight",
                                             "logits of a chunk of every run and book in flight"};
@@ -108,9 +108,13 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     p->bytes[MP_ACT] = (M * (2 * d + P1 + P2 + cw + 4 * hmax + sv + so) + rot / 2 + 4 * S * C) * sizeof(float) +
                        S * (3 * (RS - 1) + 1) * C * sizeof(double) + S * RS * C + S * C * sizeof(int32_t) +
                        rsg_score_work_bytes((int)RS, (int)C) + split_x;
+    size_t moe_dev = 0, moe_host = 0;
+    rs_gpu_moe_bytes(c, M, &moe_dev, &moe_host);
+    p->bytes[MP_ACT] += moe_dev;
     p->bytes[MP_LOGITS] = M * V * sizeof(float);
     for (int i = 0; i < MP_N; i++) p->total += p->bytes[i];
     size_t free_b = 0, total_b = 0;
+    if (im->plan_only) return RS_OK;
     RS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     const size_t margin = (size_t)512 << 20; /* cuBLAS workspace, the CUDA context's growth */
     if (p->total + margin > free_b) {
@@ -154,7 +158,9 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     const rs_model_config *c = &m->cfg;
     const size_t RR = (size_t)im->RR, C = im->C, M = RR * C, d = (size_t)c->hidden, V = (size_t)c->vocab;
     const size_t R = (size_t)im->RS - 1, S = im->S;
-    DALLOC(im->d_slab, m->w.slab_floats * sizeof(float), "the weights");
+    RS_CHECK(m->w.slab || m->w.slab_floats == 0, RS_E_INVAL,
+             "%s: a shapes-only model (rs_model_init_shapes) is for memory plans; no scorer runs it", c->model_type);
+    DALLOC(im->d_slab, m->w.slab_floats * sizeof(float), "the weights"); /* all, or all but GPU-made matrices */
     im->h_slab = m->w.slab;
     RS_CUDA_TRY(cudaMemcpy(im->d_slab, m->w.slab, m->w.slab_floats * sizeof(float), cudaMemcpyHostToDevice),
                 "uploading the weights");
@@ -204,6 +210,7 @@ rs_status rs_gpu_alloc(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
     DALLOC(im->ssm_v, M * im->sv * sizeof(float), "the Mamba-2 inputs");
     DALLOC(im->ssm_o, M * im->so * sizeof(float), "the SSM outputs");
     DALLOC(im->logits, M * V * sizeof(float), "the logits of a chunk");
+    RS_TRY(rs_gpu_moe_alloc(sc, im));
     DALLOC(im->d_tok, 2 * S * C * sizeof(int32_t), "the tokens");
     im->d_tgt = im->d_tok + S * C;
     DALLOC(im->d_res, S * (3 * R + 1) * C * sizeof(double), "the scores");

@@ -3,6 +3,8 @@
  *   rs_gpu_plan.cu      the memory plan, allocation, weight upload
  *   rs_gpu_forward.cu   the forward of one chunk for every run (cuBLAS + dense/rs_dense_ops.h + scan)
  *   rs_gpu_weights.cu   the weights' GEMM method and preparation (rs_gpu_weights.h) and rs_gpu_linear
+ *   rs_gpu_moe.cu       the mixture-of-experts FFN of a chunk (routing on the device, experts grouped
+ *                       on the host, one GEMM per expert over its gathered rows)
  * The GEMMs and dense ops themselves are kernels/dense/ (rs_dense_gemm.h, rs_dense_ops.h).
  *
  * Runs: g = 0 is the fp32 reference, g = r + 1 policy run r (RS = R + 1 runs per stream); S
@@ -20,10 +22,11 @@
 #include "replayssm/cuda/rs_cuda_scan.h"
 #include "kleval/rs_scorer_impl.h"
 #include "replayssm/eval/rs_gpu_info.h"
+#include "dense/rs_dense_ops.h"
 #include "rs_gpu_weights.h"
 
 /* stages of the cost breakdown (rs_scorer_stats) */
-enum { GS_GEMM = 0, GS_ATTN, GS_REC, GS_OTHER, GS_SCORE, GS_COPY, GS_N };
+enum { GS_GEMM = 0, GS_ATTN, GS_REC, GS_OTHER, GS_SCORE, GS_COPY, GS_MOE, GS_N };
 #define RS_GPU_MAX_MARKS 4096 /* timing events per step (a few per layer) */
 
 typedef struct gpu_layer {
@@ -32,6 +35,26 @@ typedef struct gpu_layer {
     int attn;           /* ordinal among the attention layers, -1 otherwise */
     float *conv_state;  /* SSM: [RR][conv_dim][K-1] (every stream's runs) */
 } gpu_layer;
+
+/* the MoE FFN's scratch (rs_gpu_moe.cu), M = RR * C rows, E experts, k per row, din expert input width,
+ * I expert width; all NULL for dense models */
+typedef struct gpu_moe {
+    float *logits;       /* [M][E] router logits                                                */
+    float *route;        /* [M][RS_MOE_ROUTE_SCRATCH(E, n_group)] the router's scratch           */
+    int32_t *idx;        /* [M][k] experts of each row, ascending                                */
+    float *w;            /* [M][k] their weights                                                 */
+    int32_t *order;      /* [M * k] (row * k + slot) grouped by expert (uploaded from h_order)   */
+    float *lat;          /* [M][din] fc1_latent_proj output (NemotronH with a latent)            */
+    float *xe, *ye;      /* [M][din] one expert's gathered input rows, its output rows           */
+    float *h, *g;        /* [M][I] up (activation) and gate projections of one expert            */
+    float *acc;          /* [M][din] the weighted sum of the routed experts                      */
+    float *out, *sh;     /* [M][d] routed output in the hidden width, shared expert output       */
+    float *sg;           /* [M] the shared expert's gate logit (Qwen)                            */
+    int32_t *h_idx;      /* pinned [M][k]: idx on the host, grouped there                        */
+    int32_t *h_order;    /* pinned [M * k]                                                       */
+    int32_t *count;      /* host [E + 1]: expert e's entries are order[count[e] .. count[e+1])   */
+    int32_t *routes;     /* host [n_layers][M][k]: every MoE layer's choices of the last step    */
+} gpu_moe;
 
 typedef struct gpu_impl {
     rs_gpu_info info;
@@ -78,6 +101,9 @@ typedef struct gpu_impl {
     int n_marks;
     double stage_s[GS_N];
 
+    gpu_moe moe;            /* MoE models: the routed FFN's scratch (rs_gpu_moe.cu) */
+    int quiet_marks;        /* > 0: rs_gpu_linear sets no timing mark (the MoE expert loop marks once) */
+    int plan_only;          /* rs_scorer_cuda_plan: plan, allocate nothing, refuse nothing for size */
     rs_gpu_gemm_state gemm; /* the GEMM method, split weights and scratch (rs_gpu_weights.cu) */
 
     /* --compute twin (docs/evaluator.md "The twin compute mode"): the CPU evaluator's arithmetic.
@@ -125,6 +151,14 @@ void rs_gpu_plan_free(rs_gpu_plan *p);
  * the batch set in im (b_s0, b_ns, b_pos, b_r0, G); logits [G * n][V] land in im->logits. */
 rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n);
 
+/* rs_gpu_moe.cu: x += MoE(RMSNorm(x; nw)) for the batch's M = G * n rows of layer l (the twin of
+ * eval/model/rs_moe.c); the routes land in im->moe.routes */
+rs_status rs_gpu_moe_ffn(const rs_scorer *sc, gpu_impl *im, int l, const float *nw, rsg_norm_weight kind, size_t n);
+/* the bytes of the MoE scratch for M rows (device: *dev, pinned + host: *host); 0 for dense models */
+void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, size_t *dev, size_t *host);
+rs_status rs_gpu_moe_alloc(const rs_scorer *sc, gpu_impl *im);
+void rs_gpu_moe_free(gpu_impl *im);
+
 /* a timing mark: the work queued since the previous mark counts to `stage` */
 void rs_gpu_mark(gpu_impl *im, int stage);
 
@@ -132,5 +166,9 @@ void rs_gpu_mark(gpu_impl *im, int stage);
  * (rs_gpu_weights.h); W a device view of a weight matrix of the model (prepared at create) */
 rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
                         float beta, float *Y, size_t ldy);
+/* rs_gpu_linear of one row group (an expert's gathered rows): --compute twin reproduces the CPU's GEMM of
+ * these M rows alone rather than one GEMM per stream of the batch */
+rs_status rs_gpu_linear_rows(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
+                             float beta, float *Y, size_t ldy);
 
 #endif /* RS_GPU_SCORER_IMPL_H */

@@ -38,9 +38,7 @@ rs_status rsg_gemm_method_of(rs_compute_mode c, rsg_gemm_method *out)
 
 static void add_mat_(std::vector<rs_gpu_wmat> &v, const float *h, size_t rows, size_t cols, int shared)
 {
-    if (!h) return;
-    for (const rs_gpu_wmat &e : v)
-        if (e.h == h) return; /* one matrix, one entry */
+    if (!h) return; /* a matrix listed twice (a tied lm_head) gets one entry: list_mats_ drops repeats */
     rs_gpu_wmat e;
     memset(&e, 0, sizeof e);
     e.h = h;
@@ -82,6 +80,24 @@ static void list_mats_(const rs_model *m, std::vector<rs_gpu_wmat> &v)
         }
         default: break;
         }
+        if (c->layer_kind[l] == RS_LAYER_MOE || (c->mlp_is_moe && c->layer_has_mlp)) {
+            const rs_moe_config *mo = &c->moe;
+            const size_t E = (size_t)mo->n_experts, din = (size_t)mo->expert_in, Ie = (size_t)mo->intermediate;
+            const size_t Is = (size_t)mo->shared_intermediate;
+            add_mat_(v, w->moe.router, E, d, 0);
+            add_mat_(v, w->moe.latent_in, din, d, 0);
+            add_mat_(v, w->moe.latent_out, d, din, 0);
+            for (size_t e = 0; e < E; e++) {
+                if (w->moe.gate) add_mat_(v, w->moe.gate[e], Ie, din, 0);
+                add_mat_(v, w->moe.up[e], Ie, din, 0);
+                add_mat_(v, w->moe.down[e], din, Ie, 0);
+            }
+            add_mat_(v, w->moe.shared_gate, Is, d, 0);
+            add_mat_(v, w->moe.shared_up, Is, d, 0);
+            add_mat_(v, w->moe.shared_down, d, Is, 0);
+            add_mat_(v, w->moe.shared_scale, 1, d, 0);
+            continue;
+        }
         if (c->layer_kind[l] == RS_LAYER_MLP || c->layer_has_mlp) {
             add_mat_(v, w->mlp.gate, I, d, 0);
             add_mat_(v, w->mlp.up, I, d, 0);
@@ -89,6 +105,10 @@ static void list_mats_(const rs_model *m, std::vector<rs_gpu_wmat> &v)
         }
     }
     add_mat_(v, m->w.lm_head, (size_t)c->vocab, d, m->w.lm_head == m->w.embed);
+    /* one matrix, one entry (the first listed): stable by host address, then the repeats dropped */
+    std::stable_sort(v.begin(), v.end(), [](const rs_gpu_wmat &a, const rs_gpu_wmat &b) { return a.h < b.h; });
+    v.erase(std::unique(v.begin(), v.end(), [](const rs_gpu_wmat &a, const rs_gpu_wmat &b) { return a.h == b.h; }),
+            v.end());
 }
 
 /* bf16x3: which matrices are bf16-exact (their bf16 copies: weights), X's three planes and the
@@ -153,6 +173,30 @@ static rs_status plan_f64_(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
     return RS_OK;
 }
 
+/* weights made on the GPU (rs_gpu_devweights.cu): fp32 GEMMs (cuBLAS SGEMM; twin: the CPU's) on each
+   matrix's values or its decode; the other methods need weight copies the device model does not make */
+static rs_status plan_device_(const rs_scorer *sc, gpu_impl *im, size_t *weight_bytes, size_t *scratch_bytes)
+{
+    rs_gpu_gemm_state *g = &im->gemm;
+    RS_CHECK(g->method == RSG_GEMM_BF16X3 || g->method == RSG_GEMM_TWIN, RS_E_UNSUPPORTED,
+             "--compute %s: a model whose weights are made on the GPU runs with --compute fp32 or twin",
+             rs_compute_mode_name(sc->cfg.compute));
+    if (g->method == RSG_GEMM_BF16X3) g->method = RSG_GEMM_SGEMM;
+    g->pad_rows = 0;
+    g->dev_mode = 1;
+    std::vector<rs_gpu_wmat> v;
+    list_mats_(sc->m, v);
+    free(g->mats);
+    g->mats = (rs_gpu_wmat *)calloc(v.size() + 1, sizeof *g->mats);
+    if (!g->mats) return rs_error_set(RS_E_NOMEM, "out of memory");
+    std::copy(v.begin(), v.end(), g->mats);
+    g->n_mats = (int)v.size();
+    g->n_exact = 0;
+    RS_TRY(rs_gpu_devw_plan(sc->m, g->mats, g->n_mats, weight_bytes, &g->deq_floats));
+    *scratch_bytes = g->deq_floats * sizeof(float);
+    return RS_OK;
+}
+
 rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_bytes, size_t *scratch_bytes)
 {
     rs_gpu_gemm_state *g = &im->gemm;
@@ -182,8 +226,9 @@ rs_status rs_gpu_gemm_plan(const rs_scorer *sc, gpu_impl *im, size_t *weight_byt
         const char *fb = getenv("RS_CPU_F64_BLOCK"); /* the CPU backend's column blocks (rs_gemm_blocks.h) */
         RS_CHECK(rs_gemm_f64_block_parse(fb, &g->twin_block), RS_E_INVAL,
                  "RS_CPU_F64_BLOCK=%s: not a power of two in [1024, 2^30]", fb);
-        return RS_OK;
+        return sc->m->weights_on_device ? plan_device_(sc, im, weight_bytes, scratch_bytes) : RS_OK;
     }
+    if (sc->m->weights_on_device) return plan_device_(sc, im, weight_bytes, scratch_bytes);
     const char *force = getenv("RS_GPU_GEMM"); /* comparisons: `--compute fp32` on cuBLAS SGEMM */
     if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "sgemm")) g->method = RSG_GEMM_SGEMM;
     if (g->method == RSG_GEMM_BF16X3 && force && !strcmp(force, "f64")) g->method = RSG_GEMM_F64; /* diagnostic */
@@ -296,6 +341,11 @@ rs_status rs_gpu_gemm_alloc(const rs_scorer *sc, gpu_impl *im)
 {
     (void)sc;
     rs_gpu_gemm_state *g = &im->gemm;
+    if (g->dev_mode) {
+        for (int i = 0; i < g->n_mats; i++) entry_reset_(im, &g->mats[i]);
+        std::sort(g->mats, g->mats + g->n_mats, by_key_);
+        return rs_gpu_devw_alloc(im);
+    }
     if (g->method == RSG_GEMM_BF16X3) return alloc_bf16x3_(im);
     if (g->method == RSG_GEMM_F64) return alloc_f64_(im);
     if (g->method != RSG_GEMM_TF32X3) return RS_OK;
@@ -332,6 +382,8 @@ void rs_gpu_gemm_free(gpu_impl *im)
     cudaFree(g->pad_y);
     cudaFree(g->part);
     cudaFree(g->bf_mem);
+    cudaFree(g->dev_mem);
+    cudaFree(g->deq);
     free(g->mats);
     memset(g, 0, sizeof *g);
 }
@@ -353,15 +405,20 @@ void rs_gpu_gemm_describe(const gpu_impl *im, char *buf, size_t n)
                          "one rounding)", g->twin_threads);
     else
         snprintf(buf, n, "gemm %s", rsg_gemm_method_name(g->method));
+    if (g->dev_mode) {
+        const size_t u = strlen(buf);
+        if (u < n) snprintf(buf + u, n - u, " on weights made on the GPU (quantized ones kept so, decoded per GEMM)");
+    }
     if (g->pad_rows > 1) {
         const size_t u = strlen(buf);
         if (u < n) snprintf(buf + u, n - u, ", every GEMM padded to %zu rows (RS_GPU_GEMM_PAD_ROWS)", g->pad_rows);
     }
 }
 
-/* one GEMM by the scorer's method; e: the weight matrix's entry (tf32x3, bf16x3), else NULL */
+/* one GEMM by the scorer's method; e: the weight matrix's entry (tf32x3, bf16x3), else NULL; twin_rows: the
+   rows of one CPU GEMM (twin) */
 static rs_status run_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, size_t K, const float *X, size_t ldx,
-                      const float *W, float beta, float *Y, size_t ldy)
+                      const float *W, float beta, float *Y, size_t ldy, size_t twin_rows)
 {
     const rs_gpu_gemm_state *g = &im->gemm;
     switch (g->method) {
@@ -376,15 +433,14 @@ static rs_status run_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, si
         return rsg_linear_f64(im->blas, M, N, K, X, ldx, (const double *)e->bf, beta, Y, ldy, (double *)g->ws,
                               (double *)g->part, im->s);
     case RSG_GEMM_TWIN: /* the batch's streams are M / b_ns rows each: one CPU GEMM per stream */
-        return rsg_linear_twin(M, N, K, X, ldx, W, beta, Y, ldy, M / (im->b_ns ? im->b_ns : 1), g->twin_threads,
-                               g->twin_block, im->s);
+        return rsg_linear_twin(M, N, K, X, ldx, W, beta, Y, ldy, twin_rows, g->twin_threads, g->twin_block, im->s);
     default: return rsg_linear(im->blas, g->method, M, N, K, X, ldx, W, NULL, beta, Y, ldy, NULL, 0, im->s);
     }
 }
 
 /* the padded GEMM of rs_gpu_linear (see pad_rows): Y's M rows through a pad_rows-row copy */
 static rs_status linear_padded_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, size_t N, size_t K, const float *X,
-                                size_t ldx, const float *W, float beta, float *Y, size_t ldy)
+                                size_t ldx, const float *W, float beta, float *Y, size_t ldy, size_t twin_rows)
 {
     rs_gpu_gemm_state *g = &im->gemm;
     const size_t P = g->pad_rows, need = P * ldy;
@@ -403,18 +459,18 @@ static rs_status linear_padded_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, si
         return rs_error_set(RS_E_CUDA, "padded GEMM: copying Y in");
     /* rows M .. P-1 of X are whatever the buffers (sized for RR x chunk rows) hold: a GEMM's rows
        are independent, so they reach only the rows of pad_y that are not copied out */
-    RS_TRY(run_(im, e, P, N, K, X, ldx, W, beta, g->pad_y, ldy));
+    RS_TRY(run_(im, e, P, N, K, X, ldx, W, beta, g->pad_y, ldy, twin_rows));
     if (cudaMemcpy2DAsync(Y, row, g->pad_y, row, w, M, cudaMemcpyDeviceToDevice, im->s) != cudaSuccess)
         return rs_error_set(RS_E_CUDA, "padded GEMM: copying Y out");
     return RS_OK;
 }
 
-rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
-                        float beta, float *Y, size_t ldy)
+static rs_status linear_(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
+                         float beta, float *Y, size_t ldy, size_t twin_rows)
 {
     const rs_gpu_gemm_state *g = &im->gemm;
     const rs_gpu_wmat *e = NULL;
-    if (g->method == RSG_GEMM_TF32X3 || g->method == RSG_GEMM_BF16X3 || g->method == RSG_GEMM_F64) {
+    if (g->dev_mode || g->method == RSG_GEMM_TF32X3 || g->method == RSG_GEMM_BF16X3 || g->method == RSG_GEMM_F64) {
         rs_gpu_wmat key;
         memset(&key, 0, sizeof key);
         key.key = W;
@@ -423,8 +479,21 @@ rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float 
                  "rs_gpu_linear: weight matrix %p (%zu x %zu) was not prepared for the %s GEMM", (const void *)W, N, K,
                  rsg_gemm_method_name(g->method));
     }
-    if (g->pad_rows > M) RS_TRY(linear_padded_(im, e, M, N, K, X, ldx, W, beta, Y, ldy));
-    else RS_TRY(run_(im, e, M, N, K, X, ldx, W, beta, Y, ldy));
-    rs_gpu_mark(im, GS_GEMM);
+    if (e && e->dev) RS_TRY(rs_gpu_devw_view(im, e, &W));
+    if (g->pad_rows > M) RS_TRY(linear_padded_(im, e, M, N, K, X, ldx, W, beta, Y, ldy, twin_rows));
+    else RS_TRY(run_(im, e, M, N, K, X, ldx, W, beta, Y, ldy, twin_rows));
+    if (!im->quiet_marks) rs_gpu_mark(im, GS_GEMM);
     return RS_OK;
+}
+
+rs_status rs_gpu_linear(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
+                        float beta, float *Y, size_t ldy)
+{
+    return linear_(im, M, N, K, X, ldx, W, beta, Y, ldy, M / (im->b_ns ? im->b_ns : 1)); /* twin: a GEMM per stream */
+}
+
+rs_status rs_gpu_linear_rows(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
+                             float beta, float *Y, size_t ldy)
+{
+    return linear_(im, M, N, K, X, ldx, W, beta, Y, ldy, M);
 }

@@ -24,6 +24,12 @@ typedef struct rs_gpu_wmat {
     const float *key, *hi, *lo;
     const void *bf;   /* bf16x3: the device bf16 copy [rows][cols], NULL when not bf16-exact (sgemm);
                          f64: the device double copy [rows][cols] */
+    /* a matrix made on the GPU (rs_model.weights_on_device, rs_gpu_devweights.cu); NULL / 0 otherwise */
+    const rs_model_matrix *dev; /* its description */
+    float *f32;       /* dense: the device fp32 values */
+    uint8_t *q;       /* NVFP4: [rows][cols / 2] E2M1 pairs; FP8: [rows][cols] E4M3 */
+    uint8_t *qs;      /* NVFP4: [rows][cols / 16] E4M3 block scales */
+    float *qscale;    /* device: NVFP4 weight_scale_2, FP8 the tensor scale */
 } rs_gpu_wmat;
 
 typedef struct rs_gpu_gemm_state {
@@ -48,6 +54,10 @@ typedef struct rs_gpu_gemm_state {
     int twin_threads;        /* twin: the CPU thread count whose GEMM slabs it reproduces (RS_TWIN_CPU_THREADS, 2) */
     size_t twin_block;       /* twin: the CPU GEMM's column-block bound in doubles (rs_gemm_blocks.h, RS_CPU_F64_BLOCK) */
     size_t pad_y_floats;
+    int dev_mode;            /* the model's matrices are made on the GPU: every GEMM looks its matrix up */
+    void *dev_mem;           /* their storage */
+    float *deq;              /* fp32 scratch of the largest quantized matrix, decoded before its GEMM */
+    size_t deq_floats;
 } rs_gpu_gemm_state;
 
 struct rs_scorer;
@@ -63,5 +73,15 @@ rs_status rs_gpu_gemm_alloc(const struct rs_scorer *sc, struct gpu_impl *im);
 void rs_gpu_gemm_free(struct gpu_impl *im);
 /* the describe() part: "gemm tf32x3 (226 of 226 weight matrices TF32-exact: 2 products)" */
 void rs_gpu_gemm_describe(const struct gpu_impl *im, char *buf, size_t n);
+
+/* ---- matrices made on the GPU (rs_gpu_devweights.cu) ---- */
+/* mark the entries of mats that are the model's dev_mats (entry.dev), their storage bytes and the decode scratch */
+rs_status rs_gpu_devw_plan(const rs_model *m, rs_gpu_wmat *mats, int n, size_t *weight_bytes, size_t *deq_floats);
+/* allocate and make every such matrix (synchronous) */
+rs_status rs_gpu_devw_alloc(struct gpu_impl *im);
+/* the fp32 operand of a GEMM on entry e: its values, or its decode into the scratch (queued on im->s) */
+rs_status rs_gpu_devw_view(struct gpu_impl *im, const rs_gpu_wmat *e, const float **W);
+/* tests and tools: the decoded fp32 values [rows][cols] of the matrix whose model view is `view`, to the host */
+rs_status rs_gpu_devw_decode(struct gpu_impl *im, const float *view, float *out);
 
 #endif /* RS_GPU_WEIGHTS_H */

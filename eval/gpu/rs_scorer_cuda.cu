@@ -320,6 +320,7 @@ static void stats_(const rs_scorer *sc, rs_scorer_stats *out)
     out->other_s = im->stage_s[GS_OTHER];
     out->score_s = im->stage_s[GS_SCORE];
     out->copy_s = im->stage_s[GS_COPY];
+    out->moe_s = im->stage_s[GS_MOE];
     size_t fr = 0, tot = 0;
     out->peak_bytes = im->device_bytes;
     if (cudaMemGetInfo(&fr, &tot) == cudaSuccess && tot - fr > out->peak_bytes) out->peak_bytes = tot - fr;
@@ -337,12 +338,28 @@ static rs_status logits_(const rs_scorer *sc, long r, float *out)
     return RS_OK;
 }
 
+static rs_status routes_(const rs_scorer *sc, long r, int layer, int32_t *out)
+{
+    const gpu_impl *im = (const gpu_impl *)sc->impl;
+    const rs_model_config *c = &sc->m->cfg;
+    RS_CHECK(out && r >= -1 && r + 1 < (long)im->RS && layer >= 0 && layer < c->n_layers, RS_E_INVAL,
+             "scorer routes: run %ld of %d, layer %d of %d", r, im->RS - 1, layer, c->n_layers);
+    RS_CHECK(c->is_moe && (c->mlp_is_moe || c->layer_kind[layer] == RS_LAYER_MOE), RS_E_INVAL,
+             "scorer routes: layer %d has no experts", layer);
+    RS_CHECK(im->S == 1, RS_E_UNSUPPORTED, "scorer routes: a single-stream GPU scorer only (this one has %zu)", im->S);
+    RS_CHECK(im->last_n > 0, RS_E_STATE, "scorer routes: no step taken yet");
+    const size_t n = im->last_n, k = (size_t)c->moe.top_k, M = (size_t)im->RS * n;
+    memcpy(out, im->moe.routes + (size_t)layer * M * k + (size_t)(r + 1) * n * k, n * k * sizeof(int32_t));
+    return RS_OK;
+}
+
 static void destroy_(rs_scorer *sc)
 {
     gpu_impl *im = (gpu_impl *)sc->impl;
     if (im) {
         if (im->s) cudaStreamSynchronize(im->s);
         cudaFree(im->d_slab);
+        rs_gpu_moe_free(im);
         cudaFree(im->kv);
         for (int l = 0; l < 256; l++) cudaFree(im->layers[l].conv_state);
         rs_cuda_scan_free(im->scan_gdn);
@@ -379,7 +396,8 @@ static void destroy_(rs_scorer *sc)
 }
 
 static const rs_scorer_ops gpu_ops_ = {"cuda",   reset_,         step_,          run_nonfinite_,   describe_, stats_,
-                                       logits_,  destroy_,       reset_stream_,  step_streams_,    stream_nonfinite_};
+                                       logits_,  destroy_,       reset_stream_,  step_streams_,    stream_nonfinite_,
+                                       routes_};
 
 static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg)
 {
@@ -428,13 +446,68 @@ static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg
     return reset_(sc);
 }
 
+rs_status rs_scorer_cuda_plan(const rs_model *m, size_t n_runs, const rs_run_spec *runs, size_t chunk,
+                              size_t max_tokens, rs_compute_mode compute, int device, rs_gpu_plan_report *out)
+{
+    RS_CHECK(m && out && (runs || n_runs == 0) && chunk >= 1 && max_tokens >= 1, RS_E_INVAL,
+             "rs_scorer_cuda_plan: NULL argument or zero chunk / positions");
+    memset(out, 0, sizeof *out);
+    rs_scorer_config cf;
+    memset(&cf, 0, sizeof cf);
+    cf.n_runs = n_runs;
+    cf.runs = runs;
+    cf.chunk = chunk;
+    cf.max_tokens = max_tokens;
+    cf.compute = compute;
+    cf.device = device;
+    const rs_scorer_config *cfg = &cf;
+    rs_scorer sc;
+    memset(&sc, 0, sizeof sc);
+    sc.m = m;
+    gpu_impl *im = (gpu_impl *)calloc(1, sizeof *im);
+    RS_CHECK(im, RS_E_NOMEM, "out of memory");
+    sc.impl = im;
+    im->plan_only = 1;
+    rs_status st = rs_scorer_config_copy(&sc, cfg, &im->cfg_mem);
+    if (st == RS_OK) st = rsg_gemm_method_of(cfg->compute, &im->gemm.method);
+    rs_gpu_plan p;
+    memset(&p, 0, sizeof p);
+    if (st == RS_OK) {
+        im->twin = cfg->compute == RS_COMPUTE_TWIN;
+        im->RS = (int)cfg->n_runs + 1;
+        im->S = rs_scorer_n_streams(&sc);
+        im->RR = (int)(im->S * (size_t)im->RS);
+        im->C = cfg->chunk;
+        im->cap = cfg->max_tokens;
+        st = rs_gpu_plan_make(&sc, im, &p);
+    }
+    if (st == RS_OK) {
+        const double b[MP_N] = {(double)p.bytes[MP_WEIGHTS], (double)p.bytes[MP_KV], (double)p.bytes[MP_STATE],
+                                (double)p.bytes[MP_ACT], (double)p.bytes[MP_LOGITS]};
+        out->weights = b[MP_WEIGHTS], out->kv = b[MP_KV], out->state = b[MP_STATE], out->act = b[MP_ACT];
+        out->logits = b[MP_LOGITS];
+        out->total = (double)p.total;
+        int n = 0;
+        size_t fr = 0, tot = 0;
+        if (cudaGetDeviceCount(&n) == cudaSuccess && n > cfg->device && cudaSetDevice(cfg->device) == cudaSuccess &&
+            cudaMemGetInfo(&fr, &tot) == cudaSuccess)
+            out->device_free = (double)fr;
+        cudaGetLastError(); /* no device: not an error here */
+        rs_gpu_gemm_describe(im, out->gemm, sizeof out->gemm);
+    }
+    rs_gpu_plan_free(&p);
+    rs_cuda_scan_free(im->scan_gdn); /* set only when a scan config was invalid */
+    rs_cuda_scan_free(im->scan_mamba);
+    rs_gpu_gemm_free(im);
+    free(im->cfg_mem);
+    free(im);
+    return st;
+}
+
 rs_status rs_scorer_cuda_create(const rs_model *m, const rs_scorer_config *cfg, rs_scorer **out)
 {
     RS_CHECK(m && cfg && out, RS_E_INVAL, "rs_scorer_cuda_create: NULL argument");
     *out = NULL;
-    RS_CHECK(!m->cfg.is_moe, RS_E_UNSUPPORTED,
-             "%s: mixture-of-experts layers run on the CPU scorer only in this version (--device cpu)",
-             m->cfg.model_type);
     rs_scorer *sc = (rs_scorer *)calloc(1, sizeof *sc);
     gpu_impl *im = (gpu_impl *)calloc(1, sizeof *im);
     if (!sc || !im) {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "replayssm/engine/rs_policy.h"
 #include "model/rs_backend.h"
@@ -107,6 +108,12 @@ struct rs_kleval {
 /* Record a failure of `stage` with the message "<what>: <status name>: <cause>" (what NULL:
  * the cause alone) and return st. */
 rs_status rs_kleval_fail(rs_kleval *ev, rs_kleval_stage stage, rs_status st, const char *what);
+
+/* random weights on a GPU scorer are made on the device (rs_model_init_random_device); the log says so */
+static inline int rs_kleval_random_on_device(const rs_kleval_config *c)
+{
+    return c->random_weights && c->device_kind && strcmp(c->device_kind, "cpu") != 0;
+}
 
 /* Monotonic seconds; the current UTC time as ISO 8601 ("2026-12-01T08:00:00Z"). */
 double rs_kleval_now(void);

@@ -220,7 +220,8 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf
     /* random weights (rs_model_init_random): which, since no checkpoint file says it; compared on resume.
      * Checkpoint runs carry no such attribute (their files' digests say which weights) */
     if (c->random_weights) {
-        snprintf(m->weights, sizeof m->weights, "random, seed %llu", (unsigned long long)c->random_seed);
+        snprintf(m->weights, sizeof m->weights, "random%s, seed %llu", rs_kleval_random_on_device(c) ? " (made on the GPU)" : "",
+                 (unsigned long long)c->random_seed);
         m->extra[ne++] = (rs_h5log_extra){"model_weights", m->weights, 1};
     }
     h->n_extra = ne;

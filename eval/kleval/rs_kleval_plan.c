@@ -57,8 +57,13 @@ static rs_status load_model_(rs_kleval *ev)
                               rs_error_set(RS_E_FORMAT, "%s: tokenizer ids reach %d, the model's vocab_size is %d: refusing",
                                            ev->cfg.model_dir, ev->tok.vocab - 1, mc.vocab),
                               NULL);
-    st = ev->cfg.random_weights ? rs_model_init_random(ev->cfg.model_dir, ev->cfg.random_seed, &ev->model)
-                                : rs_model_load(ev->cfg.model_dir, &ev->model);
+    /* random weights on the GPU scorer: its matrices made on the device (the host holds the small tensors) */
+    if (ev->cfg.random_weights)
+        st = rs_kleval_random_on_device(&ev->cfg)
+                 ? rs_model_init_random_device(ev->cfg.model_dir, ev->cfg.random_seed, &ev->model)
+                 : rs_model_init_random(ev->cfg.model_dir, ev->cfg.random_seed, &ev->model);
+    else
+        st = rs_model_load(ev->cfg.model_dir, &ev->model);
     if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_MODEL, st, "cannot load the model");
     ev->model_loaded = 1;
     ev->res.model_type = ev->model.cfg.model_type;

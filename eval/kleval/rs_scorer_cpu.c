@@ -132,6 +132,18 @@ static rs_status cpu_logits_(const rs_scorer *sc, long r, float *out)
     return RS_OK;
 }
 
+static rs_status cpu_routes_(const rs_scorer *sc, long r, int layer, int32_t *out)
+{
+    const cpu_impl *im = (const cpu_impl *)sc->impl;
+    RS_CHECK(out && r >= -1 && r < (long)sc->cfg.n_runs && layer >= 0 && layer < sc->m->cfg.n_layers, RS_E_INVAL,
+             "scorer routes: run %ld of %zu, layer %d of %d", r, sc->cfg.n_runs, layer, sc->m->cfg.n_layers);
+    RS_CHECK(im->runner[0]->last_n > 0, RS_E_STATE, "scorer routes: no step taken yet");
+    const int32_t *src = rs_runner_routes(im->runner[0], (size_t)layer, (size_t)(r + 1));
+    RS_CHECK(src, RS_E_INVAL, "scorer routes: layer %d has no experts", layer);
+    memcpy(out, src, im->runner[0]->last_n * (size_t)sc->m->cfg.moe.top_k * sizeof(int32_t));
+    return RS_OK;
+}
+
 static void cpu_destroy_(rs_scorer *sc)
 {
     cpu_impl *im = (cpu_impl *)sc->impl;
@@ -149,7 +161,7 @@ static void cpu_destroy_(rs_scorer *sc)
 
 static const rs_scorer_ops cpu_ops_ = {"cpu",          cpu_reset_,        cpu_step_,         cpu_run_nonfinite_,
                                        cpu_describe_,  cpu_stats_,        cpu_logits_,       cpu_destroy_,
-                                       cpu_reset_stream_, cpu_step_streams_, cpu_stream_nonfinite_};
+                                       cpu_reset_stream_, cpu_step_streams_, cpu_stream_nonfinite_, cpu_routes_};
 
 /* runner run 0 = the fp32 reference (rs_run_spec_reference), run r + 1 = policy run r */
 static rs_status build_runner_(rs_scorer *sc, cpu_impl *im, rs_runner **out)
@@ -160,6 +172,7 @@ static rs_status build_runner_(rs_scorer *sc, cpu_impl *im, rs_runner **out)
     runs[0] = rs_run_spec_reference();
     if (R) memcpy(runs + 1, sc->cfg.runs, R * sizeof *runs);
     rs_runner_config rc = rs_runner_config_default();
+    rc.capture_routes = sc->m->cfg.is_moe; /* the routes op */
     rc.n_runs = R + 1;
     rc.runs = runs;
     rc.chunk = sc->cfg.chunk;

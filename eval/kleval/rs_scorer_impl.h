@@ -115,6 +115,10 @@ typedef struct rs_scorer_ops {
     /* run_nonfinite of run r of stream s */
     rs_status (*stream_nonfinite)(const rs_scorer *sc, size_t s, size_t r, rs_scorer_nonfinite *nf,
                                   const char **msg);
+    /* the experts run r (-1: the reference) of stream 0 chose in MoE layer `layer` for the last step's n
+     * positions, out[n][top_k] ascending per position (parity tests and tools; RS_E_INVAL for a dense
+     * layer or model, RS_E_UNSUPPORTED on a multi-stream GPU scorer) */
+    rs_status (*routes)(const rs_scorer *sc, long r, int layer, int32_t *out);
 } rs_scorer_ops;
 
 struct rs_scorer {

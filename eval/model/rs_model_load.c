@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "replayssm/eval/rs_hf_config.h"
 #include "replayssm/eval/rs_safetensors.h"
@@ -193,6 +194,8 @@ void rs_model_free(rs_model *m) {
     if (!m) return;
     free(m->w.slab);
     free(m->w.expert_views);
+    free(m->dev_mats);
+    if (m->dev_reserve) munmap(m->dev_reserve, m->dev_reserve_bytes);
     rs_quant_config_free(&m->quant);
     if (m->st) {
         rs_st_close(m->st);

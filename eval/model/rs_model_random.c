@@ -3,7 +3,7 @@
  *
  * Distribution (tensor t = its index in the family's tensor list, rs_model_names.h; values from
  * rs_random_weights.h keyed by (seed, t)):
- *   embeddings                          N(0, 1)
+ *   embeddings                          N(0, 1); N(0, 1/d) when tied to the lm_head
  *   linear weights [out, in], packed    N(0, 1/in): each output is a unit-variance mix of unit inputs,
  *   experts [E, out, in], lm_head       so the residual stream grows like sqrt(layers) (finite over
  *                                       88 blocks) and the logits are O(1) after the final norm
@@ -19,11 +19,12 @@
  * (6 * weight_scale_2)), E2M1 codes round-to-nearest; FP8: scale = amax / 448 per tensor or per block)
  * and decoded with rs_wdecode: the model holds exactly what such a checkpoint would.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "replayssm/eval/rs_model.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,8 +69,9 @@ static void fill_(const rs_model_config *c, const want *w, uint64_t key, float *
         const int one_plus = qwen && !strstr(nm, "linear_attn.norm.");
         for (size_t i = 0; i < numel; i++) dst[i] = one_plus ? 0.0f : 1.0f;
     } else {
-        /* embeddings N(0, 1); everything else a linear map of fan-in the last dimension */
-        const int embed = strstr(nm, "embed") != NULL;
+        /* embeddings N(0, 1), N(0, 1/d) when they are the lm_head too (the logits stay O(1)); everything
+           else a linear map of fan-in the last dimension */
+        const int embed = strstr(nm, "embed") != NULL && !c->tie_word_embeddings;
         const int conv = strstr(nm, "conv1d.weight") != NULL;
         const double fan = embed ? 1.0 : (double)w->shape[w->ndim - 1];
         const float sd = (float)(1.0 / sqrt(conv ? (double)w->shape[2] : fan));
@@ -163,7 +165,42 @@ static rs_status quantize_(const rs_quant_config *q, want *w, float *x)
     return st;
 }
 
-static rs_status init_(const char *dir, uint64_t seed, rs_model *m, want_list *wl)
+/* a GEMM matrix of the forward (what the GPU scorer hands its GEMMs): every 2-D `.weight` but the embeddings */
+static int is_matrix_(const want *w) { return w->ndim == 2 && ends_(w->name, ".weight") && !strstr(w->name, "embed"); }
+
+/* rs_model_init_random_device: the matrix of want w kept on the device: its description, a view in the
+ * reserved range */
+static rs_status describe_matrix_(rs_model *m, const want *w, uint64_t key, size_t *voff)
+{
+    rs_model_matrix *x = &m->dev_mats[m->n_dev_mats++];
+    x->rows = w->shape[0];
+    x->cols = w->shape[1];
+    x->key = key;
+    x->sd = (float)(1.0 / sqrt((double)w->shape[1]));
+    x->fmt = RS_WFMT_DENSE;
+    if (m->quant.present) {
+        char module[192];
+        snprintf(module, sizeof module, "%.*s", (int)(strlen(w->name) - 7), w->name);
+        x->fmt = rs_quant_config_format_of(&m->quant, module);
+    }
+    RS_CHECK(x->fmt != RS_WFMT_FP8_BLOCK, RS_E_UNSUPPORTED,
+             "random weights on the GPU: '%s' is declared FP8 in blocks, which only the host-made model supports", w->name);
+    RS_CHECK(x->fmt != RS_WFMT_NVFP4 || x->cols % 16 == 0, RS_E_SHAPE,
+             "random weights: '%s' has %lld inputs, NVFP4 needs a multiple of 16", w->name, (long long)x->cols);
+    x->view = (const float *)((char *)m->dev_reserve + *voff);
+    *voff += (size_t)x->rows * (size_t)x->cols * sizeof(float);
+    *w->dst = x->view;
+    m->n_weights_fmt[x->fmt]++;
+    return RS_OK;
+}
+
+static int by_view_(const void *a, const void *b)
+{
+    const rs_model_matrix *x = (const rs_model_matrix *)a, *y = (const rs_model_matrix *)b;
+    return x->view < y->view ? -1 : x->view > y->view;
+}
+
+static rs_status init_(const char *dir, uint64_t seed, rs_model *m, want_list *wl, int on_device)
 {
     char path[4096];
     const int r = snprintf(path, sizeof path, "%s/config.json", dir);
@@ -180,26 +217,63 @@ static rs_status init_(const char *dir, uint64_t seed, rs_model *m, want_list *w
         RS_TRY(rs_mn_list_nemotronh(wl, c, &m->w, m->prefix, "embeddings.weight"));
     }
     if (!c->tie_word_embeddings) RS_TRY(rs_mn_add(wl, &m->w.lm_head, 2, c->vocab, c->hidden, 0, "lm_head.weight"));
-    size_t total = 0;
+    size_t total = 0, vbytes = 0;
+    int nmat = 0;
     for (int i = 0; i < wl->n; i++) {
         size_t numel = 1;
         for (int k = 0; k < wl->v[i].ndim; k++) numel *= (size_t)wl->v[i].shape[k];
-        RS_CHECK(total + numel + 16 > total, RS_E_NOMEM, "%s: the weights overflow size_t", dir);
+        RS_CHECK(total + numel + 16 > total && vbytes + 4 * numel >= vbytes, RS_E_NOMEM,
+                 "%s: the weights overflow size_t", dir);
+        if (on_device && is_matrix_(&wl->v[i])) {
+            vbytes += numel * sizeof(float);
+            nmat++;
+            continue;
+        }
         total += (numel + 15u) & ~(size_t)15u;
     }
+    const size_t small_bytes = total * sizeof(float);
+    if (on_device == 2) vbytes += small_bytes; /* shapes only: the host tensors get reserved views too */
+    if (on_device) { /* views of the device-made matrices: distinct addresses that fault if read */
+        m->dev_mats = (rs_model_matrix *)calloc((size_t)nmat + 1, sizeof *m->dev_mats);
+        RS_CHECK(m->dev_mats, RS_E_NOMEM, "%s: out of memory", dir);
+        m->dev_reserve_bytes = vbytes ? vbytes : 4096;
+        m->dev_reserve = mmap(NULL, m->dev_reserve_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m->dev_reserve == MAP_FAILED) {
+            m->dev_reserve = NULL;
+            return rs_error_set(RS_E_NOMEM, "%s: cannot reserve %.1f GB of address space for the GPU-made weights", dir,
+                                (double)m->dev_reserve_bytes / 1e9);
+        }
+        m->weights_on_device = 1;
+    }
     RS_CHECK(total <= SIZE_MAX / sizeof(float), RS_E_NOMEM, "%s: the weights overflow size_t", dir);
-    RS_TRY(rs_mn_check_memory(dir, "the fp32 weights", (uint64_t)total * sizeof(float)));
-    void *slab = NULL;
-    RS_CHECK(posix_memalign(&slab, 64, (total ? total : 1) * sizeof(float)) == 0, RS_E_NOMEM,
-             "%s: cannot allocate %zu floats (%.2f GB) for the random weights", dir, total, 4.0 * (double)total / 1e9);
-    m->w.slab = (float *)slab;
     m->w.slab_floats = total;
-    size_t off = 0;
+    size_t off = 0, voff = 0;
+    if (on_device == 2) { /* shapes only: nothing is made; the host tensors' views follow the matrices' */
+        m->w.slab = NULL;
+    } else {
+        RS_TRY(rs_mn_check_memory(dir, "the fp32 weights", (uint64_t)total * sizeof(float)));
+        void *slab = NULL;
+        RS_CHECK(posix_memalign(&slab, 64, (total ? total : 1) * sizeof(float)) == 0, RS_E_NOMEM,
+                 "%s: cannot allocate %zu floats (%.2f GB) for the random weights", dir, total,
+                 4.0 * (double)total / 1e9);
+        m->w.slab = (float *)slab;
+    }
+    size_t soff = vbytes - small_bytes; /* shapes only: where the next host tensor's view goes */
     for (int i = 0; i < wl->n; i++) {
         want *w = &wl->v[i];
+        if (on_device && is_matrix_(w)) {
+            RS_TRY(describe_matrix_(m, w, rs_rw_key(seed, (uint64_t)i), &voff));
+            continue;
+        }
         size_t numel = 1;
         for (int k = 0; k < w->ndim; k++) numel *= (size_t)w->shape[k];
         const size_t padded = (numel + 15u) & ~(size_t)15u;
+        if (on_device == 2) {
+            *w->dst = (const float *)((char *)m->dev_reserve + soff);
+            soff += padded * sizeof(float);
+            if (w->ndim == 2 && ends_(w->name, ".weight")) m->n_weights_fmt[RS_WFMT_DENSE]++;
+            continue;
+        }
         float *dst = m->w.slab + off;
         fill_(c, w, rs_rw_key(seed, (uint64_t)i), dst, numel);
         RS_TRY(quantize_(&m->quant, w, dst));
@@ -209,23 +283,33 @@ static rs_status init_(const char *dir, uint64_t seed, rs_model *m, want_list *w
         off += padded;
     }
     rs_mn_finish(wl);
+    if (on_device) qsort(m->dev_mats, (size_t)m->n_dev_mats, sizeof *m->dev_mats, by_view_);
     if (c->tie_word_embeddings) m->w.lm_head = m->w.embed;
     m->n_tensors_used = wl->n;
-    m->random_weights = 1;
+    m->random_weights = on_device != 2;
     m->random_seed = seed;
     return RS_OK;
 }
 
-rs_status rs_model_init_random(const char *dir, uint64_t seed, rs_model *m)
+static rs_status init_random_(const char *dir, uint64_t seed, rs_model *m, int on_device)
 {
     RS_CHECK(dir && m, RS_E_INVAL, "rs_model_init_random: NULL argument");
     memset(m, 0, sizeof *m);
     want_list wl;
     memset(&wl, 0, sizeof wl);
     wl.dir = dir;
-    const rs_status st = init_(dir, seed, m, &wl);
+    const rs_status st = init_(dir, seed, m, &wl, on_device);
     free(wl.v);
     free(wl.fix);
     if (st != RS_OK) rs_model_free(m);
     return st;
 }
+
+rs_status rs_model_init_random(const char *dir, uint64_t seed, rs_model *m) { return init_random_(dir, seed, m, 0); }
+
+rs_status rs_model_init_random_device(const char *dir, uint64_t seed, rs_model *m)
+{
+    return init_random_(dir, seed, m, 1);
+}
+
+rs_status rs_model_init_shapes(const char *dir, rs_model *m) { return init_random_(dir, 0, m, 2); }

@@ -162,6 +162,9 @@ rs_status rs_runner_create(const rs_model *m, rs_backend *be, const rs_runner_co
     RS_CHECK(m->cfg.family == RS_FAMILY_QWEN35 || m->cfg.family == RS_FAMILY_NEMOTRONH,
              RS_E_UNSUPPORTED, "rs_runner_create: model family %d is not supported yet",
              (int)m->cfg.family);
+    RS_CHECK(!m->weights_on_device, RS_E_UNSUPPORTED,
+             "%s: this model's weight matrices are made on the GPU (random weights on the GPU): only the GPU scorer "
+             "runs it", m->cfg.model_type);
 
     RS_TRY(check_memory_(m, cfg));
 

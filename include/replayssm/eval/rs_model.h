@@ -271,6 +271,18 @@ typedef struct rs_model_weights {
 
 struct rs_st_set; /* rs_safetensors.h: the open (mmapped) checkpoint */
 
+/* A GEMM weight matrix a model keeps off the host (rs_model_init_random_device): its rs_model view is a
+ * reserved address that is never read on the host; the GPU scorer makes the values on the device and
+ * keeps them in `fmt` (NVFP4 / FP8 as stored, quantized the way rs_model_init_random does; fp32 when
+ * dense). */
+typedef struct rs_model_matrix {
+    const float *view;   /* the view the forward names the matrix by (a key, not memory)          */
+    int64_t rows, cols;  /* [out, in]                                                             */
+    rs_wformat fmt;      /* RS_WFMT_DENSE (fp32), RS_WFMT_NVFP4 or RS_WFMT_FP8 (per tensor)       */
+    uint64_t key;        /* its stream of random values (rs_random_weights.h rs_rw_key(seed, t))  */
+    float sd;            /* element = sd * rs_rw_normal(key, i), i = row * cols + col             */
+} rs_model_matrix;
+
 typedef struct rs_model {
     rs_model_config cfg;
     rs_model_weights w;
@@ -282,6 +294,12 @@ typedef struct rs_model {
     struct rs_st_set *st;    /* the checkpoint, still mapped (raw bytes for diagnostics/tests); owned */
     char prefix[64];         /* weight-name prefix found: "model.language_model.", "model.", "backbone." */
     int n_tensors_used;      /* checkpoint tensors converted into the slab                      */
+    int weights_on_device;   /* 1: the GEMM matrices are dev_mats, made and kept on the GPU only
+                                (rs_model_init_random_device); the CPU forward refuses the model   */
+    rs_model_matrix *dev_mats; /* [n_dev_mats] sorted by view; owned                              */
+    int n_dev_mats;
+    void *dev_reserve;       /* the address range the views of dev_mats point into (PROT_NONE)   */
+    size_t dev_reserve_bytes;
     int n_tensors_ignored;   /* checkpoint tensors not used (vision, mtp.*, ...)                 */
 } rs_model;
 
@@ -302,6 +320,20 @@ rs_status rs_model_load(const char *dir, rs_model *m);
  *  with a quantization description in `dir` the weights it declares quantized are quantized and decoded as
  *  a checkpoint of that format would hold them. No safetensors file is read. On failure *m is zeroed. */
 rs_status rs_model_init_random(const char *dir, uint64_t seed, rs_model *m);
+
+/*! rs_model_init_random_device() : rs_model_init_random's model for the GPU scorer when its fp32 weights
+ *  would not fit the host: the embeddings, norms, convolutions and SSM parameters are made on the host as
+ *  rs_model_init_random makes them; every GEMM matrix (projections, experts, routers, an untied lm_head) is
+ *  only described (dev_mats: shape, format, random stream) and made on the GPU by the scorer, quantized
+ *  as the description says (NVFP4; FP8 per tensor; FP8 blocks are refused). Its values are
+ *  rs_model_init_random's up to the last bit of a normal deviate (host and device libm), so a quantized
+ *  code may differ where a value sits on a rounding boundary. On failure *m is zeroed. */
+rs_status rs_model_init_random_device(const char *dir, uint64_t seed, rs_model *m);
+
+/*! rs_model_init_shapes() : rs_model_init_random_device's model with nothing made: every view is a reserved
+ *  address (w.slab NULL, w.slab_floats the host tensors' floats), for memory plans from the config and
+ *  the quantization description alone (rs_scorer_cuda_plan). No scorer runs it. On failure *m is zeroed. */
+rs_status rs_model_init_shapes(const char *dir, rs_model *m);
 
 /* What an evaluation of a model needs in memory on the CPU (rs_model_plan_cpu), in bytes. */
 typedef struct rs_model_plan {

@@ -42,6 +42,7 @@ rs_status rs_compute_mode_parse(const char *s, rs_compute_mode *out);
  * measure, 0 otherwise). */
 typedef struct rs_scorer_stats {
     double gemm_s, attention_s, recurrence_s, other_s, score_s, copy_s, total_s;
+    double moe_s;               /* GPU: MoE routing, grouping on the host, gathers and weighted sums */
     size_t peak_bytes;          /* device (GPU) or planned host bytes (CPU) */
     size_t steps, positions;    /* steps taken, positions forwarded */
 } rs_scorer_stats;

@@ -1,0 +1,255 @@
+/* rs_gpu_moe.cu — the mixture-of-experts FFN of a chunk on the GPU, the twin of eval/model/rs_moe.c
+ * (same order of work, same sums):
+ *   xn = RMSNorm(x); logits = router xn (rs_gpu_linear); every row routed on the device by
+ *   rs_moe_route_row (eval/model/rs_moe_route.h, the CPU's own lines); the choices copied to the host
+ *   and grouped by expert there (a counting sort in row order: the CPU's order); xin = fc1_latent_proj xn
+ *   or xn; acc = 0; for each expert e with rows, in index order: gather its rows, up (gate) down GEMMs
+ *   on them alone, acc[row] += w * y; out = fc2_latent_proj acc (or acc); the shared expert on xn
+ *   (Qwen: times sigmoid(shared_expert_gate xn)); x += out + shared.
+ * A row is routed by its own activations, so a policy run may use other experts than the reference.
+ * The host round trip (one copy of M x k indices per MoE layer) gives the expert GEMMs their row
+ * counts; --compute twin runs each stream's rows apart, as the CPU scorer does book by book.
+ * Timing: routing, grouping and the weighted adds count to the MoE stage, the expert loop's GEMMs
+ * (one mark for the loop) to the GEMM stage. */
+#include "model/rs_moe_route.h"
+#include "rs_gpu_scorer_impl.h"
+
+#include <string.h>
+
+#include "rs_check.h"
+#include "rs_cuda_common.cuh" /* RS_CUDA_TRY, rs_cuda_launch_status */
+
+/* ---- kernels ----------------------------------------------------------------------------------- */
+
+/* one thread per row: the row's experts and weights (rs_moe_route_row, the host's code) */
+static __global__ void route_k_(rs_moe_config mo, int M, const float *logits, const float *bias, int32_t *idx,
+                                float *w, float *scratch)
+{
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) return;
+    const size_t E = (size_t)mo.n_experts, k = (size_t)mo.top_k;
+    rs_moe_route_row(&mo, logits + row * E, bias, idx + row * k, w + row * k,
+                     scratch + row * RS_MOE_ROUTE_SCRATCH(E, mo.n_group));
+}
+
+/* Y[i] = X[order[i] / k] for the n entries of one expert (block i, threads over the width) */
+static __global__ void gather_k_(int din, const int32_t *order, int k, const float *X, float *Y)
+{
+    const size_t row = (size_t)(order[blockIdx.x] / k);
+    const float *x = X + row * din;
+    float *y = Y + (size_t)blockIdx.x * din;
+    for (int j = threadIdx.x; j < din; j += blockDim.x) y[j] = x[j];
+}
+
+/* acc[row] += w * y for the n entries of one expert (distinct rows: no two blocks write one row);
+   t = y * w rounded, then added: index_add_ of (y * w), as the CPU */
+static __global__ void scatter_add_k_(int din, const int32_t *order, int k, const float *wts, const float *Y,
+                                      float *acc)
+{
+    const int32_t ent = order[blockIdx.x];
+    const float wt = wts[ent];
+    float *dst = acc + (size_t)(ent / k) * din;
+    const float *y = Y + (size_t)blockIdx.x * din;
+    for (int j = threadIdx.x; j < din; j += blockDim.x) {
+        const float t = y[j] * wt;
+        dst[j] = dst[j] + t;
+    }
+}
+
+/* x += out + shared (Qwen: out + sigmoid(sg) * shared), in transformers' order (rs_moe.c sum_row_) */
+static __global__ void sum_k_(int d, float *x, const float *out, const float *sh, const float *sg)
+{
+    const size_t row = blockIdx.x;
+    float *xr = x + row * d;
+    const float *o = out + row * d, *s = sh + row * d;
+    const float g = sg ? rs_sigmoidf(sg[row]) : 1.0f;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        const float t = sg ? g * s[j] : s[j];
+        const float y = o[j] + t;
+        xr[j] = xr[j] + y;
+    }
+}
+
+static unsigned threads_of_(size_t width) { return width >= 256 ? 256u : width >= 128 ? 128u : 64u; }
+
+/* ---- scratch ----------------------------------------------------------------------------------- */
+
+void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, size_t *dev, size_t *host)
+{
+    *dev = *host = 0;
+    if (!c->is_moe) return;
+    const rs_moe_config *mo = &c->moe;
+    const size_t E = (size_t)mo->n_experts, k = (size_t)mo->top_k, din = (size_t)mo->expert_in;
+    const size_t I = (size_t)mo->intermediate, d = (size_t)c->hidden;
+    const size_t floats = M * E + M * RS_MOE_ROUTE_SCRATCH(E, mo->n_group) + M * k /* w */ +
+                          (mo->latent > 0 ? M * din : 0) + 3 * M * din /* xe ye acc */ + 2 * M * I + 2 * M * d + M;
+    *dev = floats * sizeof(float) + 2 * M * k * sizeof(int32_t); /* idx, order */
+    *host = 2 * M * k * sizeof(int32_t) + (E + 1) * sizeof(int32_t) + (size_t)c->n_layers * M * k * sizeof(int32_t);
+}
+
+rs_status rs_gpu_moe_alloc(const rs_scorer *sc, gpu_impl *im)
+{
+    const rs_model_config *c = &sc->m->cfg;
+    if (!c->is_moe) return RS_OK;
+    gpu_moe *g = &im->moe;
+    const rs_moe_config *mo = &c->moe;
+    const size_t M = (size_t)im->RR * im->C, E = (size_t)mo->n_experts, k = (size_t)mo->top_k;
+    const size_t din = (size_t)mo->expert_in, I = (size_t)mo->intermediate, d = (size_t)c->hidden;
+    struct {
+        void **p;
+        size_t bytes;
+    } want[] = {
+        {(void **)&g->logits, M * E * sizeof(float)},
+        {(void **)&g->route, M * RS_MOE_ROUTE_SCRATCH(E, mo->n_group) * sizeof(float)},
+        {(void **)&g->idx, M * k * sizeof(int32_t)},
+        {(void **)&g->w, M * k * sizeof(float)},
+        {(void **)&g->order, M * k * sizeof(int32_t)},
+        {(void **)&g->lat, mo->latent > 0 ? M * din * sizeof(float) : 0},
+        {(void **)&g->xe, M * din * sizeof(float)},
+        {(void **)&g->ye, M * din * sizeof(float)},
+        {(void **)&g->acc, M * din * sizeof(float)},
+        {(void **)&g->h, M * I * sizeof(float)},
+        {(void **)&g->g, M * I * sizeof(float)},
+        {(void **)&g->out, M * d * sizeof(float)},
+        {(void **)&g->sh, M * d * sizeof(float)},
+        {(void **)&g->sg, M * sizeof(float)},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (want[i].bytes == 0) continue;
+        const cudaError_t e = cudaMalloc(want[i].p, want[i].bytes);
+        if (e != cudaSuccess)
+            return rs_error_set(RS_E_CUDA, "cudaMalloc of the MoE scratch (%.3f GiB): %s",
+                                (double)want[i].bytes / 1073741824.0, cudaGetErrorString(e));
+        im->device_bytes += want[i].bytes;
+    }
+    RS_CUDA_TRY(cudaMallocHost((void **)&g->h_idx, M * k * sizeof(int32_t)), "cudaMallocHost (the MoE routes)");
+    RS_CUDA_TRY(cudaMallocHost((void **)&g->h_order, M * k * sizeof(int32_t)), "cudaMallocHost (the MoE order)");
+    g->count = (int32_t *)calloc(E + 1, sizeof(int32_t));
+    g->routes = (int32_t *)calloc((size_t)c->n_layers * M * k, sizeof(int32_t));
+    if (!g->count || !g->routes) return rs_error_set(RS_E_NOMEM, "out of memory (the MoE routes)");
+    return RS_OK;
+}
+
+void rs_gpu_moe_free(gpu_impl *im)
+{
+    gpu_moe *g = &im->moe;
+    void *dev[] = {g->logits, g->route, g->idx, g->w, g->order, g->lat, g->xe, g->ye, g->acc, g->h, g->g, g->out,
+                   g->sh, g->sg};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
+    cudaFreeHost(g->h_idx);
+    cudaFreeHost(g->h_order);
+    free(g->count);
+    free(g->routes);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- the FFN ----------------------------------------------------------------------------------- */
+
+/* counting sort of the entries (row * k + slot) of rows [r0, r1) by expert into h_order[r0 * k ..]:
+   count[e] .. count[e+1] (offsets from r0 * k) are expert e's, rows ascending (rs_moe.c group_by_expert_) */
+static void group_by_expert_(gpu_moe *g, size_t r0, size_t r1, size_t E, size_t k)
+{
+    int32_t *cnt = g->count, *order = g->h_order + r0 * k;
+    memset(cnt, 0, (E + 1) * sizeof *cnt);
+    for (size_t i = r0 * k; i < r1 * k; i++) cnt[g->h_idx[i] + 1]++;
+    for (size_t e = 0; e < E; e++) cnt[e + 1] += cnt[e];
+    for (size_t i = r0 * k; i < r1 * k; i++) order[cnt[g->h_idx[i]]++] = (int32_t)i;
+    for (size_t e = E; e > 0; e--) cnt[e] = cnt[e - 1];
+    cnt[0] = 0;
+}
+
+/* the routed experts of rows [r0, r1): acc[row] = sum over the row's experts, experts in index order */
+static rs_status experts_(const rs_model *m, gpu_impl *im, int l, size_t r0, size_t r1, const float *xin)
+{
+    const rs_moe_config *mo = &m->cfg.moe;
+    const rs_layer_weights *w = &m->w.layers[l];
+    gpu_moe *g = &im->moe;
+    const size_t E = (size_t)mo->n_experts, k = (size_t)mo->top_k, din = (size_t)mo->expert_in;
+    const size_t I = (size_t)mo->intermediate;
+    const int swiglu = mo->activation == RS_ACT_SILU;
+    group_by_expert_(g, r0, r1, E, k);
+    RS_CUDA_TRY(cudaMemcpyAsync(g->order + r0 * k, g->h_order + r0 * k, (r1 - r0) * k * sizeof(int32_t),
+                                cudaMemcpyHostToDevice, im->s),
+                "uploading the MoE order");
+    const unsigned tw = threads_of_(din);
+    for (size_t e = 0; e < E; e++) {
+        const int32_t b = g->count[e], n = g->count[e + 1] - b;
+        if (n == 0) continue;
+        const int32_t *ord = g->order + r0 * k + b;
+        gather_k_<<<(unsigned)n, tw, 0, im->s>>>((int)din, ord, (int)k, xin, g->xe);
+        RS_TRY(rs_cuda_launch_status("MoE gather"));
+        const float *act = g->h;
+        RS_TRY(rs_gpu_linear_rows(im, (size_t)n, I, din, g->xe, din, RS_GPU_W(im, w->moe.up[e]), 0.0f, g->h, I));
+        if (swiglu) {
+            RS_TRY(rs_gpu_linear_rows(im, (size_t)n, I, din, g->xe, din, RS_GPU_W(im, w->moe.gate[e]), 0.0f, g->g, I));
+            RS_TRY(rsg_swiglu(n, (int)I, g->g, I, g->h, I, im->s));
+            act = g->g;
+        } else {
+            RS_TRY(rsg_relu2(n, (int)I, g->h, I, im->s));
+        }
+        RS_TRY(rs_gpu_linear_rows(im, (size_t)n, din, I, act, I, RS_GPU_W(im, w->moe.down[e]), 0.0f, g->ye, din));
+        scatter_add_k_<<<(unsigned)n, tw, 0, im->s>>>((int)din, ord, (int)k, g->w, g->ye, g->acc);
+        RS_TRY(rs_cuda_launch_status("MoE weighted add"));
+    }
+    return RS_OK;
+}
+
+rs_status rs_gpu_moe_ffn(const rs_scorer *sc, gpu_impl *im, int l, const float *nw, rsg_norm_weight kind, size_t n)
+{
+    const rs_model *m = sc->m;
+    const rs_moe_config *mo = &m->cfg.moe;
+    const rs_layer_weights *w = &m->w.layers[l];
+    gpu_moe *g = &im->moe;
+    const size_t d = (size_t)m->cfg.hidden, M = (size_t)im->G * n, E = (size_t)mo->n_experts, k = (size_t)mo->top_k;
+    const size_t din = (size_t)mo->expert_in, Is = (size_t)mo->shared_intermediate;
+    const int swiglu = mo->activation == RS_ACT_SILU;
+    RS_TRY((im->twin ? rsg_rmsnorm_seq : rsg_rmsnorm)((int)M, (int)d, im->x, d, RS_GPU_W(im, nw), m->cfg.rms_eps, kind,
+                                                      im->xn, d, im->s));
+    rs_gpu_mark(im, GS_OTHER);
+    RS_TRY(rs_gpu_linear(im, M, E, d, im->xn, d, RS_GPU_W(im, w->moe.router), 0.0f, g->logits, E));
+    route_k_<<<(unsigned)((M + 127) / 128), 128, 0, im->s>>>(
+        *mo, (int)M, g->logits, w->moe.router_bias ? RS_GPU_W(im, w->moe.router_bias) : NULL, g->idx, g->w, g->route);
+    RS_TRY(rs_cuda_launch_status("MoE routing"));
+    RS_CUDA_TRY(cudaMemcpyAsync(g->h_idx, g->idx, M * k * sizeof(int32_t), cudaMemcpyDeviceToHost, im->s),
+                "copying the MoE routes");
+    rs_gpu_mark(im, GS_MOE);
+    const float *xin = im->xn;
+    if (mo->latent > 0) { /* queued before the wait: the GPU projects while the host groups */
+        RS_TRY(rs_gpu_linear(im, M, din, d, im->xn, d, RS_GPU_W(im, w->moe.latent_in), 0.0f, g->lat, din));
+        xin = g->lat;
+    }
+    RS_CUDA_TRY(cudaMemsetAsync(g->acc, 0, M * din * sizeof(float), im->s), "clearing the MoE sums");
+    RS_CUDA_TRY(cudaStreamSynchronize(im->s), "routing the MoE rows");
+    rs_gpu_mark(im, GS_MOE);
+    memcpy(g->routes + (size_t)l * M * k, g->h_idx, M * k * sizeof(int32_t));
+    im->quiet_marks++;
+    rs_status st = RS_OK;
+    if (im->twin) { /* the CPU scorer's GEMMs: one stream's rows at a time */
+        const size_t per = M / im->b_ns;
+        for (size_t j = 0; j < im->b_ns && st == RS_OK; j++) st = experts_(m, im, l, j * per, (j + 1) * per, xin);
+    } else {
+        st = experts_(m, im, l, 0, M, xin);
+    }
+    im->quiet_marks--;
+    RS_TRY(st);
+    rs_gpu_mark(im, GS_GEMM);
+    if (mo->latent > 0) RS_TRY(rs_gpu_linear(im, M, d, din, g->acc, din, RS_GPU_W(im, w->moe.latent_out), 0.0f, g->out, d));
+    else RS_CUDA_TRY(cudaMemcpyAsync(g->out, g->acc, M * d * sizeof(float), cudaMemcpyDeviceToDevice, im->s),
+                     "copying the MoE output");
+    /* the shared expert on the block input (before any latent projection) */
+    if (swiglu) {
+        RS_TRY(rs_gpu_linear(im, M, Is, d, im->xn, d, RS_GPU_W(im, w->moe.shared_gate), 0.0f, im->proj, Is));
+        RS_TRY(rs_gpu_linear(im, M, Is, d, im->xn, d, RS_GPU_W(im, w->moe.shared_up), 0.0f, im->proj2, Is));
+        RS_TRY(rsg_swiglu((int)M, (int)Is, im->proj, Is, im->proj2, Is, im->s));
+    } else {
+        RS_TRY(rs_gpu_linear(im, M, Is, d, im->xn, d, RS_GPU_W(im, w->moe.shared_up), 0.0f, im->proj, Is));
+        RS_TRY(rsg_relu2((int)M, (int)Is, im->proj, Is, im->s));
+    }
+    rs_gpu_mark(im, GS_OTHER);
+    RS_TRY(rs_gpu_linear(im, M, d, Is, im->proj, Is, RS_GPU_W(im, w->moe.shared_down), 0.0f, g->sh, d));
+    if (mo->shared_gate) RS_TRY(rs_gpu_linear(im, M, 1, d, im->xn, d, RS_GPU_W(im, w->moe.shared_scale), 0.0f, g->sg, 1));
+    sum_k_<<<(unsigned)M, threads_of_(d), 0, im->s>>>((int)d, im->x, g->out, g->sh, mo->shared_gate ? g->sg : NULL);
+    RS_TRY(rs_cuda_launch_status("MoE sum"));
+    rs_gpu_mark(im, GS_MOE);
+    return RS_OK;
+}
