@@ -326,6 +326,15 @@ static void test_quant_config_rules(void **state) {
     assert_int_equal(rs_quant_config_format_of(NULL, "x"), RS_WFMT_DENSE);
     rs_quant_config_free(&q);
     assert_false(q.present);
+    /* a hub-prefixed pattern covers the layer under any prefix (a random-weight model's "model.") */
+    const char *hub = "{\"quantization\": {\"quant_algo\": \"NVFP4\", \"exclude_modules\": "
+                      "[\"model.language_model.layers.*.linear_attn*\"]}}";
+    assert_int_equal(rs_quant_config_parse(hub, strlen(hub), 0, NULL, &q), RS_OK);
+    assert_int_equal(rs_quant_config_format_of(&q, "model.layers.0.linear_attn.in_proj_qkv"), RS_WFMT_DENSE);
+    assert_int_equal(rs_quant_config_format_of(&q, "model.language_model.layers.3.linear_attn.out_proj"),
+                     RS_WFMT_DENSE);
+    assert_int_equal(rs_quant_config_format_of(&q, "model.layers.0.mlp.experts.1.up_proj"), RS_WFMT_NVFP4);
+    rs_quant_config_free(&q);
     rs_quant_config_free(&q); /* idempotent */
 
     const char *w4 = "{\"quantization\": {\"quant_algo\": \"W4A16_NVFP4\"}}";

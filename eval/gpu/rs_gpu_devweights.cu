@@ -181,8 +181,9 @@ rs_status rs_gpu_devw_alloc(gpu_impl *im)
 
 /* ---- decoding for a GEMM ---------------------------------------------------------------------- */
 
-static __global__ void decode_nvfp4_k_(size_t nbytes, int cols, const uint8_t *codes, const uint8_t *scales,
-                                       const float *s2p, float *y)
+/* byte j holds columns 2j, 2j + 1 of the row-major matrix; cols % 16 == 0, so its block scale is 2j / 16 */
+static __global__ void decode_nvfp4_k_(size_t nbytes, const uint8_t *codes, const uint8_t *scales, const float *s2p,
+                                       float *y)
 {
     const float s2 = *s2p;
     for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < nbytes; j += (size_t)gridDim.x * blockDim.x) {
@@ -191,7 +192,6 @@ static __global__ void decode_nvfp4_k_(size_t nbytes, int cols, const uint8_t *c
         y[2 * j] = rs_codec_nvfp4_value(b & 0xFu, sb, s2);
         y[2 * j + 1] = rs_codec_nvfp4_value(b >> 4, sb, s2);
     }
-    (void)cols;
 }
 
 static __global__ void decode_fp8_k_(size_t n, const uint8_t *codes, const float *sp, float *y)
@@ -209,8 +209,8 @@ rs_status rs_gpu_devw_view(gpu_impl *im, const rs_gpu_wmat *e, const float **W)
     }
     const size_t n = e->rows * e->cols;
     float *y = im->gemm.deq;
-    if (e->dev->fmt == RS_WFMT_NVFP4) /* block scales are per row: cols % 16 == 0, so byte j's block is 2j / 16 */
-        decode_nvfp4_k_<<<grid_(n / 2), 256, 0, im->s>>>(n / 2, (int)e->cols, e->q, e->qs, e->qscale, y);
+    if (e->dev->fmt == RS_WFMT_NVFP4)
+        decode_nvfp4_k_<<<grid_(n / 2), 256, 0, im->s>>>(n / 2, e->q, e->qs, e->qscale, y);
     else
         decode_fp8_k_<<<grid_(n), 256, 0, im->s>>>(n, e->q, e->qscale, y);
     *W = y;

@@ -126,7 +126,8 @@ rs_status rs_gpu_moe_alloc(const rs_scorer *sc, gpu_impl *im)
     RS_CUDA_TRY(cudaMallocHost((void **)&g->h_order, M * k * sizeof(int32_t)), "cudaMallocHost (the MoE order)");
     g->count = (int32_t *)calloc(E + 1, sizeof(int32_t));
     g->routes = (int32_t *)calloc((size_t)c->n_layers * M * k, sizeof(int32_t));
-    if (!g->count || !g->routes) return rs_error_set(RS_E_NOMEM, "out of memory (the MoE routes)");
+    g->diff = (int64_t *)calloc((size_t)im->RR * (size_t)c->n_layers * 2, sizeof(int64_t));
+    if (!g->count || !g->routes || !g->diff) return rs_error_set(RS_E_NOMEM, "out of memory (the MoE routes)");
     return RS_OK;
 }
 
@@ -140,6 +141,7 @@ void rs_gpu_moe_free(gpu_impl *im)
     cudaFreeHost(g->h_order);
     free(g->count);
     free(g->routes);
+    free(g->diff);
     memset(g, 0, sizeof *g);
 }
 
@@ -156,6 +158,24 @@ static void group_by_expert_(gpu_moe *g, size_t r0, size_t r1, size_t E, size_t 
     for (size_t i = r0 * k; i < r1 * k; i++) order[cnt[g->h_idx[i]]++] = (int32_t)i;
     for (size_t e = E; e > 0; e--) cnt[e] = cnt[e - 1];
     cnt[0] = 0;
+}
+
+/* each batch stream's runs against its reference: positions and experts routed otherwise (rs_moe.c
+   count_route_diff_), added to the stream's counts */
+static void count_route_diff_(gpu_impl *im, int l, size_t n, size_t k, int L)
+{
+    gpu_moe *g = &im->moe;
+    for (size_t j = 0; j < im->b_ns; j++) {
+        const int32_t *ref = g->h_idx + j * (size_t)im->RS * n * k;
+        for (int r = 1; r < im->RS; r++) {
+            int64_t *d = g->diff + (((im->b_s0 + j) * (size_t)im->RS + (size_t)r) * (size_t)L + (size_t)l) * 2;
+            for (size_t t = 0; t < n; t++) {
+                const int x = rs_moe_route_diff(ref + ((size_t)r * n + t) * k, ref + t * k, (int)k);
+                d[0] += x > 0;
+                d[1] += x;
+            }
+        }
+    }
 }
 
 /* the routed experts of rows [r0, r1): acc[row] = sum over the row's experts, experts in index order */
@@ -222,6 +242,7 @@ rs_status rs_gpu_moe_ffn(const rs_scorer *sc, gpu_impl *im, int l, const float *
     RS_CUDA_TRY(cudaStreamSynchronize(im->s), "routing the MoE rows");
     rs_gpu_mark(im, GS_MOE);
     memcpy(g->routes + (size_t)l * M * k, g->h_idx, M * k * sizeof(int32_t));
+    count_route_diff_(im, l, n, k, m->cfg.n_layers);
     im->quiet_marks++;
     rs_status st = RS_OK;
     if (im->twin) { /* the CPU scorer's GEMMs: one stream's rows at a time */

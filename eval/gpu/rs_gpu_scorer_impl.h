@@ -54,6 +54,8 @@ typedef struct gpu_moe {
     int32_t *h_order;    /* pinned [M * k]                                                       */
     int32_t *count;      /* host [E + 1]: expert e's entries are order[count[e] .. count[e+1])   */
     int32_t *routes;     /* host [n_layers][M][k]: every MoE layer's choices of the last step    */
+    int64_t *diff;       /* host [S][R + 1][n_layers][2]: since each stream's reset, positions whose
+                            experts differ from the reference's, and experts not the reference's  */
 } gpu_moe;
 
 typedef struct gpu_impl {

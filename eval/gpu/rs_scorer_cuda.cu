@@ -65,6 +65,8 @@ static rs_status reset_(rs_scorer *sc)
     /* the KV caches need no clearing: a query never reads past its own position */
     for (size_t s = 0; s < im->S; s++) im->spos[s] = 0;
     im->last_n = 0;
+    if (im->moe.diff)
+        memset(im->moe.diff, 0, (size_t)im->RR * (size_t)sc->m->cfg.n_layers * 2 * sizeof(int64_t));
     RS_CUDA_TRY(cudaStreamSynchronize(im->s), "reset");
     return RS_OK;
 }
@@ -80,6 +82,10 @@ static rs_status reset_stream_(rs_scorer *sc, size_t s)
     if (im->scan_mamba) RS_TRY(rs_cuda_scan_reset_runs(im->scan_mamba, (int)g0, im->RS, im->s));
     im->spos[s] = 0;
     if (s == 0) im->last_n = 0;
+    if (im->moe.diff) {
+        const size_t per = (size_t)im->RS * (size_t)sc->m->cfg.n_layers * 2;
+        memset(im->moe.diff + s * per, 0, per * sizeof(int64_t));
+    }
     RS_CUDA_TRY(cudaStreamSynchronize(im->s), "reset");
     return RS_OK;
 }
@@ -353,6 +359,19 @@ static rs_status routes_(const rs_scorer *sc, long r, int layer, int32_t *out)
     return RS_OK;
 }
 
+static rs_status route_diff_(const rs_scorer *sc, size_t s, size_t r, int layer, int64_t *positions,
+                             int64_t *experts)
+{
+    const gpu_impl *im = (const gpu_impl *)sc->impl;
+    const int L = sc->m->cfg.n_layers;
+    RS_CHECK(s < im->S && r + 1 < (size_t)im->RS && layer >= 0 && layer < L && positions && experts, RS_E_INVAL,
+             "scorer route_diff: stream %zu of %zu, run %zu of %d, layer %d of %d", s, im->S, r, im->RS - 1, layer, L);
+    const int64_t *d = im->moe.diff ? im->moe.diff + ((s * (size_t)im->RS + r + 1) * (size_t)L + (size_t)layer) * 2 : NULL;
+    *positions = d ? d[0] : 0;
+    *experts = d ? d[1] : 0;
+    return RS_OK;
+}
+
 static void destroy_(rs_scorer *sc)
 {
     gpu_impl *im = (gpu_impl *)sc->impl;
@@ -397,7 +416,7 @@ static void destroy_(rs_scorer *sc)
 
 static const rs_scorer_ops gpu_ops_ = {"cuda",   reset_,         step_,          run_nonfinite_,   describe_, stats_,
                                        logits_,  destroy_,       reset_stream_,  step_streams_,    stream_nonfinite_,
-                                       routes_};
+                                       routes_,  route_diff_};
 
 static rs_status setup_(rs_scorer *sc, gpu_impl *im, const rs_scorer_config *cfg)
 {

@@ -144,6 +144,15 @@ static rs_status cpu_routes_(const rs_scorer *sc, long r, int layer, int32_t *ou
     return RS_OK;
 }
 
+static rs_status cpu_route_diff_(const rs_scorer *sc, size_t s, size_t r, int layer, int64_t *positions,
+                                 int64_t *experts)
+{
+    const cpu_impl *im = (const cpu_impl *)sc->impl;
+    RS_CHECK(s < im->S && r < sc->cfg.n_runs, RS_E_INVAL, "scorer: stream %zu of %zu, run %zu of %zu", s, im->S, r,
+             sc->cfg.n_runs);
+    return rs_runner_moe_route_diff(im->runner[s], r + 1, layer, positions, experts);
+}
+
 static void cpu_destroy_(rs_scorer *sc)
 {
     cpu_impl *im = (cpu_impl *)sc->impl;
@@ -161,7 +170,8 @@ static void cpu_destroy_(rs_scorer *sc)
 
 static const rs_scorer_ops cpu_ops_ = {"cpu",          cpu_reset_,        cpu_step_,         cpu_run_nonfinite_,
                                        cpu_describe_,  cpu_stats_,        cpu_logits_,       cpu_destroy_,
-                                       cpu_reset_stream_, cpu_step_streams_, cpu_stream_nonfinite_, cpu_routes_};
+                                       cpu_reset_stream_, cpu_step_streams_, cpu_stream_nonfinite_, cpu_routes_,
+                                       cpu_route_diff_};
 
 /* runner run 0 = the fp32 reference (rs_run_spec_reference), run r + 1 = policy run r */
 static rs_status build_runner_(rs_scorer *sc, cpu_impl *im, rs_runner **out)

@@ -119,6 +119,11 @@ typedef struct rs_scorer_ops {
      * positions, out[n][top_k] ascending per position (parity tests and tools; RS_E_INVAL for a dense
      * layer or model, RS_E_UNSUPPORTED on a multi-stream GPU scorer) */
     rs_status (*routes)(const rs_scorer *sc, long r, int layer, int32_t *out);
+    /* since stream s's last reset: at how many positions run r's experts in layer `layer` differ from the
+     * reference's (*positions) and how many of its experts are not the reference's (*experts); 0 for a
+     * dense layer or model (the forward's rs_moe_route_diff of every row) */
+    rs_status (*route_diff)(const rs_scorer *sc, size_t s, size_t r, int layer, int64_t *positions,
+                            int64_t *experts);
 } rs_scorer_ops;
 
 struct rs_scorer {

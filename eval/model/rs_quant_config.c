@@ -239,7 +239,11 @@ rs_wformat rs_quant_config_format_of(const rs_quant_config *q, const char *modul
         }
         return RS_WFMT_DENSE;
     }
+    /* a pattern matches the name as written or prefix-free, itself as written or prefix-free: a hub
+       checkpoint's "model.language_model.layers.*" covers the same layers named "model.layers.*" */
     for (int i = 0; i < q->n_exclude; i++)
-        if (fnmatch(q->exclude[i], module, 0) == 0 || fnmatch(q->exclude[i], key, 0) == 0) return RS_WFMT_DENSE;
+        if (fnmatch(q->exclude[i], module, 0) == 0 || fnmatch(q->exclude[i], key, 0) == 0 ||
+            fnmatch(key_of_(q->exclude[i]), key, 0) == 0)
+            return RS_WFMT_DENSE;
     return q->fmt;
 }

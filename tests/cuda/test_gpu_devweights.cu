@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -58,16 +59,24 @@ static bool write_(const char *path, const char *text)
     return fclose(f) == 0 && ok;
 }
 
-static bool copy_(const char *from, const char *to)
+/* a config with d_k = 128 (the GPU state kernels' key width; the fixtures have 32 / 64) */
+static bool copy_dk128_(const char *from, const char *to)
 {
-    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-    bool ok = a && b;
+    FILE *a = fopen(from, "rb");
+    if (!a) return false;
+    std::string cfg;
     char buf[4096];
     size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0) ok = fwrite(buf, 1, n, b) == n;
-    if (a) fclose(a);
-    if (b) ok = fclose(b) == 0 && ok;
-    return ok;
+    while ((n = fread(buf, 1, sizeof buf, a)) > 0) cfg.append(buf, n);
+    fclose(a);
+    const char *keys[] = {"\"ssm_state_size\": ", "\"linear_key_head_dim\": "};
+    for (const char *k : keys) {
+        const size_t at = cfg.find(k);
+        if (at == std::string::npos) continue;
+        const size_t v = at + strlen(k), e = cfg.find_first_of(",\n}", v);
+        cfg.replace(v, e - v, "128");
+    }
+    return write_(to, cfg.c_str());
 }
 
 static void case_(const char *root, const char *name, const char *fixture, const char *quant, rs_dt_mode dt)
@@ -79,7 +88,7 @@ static void case_(const char *root, const char *name, const char *fixture, const
     }
     snprintf(src, sizeof src, "%s/tests/fixtures/models/%s/config.json", root, fixture);
     snprintf(p, sizeof p, "%s/config.json", dir);
-    bool ok = copy_(src, p);
+    bool ok = copy_dk128_(src, p);
     snprintf(p, sizeof p, "%s/hf_quant_config.json", dir);
     ok = ok && write_(p, quant);
     rs_model host, dev;
