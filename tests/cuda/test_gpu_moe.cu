@@ -15,9 +15,11 @@
  *       equal to the CPU's at every position;
  *     - the `fp32` run's logits are the reference's bit for bit (the same rows of the same GEMMs);
  *     - the scorers' routing counts (route_diff) equal those recounted from the captured routes;
- *     - the bf16 run's mean KL within 10 % of the CPU's: its state roundings differ with the fp32
- *       inputs' last bits, and a route flip on one of T = 200 positions moves a tiny model's mean
- *       by a few percent (information: the positions routed unlike the reference, GPU and CPU);
+ *     - the bf16 run's mean KL within a factor 2 of the CPU's: its state roundings differ with the fp32
+ *       inputs' last bits, and routing is discontinuous: one more (position, layer) routed unlike the
+ *       reference among T = 200 positions moved gdn-moe's mean by 24 % on an H100 (7 against 6), so only
+ *       a broken run (no rounding: KL 0; wrong experts or state: orders of magnitude) fails it
+ *       (information: those counts, GPU and CPU);
  *   --compute twin (the CPU's arithmetic, docs/gpu-evaluator.md): the reference and `fp32` logits
  *     and routes are the CPU scorer's bit for bit; with 2 streams (the tokens and their reverse,
  *     each stream's experts grouped apart) each stream's reference NLLs are the CPU's bit for bit;
@@ -276,7 +278,7 @@ static void model_(const char *root, const char *name, rs_dt_mode dt)
         ct_report(name, counts_match_(gpu, &rg, T, k, c) && counts_match_(cpu, &rc_, T, k, c),
                   "routing counts per run and layer (GPU and CPU) = those recounted from the captured routes");
         const double kg = mean_(rg.kl[1]), kc = mean_(rc_.kl[1]);
-        ct_report(name, fabs(kg - kc) <= 0.10 * kc, "%s mean KL: GPU %.4e, CPU %.4e (%+.2f %%; bound 10 %%); positions x "
+        ct_report(name, kg > 0.5 * kc && kg < 2.0 * kc, "%s mean KL: GPU %.4e, CPU %.4e (%+.2f %%; bound a factor 2); positions x "
                   "layers routed unlike the reference: GPU %zu, CPU %zu", k_pol[1], kg, kc, 100.0 * (kg - kc) / kc,
                   positions_routed_unlike_(rg.routes[2], rg.routes[0], T, k, c),
                   positions_routed_unlike_(rc_.routes[2], rc_.routes[0], T, k, c));
