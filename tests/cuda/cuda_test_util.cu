@@ -365,3 +365,24 @@ long Bank::unfolded(int b)
         if (rs_head_unfolded(&hd[(size_t)b * s.H + h]) != u) return -1;
     return (long)u;
 }
+
+std::string ct_fixture_config_dk128(const char *root, const char *fixture)
+{
+    char p[2200];
+    snprintf(p, sizeof p, "%s/tests/fixtures/models/%s/config.json", root, fixture);
+    std::string cfg;
+    FILE *f = fopen(p, "rb");
+    if (!f) return cfg;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) cfg.append(buf, n);
+    fclose(f);
+    const char *keys[] = {"\"ssm_state_size\": ", "\"linear_key_head_dim\": "};
+    for (const char *k : keys) {
+        const size_t at = cfg.find(k);
+        if (at == std::string::npos) continue;
+        const size_t v = at + strlen(k), e = cfg.find_first_of(",\n}", v);
+        cfg.replace(v, e - v, "128");
+    }
+    return cfg;
+}

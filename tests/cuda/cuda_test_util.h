@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "replayssm/cuda/rs_cuda.h"
@@ -233,6 +234,10 @@ void ct_sq_acc(const float *x, const double *ref, size_t n, double &d2, double *
 bool ct_bf16u_ok(double eb, double ef, double sb, double sf);
 /* elements whose float32 bits differ */
 size_t ct_bits_differ(const float *a, const float *b, size_t n);
+
+/* the text of tests/fixtures/models/<fixture>/config.json under root with d_k = 128 (ssm_state_size /
+ * linear_key_head_dim: the GPU state kernels' key width; the MoE fixtures have 32 / 64); "" if unreadable */
+std::string ct_fixture_config_dk128(const char *root, const char *fixture);
 
 /* ---- the lib engine, one head per (row, value head) ---------------------------------------- */
 /* Heads of rows [0, B) under one policy string (rs_policy.h), window L, max drafts T, SR seed

@@ -59,36 +59,16 @@ static bool write_(const char *path, const char *text)
     return fclose(f) == 0 && ok;
 }
 
-/* a config with d_k = 128 (the GPU state kernels' key width; the fixtures have 32 / 64) */
-static bool copy_dk128_(const char *from, const char *to)
-{
-    FILE *a = fopen(from, "rb");
-    if (!a) return false;
-    std::string cfg;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, a)) > 0) cfg.append(buf, n);
-    fclose(a);
-    const char *keys[] = {"\"ssm_state_size\": ", "\"linear_key_head_dim\": "};
-    for (const char *k : keys) {
-        const size_t at = cfg.find(k);
-        if (at == std::string::npos) continue;
-        const size_t v = at + strlen(k), e = cfg.find_first_of(",\n}", v);
-        cfg.replace(v, e - v, "128");
-    }
-    return write_(to, cfg.c_str());
-}
-
 static void case_(const char *root, const char *name, const char *fixture, const char *quant, rs_dt_mode dt)
 {
-    char dir[] = "/tmp/rs_devw_XXXXXX", src[2048], p[2200];
+    char dir[] = "/tmp/rs_devw_XXXXXX", p[2200];
     if (!mkdtemp(dir)) {
         ct_report(name, false, "mkdtemp");
         return;
     }
-    snprintf(src, sizeof src, "%s/tests/fixtures/models/%s/config.json", root, fixture);
+    const std::string cfg = ct_fixture_config_dk128(root, fixture);
     snprintf(p, sizeof p, "%s/config.json", dir);
-    bool ok = copy_dk128_(src, p);
+    bool ok = !cfg.empty() && write_(p, cfg.c_str());
     snprintf(p, sizeof p, "%s/hf_quant_config.json", dir);
     ok = ok && write_(p, quant);
     rs_model host, dev;

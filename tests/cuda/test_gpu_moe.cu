@@ -200,30 +200,19 @@ static int streams_(const rs_model *m, const rs_run_spec *runs, const std::vecto
 static bool folder_(const char *root, const char *name, char *dir)
 {
     char p[2200];
-    snprintf(p, sizeof p, "%s/tests/fixtures/models/%s/config.json", root, name);
-    FILE *f = fopen(p, "rb");
-    if (!f) return false;
-    std::string cfg;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) cfg.append(buf, n);
-    fclose(f);
-    const char *keys[] = {"\"ssm_state_size\": ", "\"linear_key_head_dim\": "};
-    for (const char *k : keys) {
-        const size_t at = cfg.find(k);
-        if (at == std::string::npos) continue;
-        const size_t v = at + strlen(k), e = cfg.find_first_of(",\n}", v);
-        cfg.replace(v, e - v, "128");
-    }
+    const std::string cfg = ct_fixture_config_dk128(root, name);
+    if (cfg.empty()) return false;
     strcpy(dir, "/tmp/rs_gpu_moe_XXXXXX");
     if (!mkdtemp(dir)) return false;
     snprintf(p, sizeof p, "%s/config.json", dir);
-    f = fopen(p, "wb");
+    FILE *f = fopen(p, "wb");
     if (!f || fwrite(cfg.data(), 1, cfg.size(), f) != cfg.size()) return false;
     fclose(f);
     snprintf(p, sizeof p, "%s/tests/fixtures/models/%s/hf_quant_config.json", root, name);
     FILE *q = fopen(p, "rb");
     if (q) {
+        char buf[4096];
+        size_t n;
         snprintf(p, sizeof p, "%s/hf_quant_config.json", dir);
         FILE *o = fopen(p, "wb");
         while (o && (n = fread(buf, 1, sizeof buf, q)) > 0) fwrite(buf, 1, n, o);
