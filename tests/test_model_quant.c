@@ -334,6 +334,11 @@ static void test_quant_config_rules(void **state) {
     assert_int_equal(rs_quant_config_format_of(&q, "model.language_model.layers.3.linear_attn.out_proj"),
                      RS_WFMT_DENSE);
     assert_int_equal(rs_quant_config_format_of(&q, "model.layers.0.mlp.experts.1.up_proj"), RS_WFMT_NVFP4);
+    /* the MoE routers are dense without being excluded (ModelOpt quantizes nn.Linear modules only) */
+    assert_int_equal(rs_quant_config_format_of(&q, "model.layers.0.mlp.gate"), RS_WFMT_DENSE);
+    assert_int_equal(rs_quant_config_format_of(&q, "backbone.layers.1.mixer.gate"), RS_WFMT_DENSE);
+    assert_int_equal(rs_quant_config_format_of(&q, "model.layers.0.mlp.gate_proj"), RS_WFMT_NVFP4);
+    assert_int_equal(rs_quant_config_format_of(&q, "model.layers.0.mlp.shared_expert.gate_proj"), RS_WFMT_NVFP4);
     rs_quant_config_free(&q);
     rs_quant_config_free(&q); /* idempotent */
 

@@ -239,6 +239,14 @@ rs_wformat rs_quant_config_format_of(const rs_quant_config *q, const char *modul
         }
         return RS_WFMT_DENSE;
     }
+    /* the MoE routers (NemotronH mixer.gate, Qwen3.5-MoE mlp.gate) are custom modules holding a weight, not
+       nn.Linear: ModelOpt never quantizes them and so never lists them in exclude_modules */
+    static const char *const routers[] = {".mixer.gate", ".mlp.gate"};
+    const size_t ml = strlen(module);
+    for (size_t i = 0; i < sizeof routers / sizeof *routers; i++) {
+        const size_t rl = strlen(routers[i]);
+        if (ml >= rl && strcmp(module + ml - rl, routers[i]) == 0) return RS_WFMT_DENSE;
+    }
     /* a pattern matches the name as written or prefix-free, itself as written or prefix-free: a hub
        checkpoint's "model.language_model.layers.*" covers the same layers named "model.layers.*" */
     for (int i = 0; i < q->n_exclude; i++)
