@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <zlib.h>
 #include <unistd.h>
 
 char *rs_test_fixture_path(char *buf, size_t bufsize, const char *name)
@@ -52,10 +53,38 @@ int rs_test_rmdir(const char *dir)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* path + ".gz" through zlib, inflated (the larger text and table fixtures are stored compressed) */
+static void *read_gz_(const char *path, size_t *size)
+{
+    char gzp[4096];
+    if (snprintf(gzp, sizeof gzp, "%s.gz", path) >= (int)sizeof gzp) return NULL;
+    gzFile g = gzopen(gzp, "rb");
+    if (!g) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = (char *)malloc(cap + 1);
+    int got;
+    while (buf && (got = gzread(g, buf + len, (unsigned)(cap - len))) > 0) {
+        len += (size_t)got;
+        if (len == cap) {
+            char *nb = (char *)realloc(buf, 2 * cap + 1);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int err = 0;
+    if (buf && (got < 0 || (gzerror(g, &err), err != Z_OK && err != Z_STREAM_END))) { free(buf); buf = NULL; }
+    gzclose(g);
+    if (!buf) return NULL;
+    buf[len] = '\0';
+    if (size) *size = len;
+    return buf;
+}
+
 void *rs_test_read_file(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f) return read_gz_(path, size);
     if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return NULL; }
     long len = ftell(f);
     if (len < 0) { fclose(f); return NULL; }

@@ -21,7 +21,8 @@ int rs_test_rmdir(const char *dir);
 double rs_test_round_dp(double x, int dp);
 
 /* Read a whole file into a malloc'd buffer with a NUL after its bytes (usable as text); *size gets
- * its length (without the NUL). NULL if unreadable. */
+ * its length (without the NUL). When `path` does not exist, `path`.gz is read and inflated (the larger
+ * fixtures are stored gzip-compressed). NULL if unreadable. */
 void *rs_test_read_file(const char *path, size_t *size);
 
 /* Run a shell command (printf-style) with stdout + stderr into dir/out.txt; the exit status,

@@ -1,6 +1,6 @@
 /* test_bpe_tokenizer.c — the BPE tokenizers (eval/tokenizer/) against HF `tokenizers` and
  * tiktoken, token for token (docs/tokenizers.md). The references are in
- * tests/fixtures/tokenizers/expected.json, written by make_tokenizer_fixtures.py with those
+ * tests/fixtures/tokenizers/expected.json.gz, written by make_tokenizer_fixtures.py with those
  * libraries (never by this code):
  *  - adversarial strings: every id, in the default mode, with special tokens as text, and for
  *    invalid UTF-8 in the replace mode; decode(encode(x)) gives x (NFC(x) for NFC tokenizers)
@@ -578,7 +578,7 @@ static void test_pg19_sample(void **state)
     cJSON *big = jt ? cJSON_ParseWithLength(jt, jn) : NULL;
     free(jt);
     if (!big) {
-        print_message("  skipped: no tests/fixtures/tokenizers/expected_pg19.json (make_tokenizer_fixtures.py --pg19)\n");
+        print_message("  skipped: no tests/fixtures/tokenizers/expected_pg19.json.gz (make_tokenizer_fixtures.py --pg19)\n");
         skip();
     }
     const cJSON *all = cJSON_GetObjectItem(big, "tokenizers");

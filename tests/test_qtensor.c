@@ -11,7 +11,7 @@
  *  - round trip == quantize + dequantize bit for bit (also in place);
  *  - SR: the random word of element i is rs_rand_u32(seed, stream, i); mean of many SR round
  *    trips with different streams approaches x within a stated binomial bound;
- *  - bit-exact codes, scales and dequantized values against tests/fixtures/qtensor_ref.bin,
+ *  - bit-exact codes, scales and dequantized values against tests/fixtures/qtensor_ref.bin.gz,
  *    made by make_qtensor_fixtures.py from numpy float32 + ml_dtypes (TE-formula oracles).
  */
 #include <setjmp.h>

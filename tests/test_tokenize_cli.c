@@ -1,6 +1,6 @@
 /* test_tokenize_cli.c — `replayssm tokenize` (eval/cli/cmd_tokenize.c): the ids of a bundled
  * book (data/pg19-sample/test/244) through the CLI equal the committed reference ids of tiktoken
- * (the Qwen3.5 ranks) and of HF tokenizers (books-llama3) in tests/fixtures/tokenizers/expected.json:
+ * (the Qwen3.5 ranks) and of HF tokenizers (books-llama3) in tests/fixtures/tokenizers/expected.json.gz:
  * the count, the SHA-256 of the little-endian uint32 ids (--out) and the first 512 ids of the text
  * output; --decode gives the book's bytes back; the byte tokenizer of a vocab-256 model gives the
  * bytes; bad invocations and refused tokenizers fail with exit 2, bad inputs with 1, each with a
@@ -46,7 +46,7 @@ static int teardown_(void **state)
     return rs_test_sh("/tmp", "rm -rf '%s'", g_dir) == 0 ? 0 : -1;
 }
 
-/* the CLI's ids of book 244 with the tokenizer of `model` equal expected.json's `name` entry */
+/* the CLI's ids of book 244 with the tokenizer of `model` equal expected.json.gz's `name` entry */
 static void check_book_(const char *name, const char *model)
 {
     const cJSON *want = cJSON_GetObjectItem(

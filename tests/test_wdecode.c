@@ -1,5 +1,5 @@
 /* test_wdecode.c — NVFP4 / FP8 checkpoint-weight decoders (rs_wdecode.h):
- *  - bit-exact against tests/fixtures/wdecode_fixtures.bin, made by make_wdecode_fixtures.py
+ *  - bit-exact against tests/fixtures/wdecode_fixtures.bin.gz, made by make_wdecode_fixtures.py
  *    from numpy + ml_dtypes (float4_e2m1fn / float8_e4m3fn, float64 products rounded once);
  *    the fixture's refused cases must return RS_E_FORMAT;
  *  - every refusal (NULL, lying shapes, scale counts, row ranges, short output, bad per-tensor
