@@ -74,16 +74,38 @@ static unsigned threads_of_(size_t width) { return width >= 256 ? 256u : width >
 
 /* ---- scratch ----------------------------------------------------------------------------------- */
 
+enum { MOE_BUFS = 14 };
+
+/* the device buffers of the MoE scratch and, for M rows, their bytes (0: not needed): one table for the
+   plan, the allocation and the release */
+static void moe_ptrs_(gpu_moe *g, void **p[MOE_BUFS])
+{
+    void **ptr[MOE_BUFS] = {(void **)&g->logits, (void **)&g->route, (void **)&g->idx, (void **)&g->w,
+                            (void **)&g->order, (void **)&g->lat, (void **)&g->xe, (void **)&g->ye,
+                            (void **)&g->acc, (void **)&g->h, (void **)&g->g, (void **)&g->out,
+                            (void **)&g->sh, (void **)&g->sg};
+    for (int i = 0; i < MOE_BUFS; i++) p[i] = ptr[i];
+}
+
+static void moe_sizes_(const rs_model_config *c, size_t M, size_t b[MOE_BUFS])
+{
+    const rs_moe_config *mo = &c->moe;
+    const size_t E = (size_t)mo->n_experts, k = (size_t)mo->top_k, din = (size_t)mo->expert_in;
+    const size_t I = (size_t)mo->intermediate, d = (size_t)c->hidden, f = sizeof(float), i32 = sizeof(int32_t);
+    const size_t bytes[MOE_BUFS] = {M * E * f, M * RS_MOE_ROUTE_SCRATCH(E, mo->n_group) * f, M * k * i32, M * k * f,
+                                    M * k * i32, mo->latent > 0 ? M * din * f : 0, M * din * f, M * din * f,
+                                    M * din * f, M * I * f, M * I * f, M * d * f, M * d * f, M * f};
+    for (int i = 0; i < MOE_BUFS; i++) b[i] = bytes[i];
+}
+
 void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, size_t *dev, size_t *host)
 {
     *dev = *host = 0;
     if (!c->is_moe) return;
-    const rs_moe_config *mo = &c->moe;
-    const size_t E = (size_t)mo->n_experts, k = (size_t)mo->top_k, din = (size_t)mo->expert_in;
-    const size_t I = (size_t)mo->intermediate, d = (size_t)c->hidden;
-    const size_t floats = M * E + M * RS_MOE_ROUTE_SCRATCH(E, mo->n_group) + M * k /* w */ +
-                          (mo->latent > 0 ? M * din : 0) + 3 * M * din /* xe ye acc */ + 2 * M * I + 2 * M * d + M;
-    *dev = floats * sizeof(float) + 2 * M * k * sizeof(int32_t); /* idx, order */
+    size_t b[MOE_BUFS];
+    moe_sizes_(c, M, b);
+    for (int i = 0; i < MOE_BUFS; i++) *dev += b[i];
+    const size_t E = (size_t)c->moe.n_experts, k = (size_t)c->moe.top_k;
     *host = 2 * M * k * sizeof(int32_t) + (E + 1) * sizeof(int32_t) + (size_t)c->n_layers * M * k * sizeof(int32_t);
 }
 
@@ -92,35 +114,18 @@ rs_status rs_gpu_moe_alloc(const rs_scorer *sc, gpu_impl *im)
     const rs_model_config *c = &sc->m->cfg;
     if (!c->is_moe) return RS_OK;
     gpu_moe *g = &im->moe;
-    const rs_moe_config *mo = &c->moe;
-    const size_t M = (size_t)im->RR * im->C, E = (size_t)mo->n_experts, k = (size_t)mo->top_k;
-    const size_t din = (size_t)mo->expert_in, I = (size_t)mo->intermediate, d = (size_t)c->hidden;
-    struct {
-        void **p;
-        size_t bytes;
-    } want[] = {
-        {(void **)&g->logits, M * E * sizeof(float)},
-        {(void **)&g->route, M * RS_MOE_ROUTE_SCRATCH(E, mo->n_group) * sizeof(float)},
-        {(void **)&g->idx, M * k * sizeof(int32_t)},
-        {(void **)&g->w, M * k * sizeof(float)},
-        {(void **)&g->order, M * k * sizeof(int32_t)},
-        {(void **)&g->lat, mo->latent > 0 ? M * din * sizeof(float) : 0},
-        {(void **)&g->xe, M * din * sizeof(float)},
-        {(void **)&g->ye, M * din * sizeof(float)},
-        {(void **)&g->acc, M * din * sizeof(float)},
-        {(void **)&g->h, M * I * sizeof(float)},
-        {(void **)&g->g, M * I * sizeof(float)},
-        {(void **)&g->out, M * d * sizeof(float)},
-        {(void **)&g->sh, M * d * sizeof(float)},
-        {(void **)&g->sg, M * sizeof(float)},
-    };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        if (want[i].bytes == 0) continue;
-        const cudaError_t e = cudaMalloc(want[i].p, want[i].bytes);
+    const size_t M = (size_t)im->RR * im->C, E = (size_t)c->moe.n_experts, k = (size_t)c->moe.top_k;
+    void **p[MOE_BUFS];
+    size_t b[MOE_BUFS];
+    moe_ptrs_(g, p);
+    moe_sizes_(c, M, b);
+    for (int i = 0; i < MOE_BUFS; i++) {
+        if (b[i] == 0) continue;
+        const cudaError_t e = cudaMalloc(p[i], b[i]);
         if (e != cudaSuccess)
-            return rs_error_set(RS_E_CUDA, "cudaMalloc of the MoE scratch (%.3f GiB): %s",
-                                (double)want[i].bytes / 1073741824.0, cudaGetErrorString(e));
-        im->device_bytes += want[i].bytes;
+            return rs_error_set(RS_E_CUDA, "cudaMalloc of the MoE scratch (%.3f GiB): %s", (double)b[i] / 1073741824.0,
+                                cudaGetErrorString(e));
+        im->device_bytes += b[i];
     }
     RS_CUDA_TRY(cudaMallocHost((void **)&g->h_idx, M * k * sizeof(int32_t)), "cudaMallocHost (the MoE routes)");
     RS_CUDA_TRY(cudaMallocHost((void **)&g->h_order, M * k * sizeof(int32_t)), "cudaMallocHost (the MoE order)");
@@ -134,9 +139,9 @@ rs_status rs_gpu_moe_alloc(const rs_scorer *sc, gpu_impl *im)
 void rs_gpu_moe_free(gpu_impl *im)
 {
     gpu_moe *g = &im->moe;
-    void *dev[] = {g->logits, g->route, g->idx, g->w, g->order, g->lat, g->xe, g->ye, g->acc, g->h, g->g, g->out,
-                   g->sh, g->sg};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
+    void **p[MOE_BUFS];
+    moe_ptrs_(g, p);
+    for (int i = 0; i < MOE_BUFS; i++) cudaFree(*p[i]);
     cudaFreeHost(g->h_idx);
     cudaFreeHost(g->h_order);
     free(g->count);

@@ -258,7 +258,7 @@ static rs_status init_(const char *dir, uint64_t seed, rs_model *m, want_list *w
                  4.0 * (double)total / 1e9);
         m->w.slab = (float *)slab;
     }
-    size_t soff = vbytes - small_bytes; /* shapes only: where the next host tensor's view goes */
+    size_t soff = on_device == 2 ? vbytes - small_bytes : 0; /* shapes only: the next host tensor's view */
     for (int i = 0; i < wl->n; i++) {
         want *w = &wl->v[i];
         if (on_device && is_matrix_(w)) {
