@@ -4,7 +4,10 @@
  *    bit-identical to the same run evaluated alone with the reference, on both model families;
  *    the fp32 reference is forwarded once per position (the result's cost counters);
  *  - stop through the event callback, resume, and the log equals an uninterrupted run bitwise;
- *  - the reference alone (no runs) has the reference bits of a run with a policy.
+ *  - the reference alone (no runs) has the reference bits of a run with a policy;
+ *  - on a MoE model every run's routing counts against the reference are logged per book and MoE
+ *    layer, equal to a recount from the runner's captured routes, and kept through stop / --resume
+ *    and merge.
  * Planning and bad configurations: test_kleval_plan.c; the CLI on top: test_kl_cli.c; the bits
  * before/after the move of the evaluator into the library: test_kleval_fixture.c. */
 #include <math.h>
@@ -17,7 +20,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "model/rs_backend.h"
+#include "model/rs_runner.h"
+#include "replayssm/eval/rs_h5log_merge.h"
 #include "replayssm/eval/rs_kleval.h"
+#include "replayssm/eval/rs_model.h"
 #include "rs_test_kleval.h"
 #include "rs_test_util.h"
 
@@ -241,12 +248,157 @@ static void test_reference_only(void **state)
     assert_true(fabs(mean - sum / 160) <= 1e-12 * sum);
 }
 
+/* a run's routing counts per MoE layer recounted from the runner's captured routes of the whole
+   stream in one step (chunk sizes give the CPU model the same bits: test_model_parity), each
+   position's experts against the reference's: positions with any other expert, and those experts */
+static void recount_(const rs_model *m, const int32_t *ids, size_t T, const rs_run_spec *runs, size_t R,
+                     int64_t *pos, int64_t *ex, size_t L)
+{
+    rs_backend *be = NULL;
+    assert_int_equal(rs_backend_cpu_create(1, &be), RS_OK);
+    rs_run_spec all[8]; /* run 0 the fp32 reference, as the CPU scorer builds its runner */
+    assert_true(R < 8);
+    assert_int_equal(rs_run_spec_parse("fp32", "16", 0, &all[0]), RS_OK);
+    for (size_t r = 0; r < R; r++) all[r + 1] = runs[r];
+    rs_runner_config rc = rs_runner_config_default();
+    rc.n_runs = R + 1;
+    rc.runs = all;
+    rc.chunk = T;
+    rc.max_tokens = T;
+    rc.capture_routes = 1;
+    rs_runner *run = NULL;
+    assert_int_equal(rs_runner_create(m, be, &rc, &run), RS_OK);
+    assert_int_equal(rs_runner_step(run, ids, T), RS_OK);
+    const size_t k = (size_t)m->cfg.moe.top_k;
+    size_t j = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const int32_t *r0 = rs_runner_routes(run, (size_t)l, 0);
+        if (!r0) continue;
+        assert_true(j < L);
+        for (size_t r = 0; r < R; r++) {
+            const int32_t *r1 = rs_runner_routes(run, (size_t)l, r + 1);
+            int64_t p = 0, e = 0;
+            for (size_t t = 0; t < T; t++) {
+                int miss = 0;
+                for (size_t a = 0; a < k; a++) {
+                    int found = 0;
+                    for (size_t b = 0; b < k; b++) found |= r1[t * k + a] == r0[t * k + b];
+                    miss += !found;
+                }
+                p += miss > 0;
+                e += miss;
+            }
+            pos[r * L + j] = p;
+            ex[r * L + j] = e;
+        }
+        j++;
+    }
+    assert_int_equal(j, L);
+    rs_runner_free(run);
+    rs_backend_destroy(be);
+}
+
+static void test_moe_route_log(void **state)
+{
+    (void)state;
+    enum { T = 200, NS = 2, R = 2, LMAX = 16 };
+    static const rs_test_run runs[R] = {{"conv:bf16-rtn", 16, 0}, {"conv:nvfp4-rtn", 16, 0}};
+    char model[1024], full[600], cut[600], f0[600], f1[600];
+    rs_test_fixture_path(model, sizeof model, "models/gdn-moe-tiny-random");
+    uint32_t ids[NS][T + 1];
+    int32_t ids32[NS][T + 1];
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    const char *files[NS] = {path_(f0, "moe0.bin"), path_(f1, "moe1.bin")};
+    for (int s = 0; s < NS; s++) {
+        for (int t = 0; t <= T; t++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            ids[s][t] = (uint32_t)((x >> 33) % 256);
+            ids32[s][t] = (int32_t)ids[s][t];
+        }
+        FILE *f = fopen(files[s], "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(ids[s], sizeof(uint32_t), T + 1, f), T + 1);
+        fclose(f);
+    }
+    rs_kleval_config c = config_(model, path_(full, "moe.h5"), runs, R);
+    c.data_dir = NULL;
+    c.book_ids = NULL;
+    c.n_book_ids = 0;
+    c.input = RS_KLEVAL_INPUT_TOKEN_IDS;
+    c.input_files = files;
+    c.n_input_files = NS;
+    c.tokens = T;
+    c.chunk = 32;
+    rs_kleval_free(run_(&c));
+    /* the recount */
+    rs_model m;
+    assert_int_equal(rs_model_load(model, &m), RS_OK);
+    int32_t layers[LMAX];
+    size_t L = 0;
+    for (int l = 0; l < m.cfg.n_layers; l++)
+        if (m.cfg.mlp_is_moe || m.cfg.layer_kind[l] == RS_LAYER_MOE) layers[L++] = l;
+    assert_true(L >= 1 && L <= LMAX);
+    static rs_run_spec specs[R];
+    assert_int_equal(rs_test_specs(runs, R, specs), RS_OK);
+    int64_t want_p[NS][R * LMAX], want_e[NS][R * LMAX];
+    for (int s = 0; s < NS; s++) recount_(&m, ids32[s], T, specs, R, want_p[s], want_e[s], L);
+    rs_model_free(&m);
+    /* stopped after 5 chunks of 32 (inside the first stream: replayed) and after 8 (the first stream
+       complete: copied by --resume), then resumed */
+    char cut2[600];
+    const char *logs[3] = {full, path_(cut, "moecut5.h5"), path_(cut2, "moecut8.h5")};
+    for (int g = 1; g < 3; g++) {
+        stopper st = {g == 1 ? 5u : 8u, 0};
+        c.out_path = logs[g];
+        c.output = RS_KLEVAL_OUT_NEW;
+        c.on_event = stop_after_;
+        c.user = &st;
+        rs_kleval_free(run_(&c));
+        c.output = RS_KLEVAL_OUT_RESUME;
+        c.on_event = NULL;
+        rs_kleval_free(run_(&c));
+    }
+    /* each run alone, merged */
+    char one[2][600], merged[600], name[32];
+    for (int r = 0; r < R; r++) {
+        snprintf(name, sizeof name, "moerun%d.h5", r);
+        rs_kleval_config c1 = config_(model, path_(one[r], name), &runs[r], 1);
+        c1.data_dir = NULL, c1.book_ids = NULL, c1.n_book_ids = 0;
+        c1.input = RS_KLEVAL_INPUT_TOKEN_IDS, c1.input_files = files, c1.n_input_files = NS;
+        c1.tokens = T, c1.chunk = 32;
+        rs_kleval_free(run_(&c1));
+    }
+    const char *ins[2] = {one[0], one[1]};
+    assert_int_equal(rs_h5log_merge(ins, 2, path_(merged, "moemerged.h5"), NULL), RS_OK);
+    const char *logs4[4] = {logs[0], logs[1], logs[2], merged};
+    int64_t total = 0;
+    for (int g = 0; g < 4; g++) {
+        rs_h5log *lg = NULL;
+        assert_int_equal(rs_h5log_open(logs4[g], 0, NULL, &lg), RS_OK);
+        assert_int_equal(rs_h5log_n_moe_layers(lg), L);
+        for (size_t j = 0; j < L; j++) assert_int_equal(rs_h5log_moe_layer(lg, j), layers[j]);
+        for (int s = 0; s < NS; s++)
+            for (size_t r = 0; r < R; r++) {
+                int64_t p[LMAX], e[LMAX];
+                assert_int_equal(rs_h5log_get_route_diff(lg, r, (size_t)s, p, e), RS_OK);
+                for (size_t j = 0; j < L; j++) {
+                    assert_int_equal(p[j], want_p[s][r * L + j]);
+                    assert_int_equal(e[j], want_e[s][r * L + j]);
+                    total += p[j];
+                }
+            }
+        rs_h5log_close(lg);
+    }
+    printf("  gdn-moe: %lld (position, layer) pairs routed unlike the reference over the four logs\n", (long long)total);
+    assert_true(total > 0); /* nvfp4-rtn state reroutes: a count of zero would not test the plumbing */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixed_gdn),      cmocka_unit_test(test_mixed_mamba2),
         cmocka_unit_test(test_reference_once), cmocka_unit_test(test_stop_resume),
-        cmocka_unit_test(test_reference_only),
+        cmocka_unit_test(test_reference_only), cmocka_unit_test(test_moe_route_log),
     };
     return cmocka_run_group_tests(tests, setup_, teardown_);
 }

@@ -225,6 +225,44 @@ void rs_cli_print_window_header(FILE *f)
     fprintf(f, "\n");
 }
 
+/* MoE logs: per run, the (position, MoE layer) pairs of the committed positions whose experts differ
+   from the reference's, and the experts chosen unlike it (books whose counts were not recorded skipped) */
+static int print_routing_(const rs_h5log *lg)
+{
+    const size_t L = rs_h5log_n_moe_layers(lg), R = rs_h5log_n_runs(lg), B = rs_h5log_n_books(lg);
+    if (L == 0) return 0;
+    int64_t *c = (int64_t *)malloc(2 * L * sizeof(int64_t));
+    if (!c) {
+        fprintf(stderr, "replayssm info: out of memory\n");
+        return 1;
+    }
+    printf("\nMoE routing against the reference (%zu MoE layers, committed positions):\n", L);
+    int rc = 0;
+    for (size_t r = 0; r < R && rc == 0; r++) {
+        long long pairs = 0, diff = 0, ex = 0, skipped = 0;
+        for (size_t b = 0; b < B && rc == 0; b++) {
+            const rs_status st = rs_h5log_get_route_diff(lg, r, b, c, c + L);
+            if (st != RS_OK) {
+                rc = rs_cli_fail("info", "cannot read the routing counts", st);
+                break;
+            }
+            if (c[0] < 0) {
+                skipped += rs_h5log_completed(lg, b) > 0;
+                continue;
+            }
+            pairs += (long long)rs_h5log_completed(lg, b) * (long long)L;
+            for (size_t j = 0; j < L; j++) diff += c[j], ex += c[L + j];
+        }
+        if (rc) break;
+        printf("  %-28s L=%-5llu %lld of %lld (position, layer) pairs routed otherwise (%.4f %%), %lld experts unlike "
+               "the reference's%s\n",
+               rs_h5log_policy(lg, r), (unsigned long long)rs_h5log_window(lg, r), diff, pairs,
+               pairs ? 100.0 * (double)diff / (double)pairs : 0.0, ex, skipped ? " (books without counts skipped)" : "");
+    }
+    free(c);
+    return rc;
+}
+
 void rs_cli_print_reference(const rs_h5log_ref_summary *rs, FILE *f)
 {
     if (!rs->n) return;
@@ -359,6 +397,7 @@ static int info_log_(const char *path)
         free(pols);
         free(wins);
     }
+    if (rc == 0) rc = print_routing_(lg);
     free(sums);
     rs_h5log_close(lg);
     return rc;

@@ -96,6 +96,9 @@ struct rs_kleval {
     size_t n_wave;            /* slots of the current wave (0: none open) */
     rs_scorer_stream *sin;    /* [n_slots] the step's inputs */
     rs_scorer_out *sout;      /* [n_slots] the step's outputs (views into the slots) */
+    size_t n_moe;             /* MoE models: the layers with a MoE FFN, whose routing the log counts */
+    int32_t *moe_layers;      /* [n_moe] their indices, ascending */
+    int64_t *moe_cnt;         /* [2][n_moe] one run's counts of one book, for the log */
     rs_kl_running *running;   /* [R + 1] mean KL of the positions computed here */
     double ref_nll_sum;
     size_t ref_nll_n;

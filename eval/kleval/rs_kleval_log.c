@@ -183,6 +183,8 @@ static rs_status meta_build_(const rs_kleval *ev, log_meta *m, rs_prov_files *pf
     h->book_len = m->blen;
     h->n_runs = R;
     h->runs = m->ri;
+    h->n_moe_layers = ev->n_moe; /* MoE models: routing counts per run, book and MoE layer */
+    h->moe_layers = ev->moe_layers;
     /* where it ran: the kind and GEMM precision change the numbers (compared on resume), the
      * description (device name, driver, library versions, threads) is provenance */
     m->extra[0] = (rs_h5log_extra){"device_kind", c->device_kind, 1};

@@ -190,6 +190,15 @@ static rs_status alloc_loop_(rs_kleval *ev)
     ev->sums = (rs_kl_summary *)calloc(R + 1, sizeof *ev->sums);
     if (!ev->slots || !ev->sin || !ev->sout || !ev->running || !ev->sums)
         return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+    const rs_model_config *mc = &ev->model.cfg;
+    if (mc->is_moe && R > 0) { /* the layers whose routing the log counts (rs_h5log_set_route_diff) */
+        ev->moe_layers = (int32_t *)malloc((size_t)mc->n_layers * sizeof(int32_t));
+        ev->moe_cnt = (int64_t *)malloc(2 * (size_t)mc->n_layers * sizeof(int64_t));
+        if (!ev->moe_layers || !ev->moe_cnt)
+            return rs_kleval_fail(ev, RS_KLEVAL_STAGE_SETUP, rs_error_set(RS_E_NOMEM, "out of memory"), NULL);
+        for (int l = 0; l < mc->n_layers; l++)
+            if (mc->mlp_is_moe || mc->layer_kind[l] == RS_LAYER_MOE) ev->moe_layers[ev->n_moe++] = l;
+    }
     for (size_t i = 0; i < B; i++) {
         rs_kleval_slot *sl = &ev->slots[i];
         sl->toks = (int32_t *)malloc((ev->max_len + 1) * sizeof(int32_t));

@@ -46,6 +46,11 @@ void rs_kleval_slots_free(rs_kleval *ev)
     free(ev->slots);
     free(ev->sin);
     free(ev->sout);
+    free(ev->moe_layers);
+    free(ev->moe_cnt);
+    ev->moe_layers = NULL;
+    ev->moe_cnt = NULL;
+    ev->n_moe = 0;
     ev->slots = NULL;
 }
 
@@ -211,6 +216,19 @@ static void bad_books_(const rs_kleval *ev, char *buf, size_t n)
         }
 }
 
+/* MoE models: every run's routing counts of stream i's book b (since its reset) into the log, before
+   the chunk they include is committed (rs_h5log_set_route_diff) */
+static rs_status route_counts_(rs_kleval *ev, size_t i, size_t b)
+{
+    const size_t L = ev->n_moe;
+    for (size_t r = 0; r < ev->cfg.n_runs && L > 0; r++) {
+        for (size_t j = 0; j < L; j++)
+            RS_TRY(ev->sc->ops->route_diff(ev->sc, i, r, ev->moe_layers[j], &ev->moe_cnt[j], &ev->moe_cnt[L + j]));
+        RS_TRY(rs_h5log_set_route_diff(ev->lg, r, b, ev->moe_cnt, ev->moe_cnt + L));
+    }
+    return RS_OK;
+}
+
 /* one scorer step of the open wave; *committed: some book wrote a chunk */
 static rs_status wave_step_(rs_kleval *ev, int *committed)
 {
@@ -250,6 +268,7 @@ static rs_status wave_step_(rs_kleval *ev, int *committed)
         if (sl->pos >= sl->len) sl->active = 0;
         if (pos < sl->start) continue; /* a replay of committed positions (resume): scored and dropped */
         st = account_(ev, i, pos, n);
+        if (st == RS_OK) st = route_counts_(ev, i, b);
         if (st == RS_OK)
             st = rs_h5log_write_chunk(ev->lg, b, pos, n, sl->tgt, sl->buf + 3 * ev->cfg.n_runs * C, sl->top, sl->rcs);
         if (st != RS_OK) return rs_kleval_fail(ev, RS_KLEVAL_STAGE_EVAL, st, RS_KLEVAL_EVAL_FAILED);

@@ -34,6 +34,11 @@ rs_status rs_h5log_check_meta_(const rs_h5log_meta *m)
     for (size_t r = 0; r < m->n_runs; r++)
         RS_CHECK(m->runs[r].policy && m->runs[r].mode && m->runs[r].hp_format && m->runs[r].lp_format, RS_E_INVAL,
                  "h5log: run %zu: missing policy/mode/format", r);
+    RS_CHECK(m->n_moe_layers <= RS_H5LOG_MAX_MOE_LAYERS && (m->moe_layers || m->n_moe_layers == 0), RS_E_INVAL,
+             "h5log: %zu MoE layers (at most %u) or their indices missing", m->n_moe_layers, RS_H5LOG_MAX_MOE_LAYERS);
+    for (size_t i = 0; i < m->n_moe_layers; i++)
+        RS_CHECK(m->moe_layers[i] >= 0 && (i == 0 || m->moe_layers[i] > m->moe_layers[i - 1]), RS_E_INVAL,
+                 "h5log: MoE layer indices must ascend from 0 (entry %zu is %d)", i, (int)m->moe_layers[i]);
     return RS_OK;
 }
 
@@ -71,6 +76,12 @@ static rs_status fill_from_meta_(rs_h5log *lg, const rs_h5log_meta *m)
         lg->policies[r] = strdup(m->runs[r].policy);
         lg->windows[r] = m->runs[r].window;
         if (!lg->policies[r]) return rs_error_set(RS_E_NOMEM, "h5log: out of memory");
+    }
+    if (m->n_runs > 0 && m->n_moe_layers > 0) { /* a reference-only log has no run to count */
+        lg->moe_layers = (int32_t *)malloc(m->n_moe_layers * sizeof(int32_t));
+        if (!lg->moe_layers) return rs_error_set(RS_E_NOMEM, "h5log: out of memory");
+        memcpy(lg->moe_layers, m->moe_layers, m->n_moe_layers * sizeof(int32_t));
+        lg->n_moe = m->n_moe_layers;
     }
     return RS_OK;
 }

@@ -24,6 +24,8 @@ struct rs_h5log {
     char **policies;     /* [n_runs] */
     uint64_t *windows;   /* [n_runs] */
     uint64_t width;      /* current extent of the position dimension */
+    size_t n_moe;        /* MoE layers with routing counts (/runs/runNN/moe_layer); 0: none */
+    int32_t *moe_layers; /* [n_moe] their model layer indices */
     char *path;          /* where the file is now */
     char *final_path;    /* where rs_h5log_finish moves it (a --force run's "<out>.partial"); NULL: in place */
     /* /provenance (rs_h5log_prov.c) */

@@ -308,6 +308,7 @@ typedef struct book_buf {
     int32_t *tok, *top, *tok2, *top2;
     double *nref, *nref2, *d, *d2; /* d: [R][3][n] kl, nll, dp */
     uint8_t *ag, *ag2;             /* [R][n] */
+    int64_t *rd;                   /* [2][RS_H5LOG_MAX_MOE_LAYERS] one run's routing counts */
 } book_buf;
 
 static rs_status read_ref_(const rs_h5log *lg, size_t b, size_t n, int32_t *tok, int32_t *top, double *nll)
@@ -362,6 +363,10 @@ static rs_status merge_book_(const merge_state *m, rs_h5log *out, size_t b, book
                 int32_t L, H;
                 RS_TRY(rs_h5log_get_nonfinite(m->in[i].lg, m->run_at[i][r], m->book_at[i][b], &p, &L, &H));
                 if (p >= 0) RS_TRY(rs_h5log_set_nonfinite(out, r, b, p, L, H));
+                if (out->n_moe > 0 && m->in[i].lg->n_moe == out->n_moe) {
+                    RS_TRY(rs_h5log_get_route_diff(m->in[i].lg, m->run_at[i][r], m->book_at[i][b], w->rd, w->rd + out->n_moe));
+                    RS_TRY(rs_h5log_set_route_diff(out, r, b, w->rd, w->rd + out->n_moe));
+                }
                 continue;
             }
             RS_TRY(read_run_(m->in[i].lg, m->run_at[i][r], m->book_at[i][b], n, w->d2, w->ag2));
@@ -389,7 +394,7 @@ static rs_status merge_book_(const merge_state *m, rs_h5log *out, size_t b, book
 static void book_buf_free_(book_buf *w)
 {
     free(w->tok), free(w->top), free(w->tok2), free(w->top2), free(w->nref), free(w->nref2);
-    free(w->d), free(w->d2), free(w->ag), free(w->ag2);
+    free(w->d), free(w->d2), free(w->ag), free(w->ag2), free(w->rd);
 }
 
 static rs_status book_buf_alloc_(book_buf *w, size_t n, size_t R)
@@ -401,7 +406,8 @@ static rs_status book_buf_alloc_(book_buf *w, size_t n, size_t R)
     w->nref = malloc(n * sizeof(double)), w->nref2 = malloc(n * sizeof(double));
     w->d = malloc((3 * R * n + 1) * sizeof(double)), w->d2 = malloc(3 * n * sizeof(double));
     w->ag = malloc(R * n + 1), w->ag2 = malloc(n);
-    RS_CHECK(w->tok && w->top && w->tok2 && w->top2 && w->nref && w->nref2 && w->d && w->d2 && w->ag && w->ag2,
+    w->rd = malloc(2 * RS_H5LOG_MAX_MOE_LAYERS * sizeof(int64_t));
+    RS_CHECK(w->tok && w->top && w->tok2 && w->top2 && w->nref && w->nref2 && w->d && w->d2 && w->ag && w->ag2 && w->rd,
              RS_E_NOMEM, "merge: out of memory (%zu positions x %zu runs)", n, R);
     return RS_OK;
 }
@@ -475,6 +481,19 @@ static rs_status write_output_(merge_state *m, const char *out_path, const rs_h5
     meta.book_len = m->book_len;
     meta.n_runs = m->n_runs;
     meta.runs = m->runs;
+    /* MoE routing counts: the layers of the inputs that record them (one model: the same layers) */
+    for (size_t i = 0; i < m->n_in; i++) {
+        const rs_h5log *x = m->in[i].lg;
+        if (x->n_moe == 0) continue;
+        if (meta.n_moe_layers == 0) {
+            meta.n_moe_layers = x->n_moe;
+            meta.moe_layers = x->moe_layers;
+        }
+        RS_CHECK(x->n_moe == meta.n_moe_layers &&
+                     !memcmp(x->moe_layers, meta.moe_layers, x->n_moe * sizeof(int32_t)),
+                 RS_E_INVAL, "cannot merge %s: it records routing for other MoE layers than the other inputs",
+                 m->in[i].path);
+    }
     /* the model files: equal in every input (model_config_hash, compared, is their manifest's
      * digest); /provenance's attributes (host, CPU, BLAS, compiler) from the first input below */
     meta.n_files = f->n_files;

@@ -142,6 +142,51 @@ static rs_status books_int_(hid_t f, const char *ds, hid_t type, size_t n, void 
     return rs_h5_ds_read_all(f, ds, type, 1, dims, buf);
 }
 
+/* MoE routing counts (optional: dense models and logs written before them have none): run00's
+ * coordinate moe_layer [n] (1 <= n <= RS_H5LOG_MAX_MOE_LAYERS, ascending layer indices >= 0) and, in
+ * every run group, the same coordinate and moe_route_positions / moe_route_experts [n_books][n] */
+static rs_status read_moe_(hid_t f, const char *path, rs_h5log *lg)
+{
+    if (lg->n_runs == 0 || H5Lexists(f, "/runs/run00/moe_layer", H5P_DEFAULT) <= 0) return RS_OK;
+    hsize_t n = 0;
+    for (size_t r = 0; r < lg->n_runs; r++) {
+        char p[96];
+        snprintf(p, sizeof p, "/runs/run%02zu/moe_layer", r);
+        hid_t d = rs_h5_ds_open(f, p);
+        if (d < 0) return rs_error_set(RS_E_FORMAT, "%s: %s missing (run00 has it)", path, p);
+        hsize_t dims[H5S_MAX_RANK];
+        rs_status st = rs_h5_ds_shape(d, p, 1, dims, NULL);
+        if (st == RS_OK) st = rs_h5_ds_class(d, p, H5T_INTEGER);
+        if (st == RS_OK) st = rs_h5_ds_check(d, p);
+        H5Dclose(d);
+        RS_TRY(st);
+        if (r == 0) {
+            n = dims[0];
+            RS_CHECK(n >= 1 && n <= RS_H5LOG_MAX_MOE_LAYERS, RS_E_FORMAT, "%s: %s holds %llu MoE layers (1 to %u)", path,
+                     p, (unsigned long long)n, RS_H5LOG_MAX_MOE_LAYERS);
+            lg->moe_layers = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+            RS_CHECK(lg->moe_layers, RS_E_NOMEM, "h5log: out of memory");
+            RS_TRY(rs_h5_ds_read_all(f, p, H5T_NATIVE_INT32, 1, &n, lg->moe_layers));
+            for (hsize_t i = 0; i < n; i++)
+                RS_CHECK(lg->moe_layers[i] >= 0 && (i == 0 || lg->moe_layers[i] > lg->moe_layers[i - 1]), RS_E_FORMAT,
+                         "%s: %s: layer indices must ascend from 0 (entry %llu is %d)", path, p, (unsigned long long)i,
+                         (int)lg->moe_layers[i]);
+            lg->n_moe = (size_t)n;
+        }
+        RS_CHECK(dims[0] == n, RS_E_FORMAT, "%s: %s holds %llu MoE layers, run00 %llu", path, p,
+                 (unsigned long long)dims[0], (unsigned long long)n);
+        static const char *const cnt[2] = {"moe_route_positions", "moe_route_experts"};
+        for (int i = 0; i < 2; i++) {
+            hsize_t w = 0;
+            snprintf(p, sizeof p, "/runs/run%02zu/%s", r, cnt[i]);
+            RS_TRY(extent_(f, p, 2, lg->n_books, n, lg->chunk, &w, NULL));
+            RS_CHECK(w == n, RS_E_FORMAT, "%s: %s holds %llu MoE layers, moe_layer %llu", path, p, (unsigned long long)w,
+                     (unsigned long long)n);
+        }
+    }
+    return RS_OK;
+}
+
 /* the counts, then the books against them, then every dataset's shape against both, then the
  * committed data against the file's size */
 static rs_status read_layout_(hid_t f, const char *path, long long file_size, rs_h5log *lg)
@@ -201,6 +246,7 @@ static rs_status read_layout_(hid_t f, const char *path, long long file_size, rs
         lg->policies[r] = strdup(pol);
         RS_CHECK(lg->policies[r], RS_E_NOMEM, "h5log: out of memory");
     }
+    RS_TRY(read_moe_(f, path, lg));
     /* the work info / --resume will do is reading the committed positions: they must fit the file
      * (compared in long double: no product can wrap) */
     const long double need = (long double)total * (long double)per_pos;
@@ -227,6 +273,12 @@ static rs_status expect_runs_books_(hid_t f, const rs_h5log *lg, const rs_h5log_
         if (st == RS_OK) st = expect_u64_(g, "seed", ri->seed, grp);
         H5Gclose(g);
         RS_TRY(st);
+    }
+    if (lg->n_moe > 0 && e->n_moe_layers > 0) {
+        int same = lg->n_moe == e->n_moe_layers;
+        for (size_t i = 0; same && i < lg->n_moe; i++) same = lg->moe_layers[i] == e->moe_layers[i];
+        RS_CHECK(same, RS_E_INVAL, "--resume: %s records routing for %zu MoE layers, this model has %zu (or others)",
+                 path, lg->n_moe, e->n_moe_layers);
     }
     for (size_t b = 0; b < lg->n_books; b++) {
         RS_CHECK(!strcmp(lg->book_ids[b], e->book_ids[b]), RS_E_INVAL, "--resume: %s book %zu is '%s', this command has '%s'",
@@ -390,6 +442,17 @@ rs_status rs_h5log_open(const char *path, int writable, const rs_h5log_meta *exp
 
 /* ---- --resume's copy ---------------------------------------------------------------------- */
 
+/* one run's routing counts of one book (the layers checked equal by expect_runs_books_) */
+static rs_status copy_route_diff_(const rs_h5log *src, rs_h5log *dst, size_t r, size_t b)
+{
+    int64_t *c = (int64_t *)malloc(2 * src->n_moe * sizeof(int64_t));
+    if (!c) return rs_error_set(RS_E_NOMEM, "h5log: out of memory");
+    rs_status st = rs_h5log_get_route_diff(src, r, b, c, c + src->n_moe);
+    if (st == RS_OK) st = rs_h5log_set_route_diff(dst, r, b, c, c + src->n_moe);
+    free(c);
+    return st;
+}
+
 rs_status rs_h5log_copy_committed_(const rs_h5log *src, rs_h5log *dst)
 {
     const size_t R = src->n_runs;
@@ -410,6 +473,7 @@ rs_status rs_h5log_copy_committed_(const rs_h5log *src, rs_h5log *dst)
             int32_t L, H;
             st = rs_h5log_get_nonfinite(src, r, b, &p, &L, &H);
             if (st == RS_OK && p >= 0) st = rs_h5log_set_nonfinite(dst, r, b, p, L, H);
+            if (st == RS_OK && n > 0 && src->n_moe > 0 && src->n_moe == dst->n_moe) st = copy_route_diff_(src, dst, r, b);
         }
         if (n == 0 || st != RS_OK) continue;
         st = rs_h5log_read_row(src, -1, "next_token", b, n, tok);

@@ -47,6 +47,23 @@ rs_status rs_h5log_get_nonfinite(const rs_h5log *lg, size_t run, size_t book, in
     return rs_h5_ds_read_at(lg->file, p, H5T_NATIVE_INT32, 1, 0, book, 1, head);
 }
 
+rs_status rs_h5log_get_route_diff(const rs_h5log *lg, size_t run, size_t book, int64_t *positions,
+                                  int64_t *experts)
+{
+    rs_h5_quiet();
+    RS_CHECK(lg && positions && experts && run < lg->n_runs && book < lg->n_books, RS_E_INVAL, "h5log: bad argument");
+    RS_CHECK(lg->n_moe > 0, RS_E_INVAL, "h5log: the log records no MoE layers");
+    char p[80];
+    snprintf(p, sizeof p, "/runs/run%02zu/moe_route_positions", run);
+    RS_TRY(rs_h5_ds_read_at(lg->file, p, H5T_NATIVE_INT64, 2, book, 0, lg->n_moe, positions));
+    snprintf(p, sizeof p, "/runs/run%02zu/moe_route_experts", run);
+    return rs_h5_ds_read_at(lg->file, p, H5T_NATIVE_INT64, 2, book, 0, lg->n_moe, experts);
+}
+
+size_t rs_h5log_n_moe_layers(const rs_h5log *lg) { return lg ? lg->n_moe : 0; }
+
+int32_t rs_h5log_moe_layer(const rs_h5log *lg, size_t i) { return lg && i < lg->n_moe ? lg->moe_layers[i] : -1; }
+
 static size_t max_completed_(const rs_h5log *lg)
 {
     size_t maxn = 1;

@@ -229,6 +229,52 @@ static rs_status format_fields_(hid_t rg, const char *c, const rs_format *f)
     return st;
 }
 
+/* [n_books][n_moe_layers] int64 contiguous, allocated at creation, filled with -1 (not recorded) */
+static rs_status moe_count_ds_(hid_t g, const char *name, const rs_h5log_meta *m, const char *desc)
+{
+    hsize_t dims[2] = {m->n_books, m->n_moe_layers};
+    const int64_t fill = -1;
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill);
+    H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC);
+    hid_t d = H5Dcreate2(g, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    if (d < 0) return rs_h5_fail(RS_E_IO, "cannot create dataset %s", name);
+    rs_status st = rs_h5_attr_set_str(d, "dims", "book,moe_layer");
+    if (st == RS_OK) st = rs_h5_attr_set_str(d, "description", desc);
+    if (st == RS_OK) st = rs_h5_attr_set_str(d, "long_name", desc);
+    if (st == RS_OK) st = rs_h5_attr_set_str(d, "units", "1");
+    H5Dclose(d);
+    static const char *const bl[2] = {"book", "moe_layer"};
+    if (st == RS_OK) st = rs_h5_attach_dims(g, name, 2, bl);
+    return st;
+}
+
+/* MoE models: the coordinate moe_layer (the model layer of each MoE layer) and the run's routing
+   counts against the reference per book and MoE layer (docs/hdf5-layout.md) */
+static rs_status moe_ds_(hid_t rg, const rs_h5log_meta *m)
+{
+    const hsize_t n = m->n_moe_layers;
+    rs_status st = rs_h5_ds_create_write(rg, "moe_layer", H5P_DEFAULT, H5T_NATIVE_INT32, 1, &n, m->moe_layers);
+    hid_t d = st == RS_OK ? H5Dopen2(rg, "moe_layer", H5P_DEFAULT) : -1;
+    if (st == RS_OK && d < 0) st = rs_h5_fail(RS_E_IO, "cannot open dataset moe_layer");
+    if (st == RS_OK) st = rs_h5_attr_set_str(d, "long_name", "model layer index of each MoE layer");
+    if (d >= 0) H5Dclose(d);
+    if (st == RS_OK) st = rs_h5_make_scale(rg, "moe_layer");
+    if (st == RS_OK)
+        st = moe_count_ds_(rg, "moe_route_positions", m,
+                           "positions of the book (committed ones) whose experts in this layer differ from the "
+                           "reference's (-1: not recorded)");
+    if (st == RS_OK)
+        st = moe_count_ds_(rg, "moe_route_experts", m,
+                           "experts chosen in this layer that the reference did not choose, summed over the book's "
+                           "committed positions (-1: not recorded)");
+    return st;
+}
+
 static rs_status run_group_(hid_t g, size_t r, const rs_h5log_meta *m)
 {
     char name[32];
@@ -261,6 +307,7 @@ static rs_status run_group_(hid_t g, size_t r, const rs_h5log_meta *m)
                         "model layer of the first non-finite SSM value (-1: none/unknown)"));
     TRY_(make_small_ds_(rg, "first_nonfinite_head", H5T_NATIVE_INT32, &m1, m->n_books,
                         "head of the first non-finite SSM value (-1: none/unknown)"));
+    if (m->n_moe_layers > 0) TRY_(moe_ds_(rg, m));
     H5Gclose(rg);
     return st;
 }

@@ -24,6 +24,7 @@ void rs_h5log_free_(rs_h5log *lg)
     free(lg->book_ids);
     free(lg->policies);
     free(lg->windows);
+    free(lg->moe_layers);
     free(lg->book_len);
     free(lg->completed);
     free(lg->path);
@@ -132,6 +133,20 @@ rs_status rs_h5log_set_nonfinite(rs_h5log *lg, size_t run, size_t book, int64_t 
     snprintf(p, sizeof p, "/runs/run%02zu/first_nonfinite_position", run);
     RS_TRY(rs_h5_ds_write_at(lg->file, p, H5T_NATIVE_INT64, 1, 0, book, 1, &pos));
     return rs_h5log_flush_(lg);
+}
+
+rs_status rs_h5log_set_route_diff(rs_h5log *lg, size_t run, size_t book, const int64_t *positions,
+                                  const int64_t *experts)
+{
+    rs_h5_quiet();
+    RS_CHECK(lg && lg->writable && positions && experts && run < lg->n_runs && book < lg->n_books, RS_E_INVAL,
+             "h5log: bad run/book, NULL counts or read-only log");
+    RS_CHECK(lg->n_moe > 0, RS_E_INVAL, "h5log: the log records no MoE layers");
+    char p[80];
+    snprintf(p, sizeof p, "/runs/run%02zu/moe_route_positions", run);
+    RS_TRY(rs_h5_ds_write_at(lg->file, p, H5T_NATIVE_INT64, 2, book, 0, lg->n_moe, positions));
+    snprintf(p, sizeof p, "/runs/run%02zu/moe_route_experts", run);
+    return rs_h5_ds_write_at(lg->file, p, H5T_NATIVE_INT64, 2, book, 0, lg->n_moe, experts);
 }
 
 static rs_status summary_attrs_(hid_t g, const rs_kl_summary *x)

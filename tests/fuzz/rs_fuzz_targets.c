@@ -368,6 +368,8 @@ static rs_h5log_run_info fz_runs[FZ_NR] = {
     {.policy = "fp32", .mode = "conv", .hp_format = "fp32", .lp_format = "fp32", .window = 16, .seed = 0},
     {.policy = "shared:nvfp4-sr", .mode = "shared", .hp_format = "nvfp4-sr", .lp_format = "nvfp4-sr", .window = 16, .seed = 7}};
 
+static const int32_t fz_moe[2] = {1, 3}; /* MoE layers: every run records routing counts */
+
 static rs_h5log_meta fz_meta_(void)
 {
     rs_h5log_meta m;
@@ -386,6 +388,8 @@ static rs_h5log_meta fz_meta_(void)
     m.book_len = fz_len;
     m.n_runs = FZ_NR;
     m.runs = fz_runs;
+    m.n_moe_layers = 2;
+    m.moe_layers = fz_moe;
     return m;
 }
 
@@ -412,6 +416,8 @@ static void fz_template_(const char *T)
             rs_h5log_run_chunk rc[FZ_NR] = {{d, d, d, a}, {d, d, d, a}};
             if (rs_h5log_write_chunk(lg, b, pos, n, t, d, t, rc) != RS_OK) rs_fuzz_fail(T, "cannot write the template");
         }
+    const int64_t rp[2] = {3, 0}, re[2] = {4, 0};
+    if (rs_h5log_set_route_diff(lg, 1, 0, rp, re) != RS_OK) rs_fuzz_fail(T, "cannot write the routing counts");
     if (rs_h5log_set_nonfinite(lg, 1, 1, 5, 0, 1) != RS_OK || rs_h5log_close(lg) != RS_OK)
         rs_fuzz_fail(T, "cannot finish the template");
     FILE *f = fopen(p, "rb");
@@ -438,7 +444,8 @@ static void fz_attr_(hid_t f, const char *obj, const char *name, hid_t type, hsi
 static const char *fz_ds[] = {"/books/id", "/books/length", "/books/completed_positions", "/reference/nll",
                               "/reference/next_token", "/reference/top1", "/runs/run00/kl", "/runs/run01/nll",
                               "/runs/run01/top1_agree", "/runs/run00/first_nonfinite_position",
-                              "/runs/run01/first_nonfinite_head"};
+                              "/runs/run01/first_nonfinite_head", "/runs/run00/moe_layer",
+                              "/runs/run01/moe_route_positions", "/runs/run00/moe_route_experts"};
 static const char *fz_groups[] = {"/runs/run00", "/runs/run01", "/runs", "/books", "/reference", "/windows"};
 static const char *fz_root_attrs[] = {"n_books", "n_runs", "tokens", "chunk", "format_version", "format", "status"};
 #define FZ_COUNT(a) (sizeof(a) / sizeof(a)[0])
@@ -582,6 +589,13 @@ static void fz_check_accepted_(const char *T, rs_h5log *lg, int64_t *completed, 
             st = rs_h5log_get_nonfinite(lg, r, b, &p, &L, &H);
             if (st != RS_OK && (!raw || st != RS_E_FORMAT || !rs_last_error()[0]))
                 rs_fuzz_fail(T, "non-finite record unreadable");
+            const size_t nm = rs_h5log_n_moe_layers(lg);
+            if (nm > RS_H5LOG_MAX_MOE_LAYERS) rs_fuzz_fail(T, "MoE layers outside the bound");
+            if (nm == 0) continue;
+            int64_t c[2 * RS_H5LOG_MAX_MOE_LAYERS];
+            st = rs_h5log_get_route_diff(lg, r, b, c, c + nm);
+            if (st != RS_OK && (!raw || st != RS_E_FORMAT || !rs_last_error()[0]))
+                rs_fuzz_fail(T, "routing counts unreadable");
         }
     }
     char buf[128];

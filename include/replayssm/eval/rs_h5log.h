@@ -76,6 +76,7 @@ extern "C" {
  * (the CLI's own limits are far lower: 131072 tokens, 64 runs). */
 #define RS_H5LOG_MAX_BOOKS (1u << 20)   /* books per log */
 #define RS_H5LOG_MAX_RUNS 4096u         /* policy runs per log */
+#define RS_H5LOG_MAX_MOE_LAYERS 1024u   /* MoE layers of a model whose routing a log records */
 #define RS_H5LOG_MAX_TOKENS (1u << 24)  /* positions per book, and the chunk */
 
 /* One policy run (attributes of /runs/runNN). */
@@ -147,6 +148,8 @@ typedef struct rs_h5log_meta {
     const char *host;                 /* this invocation's host name (history) */
     size_t n_history;                 /* earlier invocations (set by --resume from the old log) */
     const rs_h5log_history *history;  /* [n_history]; this invocation is appended after them */
+    size_t n_moe_layers;              /* MoE models: the layers whose routing each run records    */
+    const int32_t *moe_layers;        /* [n_moe_layers] their model layer indices, ascending       */
 } rs_h5log_meta;
 
 /* Per-position values of one run for one chunk write, each [n]. */
@@ -208,6 +211,24 @@ rs_status rs_h5log_set_nonfinite(rs_h5log *lg, size_t run, size_t book, int64_t 
 /*! rs_h5log_get_nonfinite() : read it back (pos -1: none). */
 rs_status rs_h5log_get_nonfinite(const rs_h5log *lg, size_t run, size_t book, int64_t *pos,
                                  int32_t *layer, int32_t *head);
+
+/*! rs_h5log_set_route_diff() : MoE models: since book `book` began, at how many positions run `run`'s
+ *  experts differed from the reference's (positions[i]) and how many of its experts were not the
+ *  reference's (experts[i]), in MoE layer i of rs_h5log_moe_layer (both [n_moe_layers]); written
+ *  before the chunk they count is committed (a crash between the two leaves them one chunk ahead
+ *  of the commit record; --resume rewrites them). RS_E_INVAL on a log without MoE layers. */
+rs_status rs_h5log_set_route_diff(rs_h5log *lg, size_t run, size_t book, const int64_t *positions,
+                                  const int64_t *experts);
+
+/*! rs_h5log_get_route_diff() : read them back; -1 where not recorded (a book completed by a
+ *  version that did not count routing, then resumed). */
+rs_status rs_h5log_get_route_diff(const rs_h5log *lg, size_t run, size_t book, int64_t *positions,
+                                  int64_t *experts);
+
+/*! rs_h5log_n_moe_layers() / rs_h5log_moe_layer() : the MoE layers a log records (0: none, a dense
+ *  model or a log without routing counts) and the model layer index of the i-th. */
+size_t rs_h5log_n_moe_layers(const rs_h5log *lg);
+int32_t rs_h5log_moe_layer(const rs_h5log *lg, size_t i);
 
 /*! rs_h5log_summarize() : summary of run `run` from its committed per-position arrays (read
  *  one book at a time). */
