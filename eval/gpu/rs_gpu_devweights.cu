@@ -13,7 +13,8 @@
  * rs_wdecode, each value the exact product rounded once) into an fp32 scratch of the largest matrix,
  * then runs the fp32 GEMM: the weights stay quantized in device memory, the arithmetic is the
  * checkpoint's dequantised fp32 (W4A16 emulation). Decoding per GEMM costs one pass over the codes
- * and one fp32 write and read of the matrix.
+ * and one fp32 write and read of the matrix. The grouped expert GEMMs (rs_gpu_moe.cu) decode a batch
+ * of experts' matrices in one launch (rs_gpu_devw_decode_jobs) into a scratch that holds the batch.
  */
 #include "rs_gpu_weights.h"
 #include "model/rs_random_weights.h"
@@ -215,6 +216,44 @@ rs_status rs_gpu_devw_view(gpu_impl *im, const rs_gpu_wmat *e, const float **W)
         decode_fp8_k_<<<grid_(n), 256, 0, im->s>>>(n, e->q, e->qscale, y);
     *W = y;
     return rs_cuda_launch_status("decoding a GPU-made weight matrix");
+}
+
+/* blockIdx.y: the job; the blocks of x stride over its n values (n % 16 == 0 for NVFP4) */
+static __global__ void decode_jobs_k_(const rs_gpu_devw_job *jobs, size_t n)
+{
+    const rs_gpu_devw_job j = jobs[blockIdx.y];
+    const float s = *j.qscale;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    if (j.qs) {
+        for (size_t b = blockIdx.x * (size_t)blockDim.x + threadIdx.x; b < n / 2; b += stride) {
+            const uint32_t sb = j.qs[(2 * b) / QGROUP];
+            const uint8_t c = j.q[b];
+            j.out[2 * b] = rs_codec_nvfp4_value(c & 0xFu, sb, s);
+            j.out[2 * b + 1] = rs_codec_nvfp4_value(c >> 4, sb, s);
+        }
+    } else {
+        for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
+            j.out[i] = rs_codec_mul(rs_codec_e4m3_value(j.q[i]), s);
+    }
+}
+
+rs_gpu_devw_job rs_gpu_devw_job_of(const rs_gpu_wmat *e, float *out)
+{
+    rs_gpu_devw_job j;
+    j.q = e->q;
+    j.qs = e->dev->fmt == RS_WFMT_NVFP4 ? e->qs : NULL;
+    j.qscale = e->qscale;
+    j.out = out;
+    return j;
+}
+
+rs_status rs_gpu_devw_decode_jobs(gpu_impl *im, const rs_gpu_devw_job *jobs, int n_jobs, size_t n)
+{
+    RS_CHECK(n_jobs >= 0 && n_jobs <= 65535, RS_E_INVAL, "rs_gpu_devw_decode_jobs: %d jobs (at most 65535)", n_jobs);
+    if (n_jobs == 0 || n == 0) return RS_OK;
+    const dim3 grid((unsigned)std::min<size_t>((n / 2 + 255) / 256, 1024), (unsigned)n_jobs);
+    decode_jobs_k_<<<grid, 256, 0, im->s>>>(jobs, n);
+    return rs_cuda_launch_status("decoding a batch of GPU-made weight matrices");
 }
 
 rs_status rs_gpu_devw_decode(gpu_impl *im, const float *view, float *out)

@@ -109,7 +109,7 @@ rs_status rs_gpu_plan_make(const rs_scorer *sc, gpu_impl *im, rs_gpu_plan *p)
                        S * (3 * (RS - 1) + 1) * C * sizeof(double) + S * RS * C + S * C * sizeof(int32_t) +
                        rsg_score_work_bytes((int)RS, (int)C) + split_x;
     size_t moe_dev = 0, moe_host = 0;
-    rs_gpu_moe_bytes(c, M, &moe_dev, &moe_host);
+    rs_gpu_moe_bytes(c, M, rs_gpu_moe_may_group(im), &moe_dev, &moe_host);
     p->bytes[MP_ACT] += moe_dev;
     p->bytes[MP_LOGITS] = M * V * sizeof(float);
     for (int i = 0; i < MP_N; i++) p->total += p->bytes[i];

@@ -45,14 +45,29 @@ typedef struct gpu_moe {
     float *w;            /* [M][k] their weights                                                 */
     int32_t *order;      /* [M * k] (row * k + slot) grouped by expert (uploaded from h_order)   */
     float *lat;          /* [M][din] fc1_latent_proj output (NemotronH with a latent)            */
-    float *xe, *ye;      /* [M][din] one expert's gathered input rows, its output rows           */
-    float *h, *g;        /* [M][I] up (activation) and gate projections of one expert            */
+    float *xe, *ye;      /* [Mx][din] gathered input rows, their expert's output rows            */
+    float *h, *g;        /* [Mx][I] up (activation) and gate projections of the gathered rows
+                            (Mx = M * k when grouped: every entry at its place in order; else M,
+                            one expert's rows at a time)                                          */
     float *acc;          /* [M][din] the weighted sum of the routed experts                      */
     float *out, *sh;     /* [M][d] routed output in the hidden width, shared expert output       */
     float *sg;           /* [M] the shared expert's gate logit (Qwen)                            */
     int32_t *h_idx;      /* pinned [M][k]: idx on the host, grouped there                        */
     int32_t *h_order;    /* pinned [M * k]                                                       */
     int32_t *count;      /* host [E + 1]: expert e's entries are order[count[e] .. count[e+1])   */
+    /* the grouped expert GEMMs (rs_gpu_moe.cu "Grouped experts"); NULL / 0 in the per-expert loop */
+    int grouped;         /* 1: grouped GEMMs; 0: one expert at a time (twin, RS_GPU_MOE=loop, or
+                            experts that run another GEMM method than SGEMM)                     */
+    int32_t *rowpos;     /* [M * k] row r's entries' places in order, experts ascending          */
+    int32_t *h_rowpos;   /* pinned [M * k]                                                       */
+    int32_t *h_cur;      /* host [M]                                                             */
+    const float **ptrs;  /* device [3 kinds][3][E]: the GEMMs' W, X and Y pointers               */
+    const float **h_ptrs;/* pinned, the same                                                     */
+    struct rs_gpu_devw_job *jobs, *h_jobs; /* device / pinned [3 kinds][E] decodes               */
+    cublasOperation_t *h_ops; /* host [2][E]: transa (T), transb (N) of each group (cuBLAS arrays)  */
+    int *h_dims;         /* host [6][E]: m, n, k, lda, ldb, ldc                                  */
+    float *h_ab;         /* host [2][E]: alpha 1, beta 0                                         */
+    int *h_gs;           /* host [E]: group sizes, all 1                                         */
     int32_t *routes;     /* host [n_layers][M][k]: every MoE layer's choices of the last step    */
     int64_t *diff;       /* host [S][R + 1][n_layers][2]: since each stream's reset, positions whose
                             experts differ from the reference's, and experts not the reference's  */
@@ -156,8 +171,15 @@ rs_status rs_gpu_forward_chunk(const rs_scorer *sc, gpu_impl *im, size_t n);
 /* rs_gpu_moe.cu: x += MoE(RMSNorm(x; nw)) for the batch's M = G * n rows of layer l (the twin of
  * eval/model/rs_moe.c); the routes land in im->moe.routes */
 rs_status rs_gpu_moe_ffn(const rs_scorer *sc, gpu_impl *im, int l, const float *nw, rsg_norm_weight kind, size_t n);
-/* the bytes of the MoE scratch for M rows (device: *dev, pinned + host: *host); 0 for dense models */
-void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, size_t *dev, size_t *host);
+/* the bytes of the MoE scratch for M rows (device: *dev, pinned + host: *host); 0 for dense models;
+   grouped: sized for the grouped expert GEMMs (M * k gathered rows) */
+void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, int grouped, size_t *dev, size_t *host);
+/* 1 when the scorer may group its expert GEMMs: not twin, RS_GPU_MOE unset or not "loop" (the
+   choice is final at rs_gpu_moe_alloc, once the GEMM method of each expert matrix is known) */
+int rs_gpu_moe_may_group(const gpu_impl *im);
+/* floats of decode scratch the grouped expert GEMMs of a model made on the GPU need (0 when its
+   experts are not quantized or the GEMMs are not grouped) */
+size_t rs_gpu_moe_deq_floats(const rs_model *m, const gpu_impl *im);
 rs_status rs_gpu_moe_alloc(const rs_scorer *sc, gpu_impl *im);
 void rs_gpu_moe_free(gpu_impl *im);
 

@@ -193,6 +193,8 @@ static rs_status plan_device_(const rs_scorer *sc, gpu_impl *im, size_t *weight_
     g->n_mats = (int)v.size();
     g->n_exact = 0;
     RS_TRY(rs_gpu_devw_plan(sc->m, g->mats, g->n_mats, weight_bytes, &g->deq_floats));
+    /* the grouped expert GEMMs decode a batch of experts at a time (rs_gpu_moe.cu) */
+    g->deq_floats = std::max(g->deq_floats, rs_gpu_moe_deq_floats(sc->m, im));
     *scratch_bytes = g->deq_floats * sizeof(float);
     return RS_OK;
 }
@@ -465,17 +467,24 @@ static rs_status linear_padded_(gpu_impl *im, const rs_gpu_wmat *e, size_t M, si
     return RS_OK;
 }
 
+const rs_gpu_wmat *rs_gpu_wmat_find(const gpu_impl *im, const float *W)
+{
+    const rs_gpu_gemm_state *g = &im->gemm;
+    rs_gpu_wmat key;
+    memset(&key, 0, sizeof key);
+    key.key = W;
+    const rs_gpu_wmat *e = std::lower_bound(g->mats, g->mats + g->n_mats, key, by_key_);
+    return e < g->mats + g->n_mats && e->key == W ? e : NULL;
+}
+
 static rs_status linear_(gpu_impl *im, size_t M, size_t N, size_t K, const float *X, size_t ldx, const float *W,
                          float beta, float *Y, size_t ldy, size_t twin_rows)
 {
     const rs_gpu_gemm_state *g = &im->gemm;
     const rs_gpu_wmat *e = NULL;
     if (g->dev_mode || g->method == RSG_GEMM_TF32X3 || g->method == RSG_GEMM_BF16X3 || g->method == RSG_GEMM_F64) {
-        rs_gpu_wmat key;
-        memset(&key, 0, sizeof key);
-        key.key = W;
-        e = std::lower_bound(g->mats, g->mats + g->n_mats, key, by_key_);
-        RS_CHECK(e < g->mats + g->n_mats && e->key == W && e->rows == N && e->cols == K, RS_E_STATE,
+        e = rs_gpu_wmat_find(im, W);
+        RS_CHECK(e && e->rows == N && e->cols == K, RS_E_STATE,
                  "rs_gpu_linear: weight matrix %p (%zu x %zu) was not prepared for the %s GEMM", (const void *)W, N, K,
                  rsg_gemm_method_name(g->method));
     }

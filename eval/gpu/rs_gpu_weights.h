@@ -74,6 +74,10 @@ void rs_gpu_gemm_free(struct gpu_impl *im);
 /* the describe() part: "gemm tf32x3 (226 of 226 weight matrices TF32-exact: 2 products)" */
 void rs_gpu_gemm_describe(const struct gpu_impl *im, char *buf, size_t n);
 
+/* the prepared entry of the matrix whose device view (rs_gpu_linear's W) is W, or NULL (entries are
+   sorted by key once allocated) */
+const rs_gpu_wmat *rs_gpu_wmat_find(const struct gpu_impl *im, const float *W);
+
 /* ---- matrices made on the GPU (rs_gpu_devweights.cu) ---- */
 /* mark the entries of mats that are the model's dev_mats (entry.dev), their storage bytes and the decode scratch */
 rs_status rs_gpu_devw_plan(const rs_model *m, rs_gpu_wmat *mats, int n, size_t *weight_bytes, size_t *deq_floats);
@@ -81,6 +85,16 @@ rs_status rs_gpu_devw_plan(const rs_model *m, rs_gpu_wmat *mats, int n, size_t *
 rs_status rs_gpu_devw_alloc(struct gpu_impl *im);
 /* the fp32 operand of a GEMM on entry e: its values, or its decode into the scratch (queued on im->s) */
 rs_status rs_gpu_devw_view(struct gpu_impl *im, const rs_gpu_wmat *e, const float **W);
+/* one matrix of a batched decode (rs_gpu_devw_decode_jobs): NVFP4 when qs is set, else FP8 */
+typedef struct rs_gpu_devw_job {
+    const uint8_t *q, *qs;
+    const float *qscale;
+    float *out;
+} rs_gpu_devw_job;
+/* job of entry e (a quantized GPU-made matrix) decoding into out */
+rs_gpu_devw_job rs_gpu_devw_job_of(const rs_gpu_wmat *e, float *out);
+/* decode n_jobs matrices of n values each (device array jobs), queued on im->s as one launch */
+rs_status rs_gpu_devw_decode_jobs(struct gpu_impl *im, const rs_gpu_devw_job *jobs, int n_jobs, size_t n);
 /* tests and tools: the decoded fp32 values [rows][cols] of the matrix whose model view is `view`, to the host */
 rs_status rs_gpu_devw_decode(struct gpu_impl *im, const float *view, float *out);
 

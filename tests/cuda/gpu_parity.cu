@@ -20,7 +20,11 @@
  * --compute M[,M...] (default fp32): each compute mode in turn on the one loaded model (fp32 is cuBLAS
  * SGEMM, tf32x3 the split-TF32 GEMM, tf32 one TF32 GEMM: kernels/dense/rs_dense_gemm.h); every mode after the
  * first is also compared with the first one's chunked logits (max |diff| / max |logit|, printed:
- * how far two GEMM methods move the logits, next to their distance from transformers). */
+ * how far two GEMM methods move the logits, next to their distance from transformers).
+ * --routes ROUTES.i32 (MoE models): transformers' experts of every MoE layer, raw int32 [MoE layers][P][k]
+ * ascending per position (make_parity_models.py writes route_idx.i32): PASS only if the chunked
+ * reference chose the same experts at every position of every MoE layer (the parity bar of the routes).
+ * --step-positions 0 skips the step-by-step checks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +59,19 @@ static void *slurp_(const char *path, size_t *bytes)
     return p;
 }
 
-/* run the reference over ids[0..P) in steps of `step` positions; logits into out[P][V] */
-static int forward_(rs_scorer *sc, const int32_t *ids, size_t P, size_t step, size_t V, float *out, double *secs)
+/* MoE layers of the model, ascending; their count */
+static int moe_layers_(const rs_model *m, int *out)
+{
+    int n = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        if (m->cfg.mlp_is_moe || m->cfg.layer_kind[l] == RS_LAYER_MOE) out[n++] = l;
+    return n;
+}
+
+/* run the reference over ids[0..P) in steps of `step` positions; logits into out[P][V]; with routes (not
+   NULL) every MoE layer's experts into routes[li][P][k] */
+static int forward_(rs_scorer *sc, const int32_t *ids, size_t P, size_t step, size_t V, float *out, double *secs,
+                    const int *moe, int n_moe, size_t k, int32_t *routes)
 {
     int32_t *tg = (int32_t *)malloc(step * sizeof(int32_t));
     double *nll = (double *)malloc(step * sizeof(double));
@@ -74,6 +89,11 @@ static int forward_(rs_scorer *sc, const int32_t *ids, size_t P, size_t step, si
             fprintf(stderr, "gpu_parity: position %zu: %s\n", p, rs_last_error());
             return 1;
         }
+        for (int li = 0; routes && li < n_moe; li++)
+            if (sc->ops->routes(sc, -1, moe[li], routes + ((size_t)li * P + p) * k) != RS_OK) {
+                fprintf(stderr, "gpu_parity: routes of layer %d: %s\n", moe[li], rs_last_error());
+                return 1;
+            }
     }
     *secs = now_() - t0;
     free(tg);
@@ -86,17 +106,19 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: gpu_parity MODEL_DIR IDS.i32 REF_LOGITS.f32 [--chunk C] [--step-positions S] "
-                        "[--device cpu|cuda] [--compute M[,M...]]\n");
+                        "[--device cpu|cuda] [--compute M[,M...]] [--routes ROUTES.i32]\n");
         return 2;
     }
     size_t C = 256, S = 256;
     int cpu = 0;
     char modes_arg[256] = "fp32";
+    const char *routes_path = NULL;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--chunk")) C = (size_t)atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--step-positions")) S = (size_t)atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--device")) cpu = !strcmp(argv[i + 1], "cpu");
         else if (!strcmp(argv[i], "--compute")) snprintf(modes_arg, sizeof modes_arg, "%s", argv[i + 1]);
+        else if (!strcmp(argv[i], "--routes")) routes_path = argv[i + 1];
     }
     rs_compute_mode modes[8];
     int n_modes = 0;
@@ -124,9 +146,23 @@ int main(int argc, char **argv)
         return 1;
     }
     if (S > P) S = P;
+    int moe[256];
+    const int n_moe = moe_layers_(&m, moe);
+    const size_t k = (size_t)m.cfg.moe.top_k;
+    int32_t *hf_routes = NULL, *routes = NULL;
+    if (routes_path) {
+        size_t bq = 0;
+        hf_routes = (int32_t *)slurp_(routes_path, &bq);
+        routes = (int32_t *)malloc((size_t)n_moe * P * k * sizeof(int32_t) + 1);
+        if (n_moe == 0 || !hf_routes || !routes || bq != (size_t)n_moe * P * k * sizeof(int32_t)) {
+            fprintf(stderr, "gpu_parity: %s: expected %d MoE layers x %zu positions x %zu experts (int32), %zu bytes\n",
+                    routes_path, n_moe, P, k, bq);
+            return 1;
+        }
+    }
     float *got = (float *)malloc(P * V * sizeof(float));
     float *first = n_modes > 1 ? (float *)malloc(P * V * sizeof(float)) : NULL;
-    float *stp = (float *)malloc(S * V * sizeof(float));
+    float *stp = (float *)malloc((S ? S : 1) * V * sizeof(float));
     if (!got || !stp || (n_modes > 1 && !first)) return 1;
     int all_ok = 1;
     for (int mi = 0; mi < n_modes; mi++) {
@@ -143,7 +179,20 @@ int main(int argc, char **argv)
         const char *mn = rs_compute_mode_name(modes[mi]);
         printf("[%s] %s\n", mn, s->ops->describe(s));
         double secs = 0, secs1 = 0;
-        if (forward_(s, ids, P, C, V, got, &secs)) return 1;
+        if (forward_(s, ids, P, C, V, got, &secs, moe, n_moe, k, routes)) return 1;
+        int ok0 = 1;
+        if (routes) {
+            size_t bad = 0, first_l = 0, first_t = 0;
+            for (int li = 0; li < n_moe; li++)
+                for (size_t t = 0; t < P; t++)
+                    if (memcmp(routes + ((size_t)li * P + t) * k, hf_routes + ((size_t)li * P + t) * k,
+                               k * sizeof(int32_t)) != 0 && bad++ == 0)
+                        first_l = (size_t)moe[li], first_t = t;
+            ok0 = bad == 0;
+            printf("%s [%s] experts vs transformers: %zu of %zu (position, MoE layer) pairs differ (first: layer %zu, "
+                   "position %zu) (bound: none)\n",
+                   ok0 ? "PASS" : "FAIL", rs_compute_mode_name(modes[mi]), bad, P * (size_t)n_moe, first_l, first_t);
+        }
         double emax = 0, esum = 0;
         size_t tmax = 0;
         for (size_t t = 0; t < P; t++) {
@@ -177,7 +226,12 @@ int main(int argc, char **argv)
             printf("info [%s] vs [%s] logits, %zu positions: max_t max_i|diff|/max_i|logit| = %.3e, mean %.3e\n", mn,
                    rs_compute_mode_name(modes[0]), P, fmax, fsum / (double)P);
         }
-        if (forward_(s, ids, S, 1, V, stp, &secs1)) return 1;
+        if (S == 0) { /* --step-positions 0 */
+            rs_scorer_free(s);
+            all_ok &= ok0 && ok1;
+            continue;
+        }
+        if (forward_(s, ids, S, 1, V, stp, &secs1, moe, n_moe, k, NULL)) return 1;
         double dm = 0, rm = 0;
         for (size_t i = 0; i < S * V; i++) {
             const double d = fabs((double)stp[i] - (double)got[i]);
@@ -201,7 +255,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             printf("[%s] %s\n", mn, s->ops->describe(s));
-            if (forward_(s, ids, S, 1, V, stp, &secs1)) return 1;
+            if (forward_(s, ids, S, 1, V, stp, &secs1, moe, n_moe, k, NULL)) return 1;
             size_t ndiff = 0;
             double pm = 0;
             for (size_t i = 0; i < S * V; i++) {
@@ -215,7 +269,7 @@ int main(int argc, char **argv)
                    ok3 ? "PASS" : "FAIL", mn, C, S, secs1, ndiff, S * V, pm / rm);
             rs_scorer_free(s);
         }
-        all_ok &= ok1 && ok2 && ok3;
+        all_ok &= ok0 && ok1 && ok2 && ok3;
     }
     rs_model_free(&m);
     free(got);
@@ -223,5 +277,7 @@ int main(int argc, char **argv)
     free(stp);
     free(ids);
     free(ref);
+    free(routes);
+    free(hf_routes);
     return all_ok ? 0 : 1;
 }
