@@ -253,6 +253,8 @@ static rs_status check_shape(const rs_format *f, size_t n, size_t E, const char 
     char name[32];
     RS_CHECK(f, RS_E_INVAL, "%s: NULL format", who);
     RS_TRY(rs_format_print(f, name, sizeof name));
+    RS_CHECK(f->kind <= RS_FMT_NVFP4, RS_E_UNSUPPORTED, "%s: %s has no CUDA quantizer (the CPU's rs_quantize runs it)",
+             who, name);
     RS_CHECK(E > 0 && n % E == 0, RS_E_SHAPE, "%s: n = %zu is not a positive multiple of the tensor extent %zu",
              who, n, E);
     const size_t block = rs_format_block(f);
@@ -322,6 +324,7 @@ static rs_status encode_launch(const rs_format *f, const float *x, size_t n, siz
         rs_k_nvfp4_encode<<<(unsigned)(n / E), RS_QK_THREADS, 0, s>>>(df, x, E, seed, stream, codes, block_scale,
                                                                       tensor_scale_dec, y, sel);
         break;
+    default: return rs_error_set(RS_E_UNSUPPORTED, "%s: format kind %d has no CUDA quantizer", who, (int)f->kind);
     }
     return rs_cuda_launch_status(who);
 }
@@ -371,6 +374,7 @@ extern "C" rs_status rs_cuda_dequantize(const rs_qtensor *dq, float *d_y, rs_cud
         rs_k_nvfp4_decode<<<grid_for(n, RS_QK_THREADS), RS_QK_THREADS, 0, s>>>(
             dq->codes, dq->block_scale, dq->tensor_scale_dec, n, dq->tensor_extent, d_y);
         break;
+    default: return rs_error_set(RS_E_UNSUPPORTED, "%s: format kind %d has no CUDA decoder", who, (int)dq->fmt.kind);
     }
     return rs_cuda_launch_status(who);
 }

@@ -16,8 +16,9 @@
 
 static const char k_valid_list[] =
     "fp32, fp16-rtn, fp16-sr[K], bf16-rtn, bf16-sr[K], fp8-rtn[+pow2], fp8-sr[K][+pow2], "
-    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor] (K = SR random bits 1..32, default 32; a bare base "
-    "fp16, bf16, fp8, nvfp4 is its -rtn; e.g. fp8-rtn, fp16-sr, nvfp4-sr8, fp8-sr+pow2, nvfp4-rtn+floor)";
+    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor], e5m2-rtn[+pow2], e5m2-sr[K][+pow2] (K = SR random bits 1..32, "
+    "default 32; a bare base fp16, bf16, fp8, nvfp4, e5m2 is its -rtn; e.g. fp8-rtn, fp16-sr, nvfp4-sr8, "
+    "fp8-sr+pow2, nvfp4-rtn+floor, e5m2-sr)";
 
 const char *rs_format_valid_list(void) { return k_valid_list; }
 
@@ -39,6 +40,7 @@ static const struct {
     {"bf16", RS_FMT_BF16},
     {"fp8", RS_FMT_FP8},
     {"nvfp4", RS_FMT_NVFP4},
+    {"e5m2", RS_FMT_E5M2},
 };
 
 const char *rs_format_kind_name(rs_format_kind k)
@@ -97,7 +99,7 @@ rs_status rs_format_set_rounding(rs_format *f, const char *rounding)
     if (!f || !rounding) return rs_error_set(RS_E_INVAL, "rs_format_set_rounding: NULL argument");
     if (f->kind == RS_FMT_FP32)
         return rs_error_set(RS_E_INVAL, "fp32 has no rounding to set to '%s' (rounding applies to %s)", rounding,
-                            "fp16, bf16, fp8, nvfp4");
+                            "fp16, bf16, fp8, nvfp4, e5m2");
     rs_format g = *f;
     const char *p = rounding, *why = rounding_(&p, &g);
     if (!why && *p) why = "unexpected trailing text";
@@ -142,7 +144,7 @@ rs_status rs_format_parse(const char *s, rs_format *out)
     /* options */
     while (*p) {
         if (strncmp(p, "+pow2", 5) == 0) {
-            if (f.kind != RS_FMT_FP8) return bad(s, "+pow2 applies to fp8 only");
+            if (f.kind != RS_FMT_FP8 && f.kind != RS_FMT_E5M2) return bad(s, "+pow2 applies to fp8 and e5m2 only");
             if (f.fp8_pow2) return bad(s, "+pow2 given twice");
             f.fp8_pow2 = 1;
             p += 5;
@@ -176,8 +178,8 @@ rs_status rs_format_print(const rs_format *f, char *buf, size_t bufsize)
         return rs_error_set(RS_E_INVAL, "invalid format: unknown rounding %d", (int)f->rounding);
     if (f->rounding == RS_ROUND_SR && (f->sr_bits < 1 || f->sr_bits > 32))
         return rs_error_set(RS_E_INVAL, "invalid format: SR bits %d outside 1..32", f->sr_bits);
-    if (f->fp8_pow2 && f->kind != RS_FMT_FP8)
-        return rs_error_set(RS_E_INVAL, "invalid format: pow2 scales apply to fp8 only");
+    if (f->fp8_pow2 && f->kind != RS_FMT_FP8 && f->kind != RS_FMT_E5M2)
+        return rs_error_set(RS_E_INVAL, "invalid format: pow2 scales apply to fp8 and e5m2 only");
     if (f->nvfp4_floor && f->kind != RS_FMT_NVFP4)
         return rs_error_set(RS_E_INVAL, "invalid format: the scale floor applies to nvfp4 only");
 
@@ -200,7 +202,8 @@ size_t rs_format_block(const rs_format *f)
 {
     if (!f) return 0;
     switch (f->kind) {
-    case RS_FMT_FP8: return RS_FP8_BLOCK;
+    case RS_FMT_FP8:
+    case RS_FMT_E5M2: return RS_FP8_BLOCK;
     case RS_FMT_NVFP4: return RS_NVFP4_BLOCK;
     default: return 0;
     }
@@ -213,7 +216,8 @@ double rs_format_bytes_per_element(const rs_format *f, size_t tensor_extent)
     case RS_FMT_FP32: return 4.0;
     case RS_FMT_FP16:
     case RS_FMT_BF16: return 2.0;
-    case RS_FMT_FP8: return 1.0 + 4.0 / RS_FP8_BLOCK;
+    case RS_FMT_FP8:
+    case RS_FMT_E5M2: return 1.0 + 4.0 / RS_FP8_BLOCK;
     case RS_FMT_NVFP4:
         /* tensor_extent 0: the per-tensor scale is left out (an unbounded tensor) */
         return 0.5 + 1.0 / RS_NVFP4_BLOCK + (tensor_extent ? 4.0 / (double)tensor_extent : 0.0);

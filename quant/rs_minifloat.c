@@ -1,5 +1,6 @@
 /* rs_minifloat.c — scalar codecs for E4M3, E2M1, FP16 and BF16 with RTN and SR.
  *
+ * (E5M2 goes through rs_elem_encode / rs_elem_decode only.)
  * The algorithm lives in replayssm/quant/rs_codec.h, which nvcc compiles too (the CUDA
  * quantizers call the same functions): one integer encoder for all four types (the float32
  * input split into sign, significand and the exponent of its last bit; the target quantum of
@@ -22,7 +23,7 @@
 
 #include "replayssm/quant/rs_codec.h"
 
-static inline int valid_elem(rs_elem t) { return (unsigned)t <= (unsigned)RS_ELEM_BF16; }
+static inline int valid_elem(rs_elem t) { return (unsigned)t <= (unsigned)RS_ELEM_E5M2; }
 
 int rs_elem_bits(rs_elem t)
 {
@@ -33,7 +34,7 @@ int rs_elem_bits(rs_elem t)
 
 const char *rs_elem_name(rs_elem t)
 {
-    static const char *const names[4] = {"e4m3", "e2m1", "fp16", "bf16"};
+    static const char *const names[5] = {"e4m3", "e2m1", "fp16", "bf16", "e5m2"};
     return valid_elem(t) ? names[t] : "?";
 }
 

@@ -38,6 +38,7 @@ static rs_status sizes_of(const rs_format *f, size_t n, size_t E, size_t b[4], c
     case RS_FMT_FP16:
     case RS_FMT_BF16: b[0] = 2 * n; break;
     case RS_FMT_FP8:
+    case RS_FMT_E5M2:
         b[0] = n;
         b[1] = 4 * (n / RS_FP8_BLOCK);
         break;

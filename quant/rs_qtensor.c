@@ -114,28 +114,35 @@ static float amax_of(const float *x, size_t n)
     return a;
 }
 
-/* ---- FP8 block: E4M3 elements, float32 scale per 128 ---------------------------------- */
+/* ---- FP8 block: E4M3 (fp8) or E5M2 (e5m2) elements, float32 scale per 128 -------------- */
 
-/* Encode x[RS_FP8_BLOCK] (element i0 of the call) into codes; *scale_inv = 1/scale. */
+/* Encode x[RS_FP8_BLOCK] (element i0 of the call) into codes; *scale_inv = 1/scale. The scale maps
+   the block amax to the element type's largest finite value (448 or 57344). */
 static void fp8_encode_block(const rs_format *f, const float *x, uint64_t i0, uint64_t seed, uint64_t stream,
                              uint8_t *codes, float *scale_inv)
 {
-    const float scale = rs_codec_fp8_scale(amax_of(x, RS_FP8_BLOCK), f->fp8_pow2);
-    if (f->rounding == RS_ROUND_RTN) {
+    const int e5 = f->kind == RS_FMT_E5M2;
+    const float scale = rs_codec_fp8_scale_of(amax_of(x, RS_FP8_BLOCK), e5 ? RS_E5M2_MAX : RS_E4M3_MAX, f->fp8_pow2);
+    if (f->rounding == RS_ROUND_RTN && !e5) {
         for (size_t j = 0; j < RS_FP8_BLOCK; ++j) codes[j] = rs_e4m3_encode_rtn(x[j] * scale);
+    } else if (f->rounding == RS_ROUND_RTN) {
+        for (size_t j = 0; j < RS_FP8_BLOCK; ++j) codes[j] = (uint8_t)rs_codec_encode(RS_ELEM_E5M2, x[j] * scale, 0, 0, 32);
     } else {
         uint32_t r[RS_FP8_BLOCK];
         rs_rand_fill(seed, stream, i0, RS_FP8_BLOCK, r);
         /* f was validated (k in 1..32): the codec directly, as rs_e4m3_encode_sr does */
-        for (size_t j = 0; j < RS_FP8_BLOCK; ++j)
-            codes[j] = (uint8_t)rs_codec_encode(RS_ELEM_E4M3, x[j] * scale, 1, r[j], f->sr_bits);
+        const rs_elem t = e5 ? RS_ELEM_E5M2 : RS_ELEM_E4M3;
+        for (size_t j = 0; j < RS_FP8_BLOCK; ++j) codes[j] = (uint8_t)rs_codec_encode(t, x[j] * scale, 1, r[j], f->sr_bits);
     }
     *scale_inv = 1.0f / scale;
 }
 
-static void fp8_decode_block(const uint8_t *codes, float scale_inv, float *y)
+static void fp8_decode_block(const rs_format *f, const uint8_t *codes, float scale_inv, float *y)
 {
-    for (size_t j = 0; j < RS_FP8_BLOCK; ++j) y[j] = e4m3_value(codes[j]) * scale_inv;
+    if (f->kind == RS_FMT_E5M2)
+        for (size_t j = 0; j < RS_FP8_BLOCK; ++j) y[j] = rs_codec_e5m2_value(codes[j]) * scale_inv;
+    else
+        for (size_t j = 0; j < RS_FP8_BLOCK; ++j) y[j] = e4m3_value(codes[j]) * scale_inv;
 }
 
 /* ---- NVFP4: E2M1 elements, E4M3 scale per 16, float32 S_dec per tensor ----------------- */
@@ -220,6 +227,7 @@ static qt_sizes sizes_of(const rs_format *f, size_t n, size_t E)
     case RS_FMT_FP16:
     case RS_FMT_BF16: s.codes = 2 * n; break;
     case RS_FMT_FP8:
+    case RS_FMT_E5M2:
         s.codes = n;
         s.scale_inv = 4 * (n / RS_FP8_BLOCK);
         break;
@@ -303,6 +311,7 @@ rs_status rs_quantize(rs_qtensor *q, const float *x, uint64_t seed, uint64_t str
         break;
     }
     case RS_FMT_FP8:
+    case RS_FMT_E5M2:
         for (size_t b = 0; b < n / RS_FP8_BLOCK; ++b) {
             const size_t i0 = b * RS_FP8_BLOCK;
             fp8_encode_block(f, x + i0, i0, seed, stream, q->codes + i0, &q->scale_inv[b]);
@@ -347,8 +356,9 @@ rs_status rs_dequantize(const rs_qtensor *q, float *y)
         break;
     }
     case RS_FMT_FP8:
+    case RS_FMT_E5M2:
         for (size_t b = 0; b < n / RS_FP8_BLOCK; ++b)
-            fp8_decode_block(q->codes + b * RS_FP8_BLOCK, q->scale_inv[b], y + b * RS_FP8_BLOCK);
+            fp8_decode_block(f, q->codes + b * RS_FP8_BLOCK, q->scale_inv[b], y + b * RS_FP8_BLOCK);
         break;
     case RS_FMT_NVFP4:
         for (size_t i0 = 0; i0 < n; i0 += RS_NVFP4_BLOCK) {
@@ -387,11 +397,12 @@ rs_status rs_quantize_roundtrip(const rs_format *f, const float *x, size_t n, si
         break;
     }
     case RS_FMT_FP8:
+    case RS_FMT_E5M2:
         for (size_t i0 = 0; i0 < n; i0 += RS_FP8_BLOCK) {
             uint8_t c[RS_FP8_BLOCK];
             float scale_inv;
             fp8_encode_block(f, x + i0, i0, seed, stream, c, &scale_inv);
-            fp8_decode_block(c, scale_inv, y + i0);
+            fp8_decode_block(f, c, scale_inv, y + i0);
         }
         break;
     case RS_FMT_NVFP4:

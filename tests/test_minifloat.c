@@ -229,6 +229,7 @@ static rs_status enc_rtn(rs_elem t, float x, uint32_t *code)
     case RS_ELEM_E4M3: w = rs_e4m3_encode_rtn(x); break;
     case RS_ELEM_FP16: w = rs_fp16_encode_rtn(x); break;
     case RS_ELEM_BF16: w = rs_bf16_encode_rtn(x); break;
+    case RS_ELEM_E5M2: w = c; break; /* no typed wrapper */
     case RS_ELEM_E2M1: {
         uint8_t b = 0xAA;
         rs_status st2 = rs_e2m1_encode_rtn(x, &b);

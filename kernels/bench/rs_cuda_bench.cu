@@ -174,7 +174,8 @@ static double fmt_bpe(rs_format_kind k, size_t extent)
     switch (k) {
     case RS_FMT_FP16:
     case RS_FMT_BF16: return 2.0;
-    case RS_FMT_FP8: return 1.0 + 4.0 / 128.0;
+    case RS_FMT_FP8:
+    case RS_FMT_E5M2: return 1.0 + 4.0 / 128.0;
     case RS_FMT_NVFP4: return 0.5 + 1.0 / 16.0 + 4.0 / (double)extent;
     default: return 4.0;
     }

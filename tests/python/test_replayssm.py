@@ -2,7 +2,7 @@
 (tests/python/run_python_tests.sh). References, none of them the module itself:
   - the C descriptor API through a separate C program (tests/python/rs_quant_dump.c, env
     RS_QUANT_DUMP), which does not use ctypes nor quant/rs_qflat.c;
-  - ml_dtypes' casts (float16 via numpy, bfloat16, float8_e4m3fn, float4_e2m1fn) and the
+  - ml_dtypes' casts (float16 via numpy, bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1fn) and the
     TransformerEngine scale formulas of docs/formats.md written out in numpy float32;
   - statistics (SR unbiasedness, with the bound stated at each test);
   - h5py reads of a log that the CLI writes here (env RS_CLI, RS_FIXTURE_DIR).
@@ -19,7 +19,8 @@ import replayssm
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 ALL_FORMATS = ["fp32", "fp16-rtn", "fp16-sr", "fp16-sr12", "bf16-rtn", "bf16-sr8", "fp8-rtn", "fp8-sr", "fp8-rtn+pow2",
-               "fp8-sr4+pow2", "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8", "nvfp4-rtn+floor"]
+               "fp8-sr4+pow2", "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8", "nvfp4-rtn+floor", "e5m2-rtn", "e5m2-sr",
+               "e5m2-sr8+pow2"]
 
 
 def bits(a):
@@ -136,6 +137,53 @@ def test_fp8_prescaled_elements_equal_plain_cast():
     np.testing.assert_array_equal(q.codes, x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
 
 
+def e5m2_reference(x, pow2=False):
+    """E5M2 block (docs/formats.md): fp8's rule with E5M2's largest value, scale = 57344 / amax per 128
+    (float32; 1 for amax 0; FLT_MAX on overflow; pow2: mantissa cleared), codes = E5M2(x * scale) RTN
+    (ml_dtypes: round to nearest even), y = float(code) * (1 / scale)."""
+    xb = x.reshape(-1, 128)
+    amax = np.abs(xb).max(axis=1)
+    with np.errstate(divide="ignore", over="ignore"):
+        scale = np.where(amax == 0, np.float32(1), np.float32(57344) / amax).astype(np.float32)
+    scale[np.isinf(scale)] = FLT_MAX
+    if pow2:
+        scale = (scale.view(np.uint32) & np.uint32(0xFF800000)).view(np.float32)
+    v = (xb * scale[:, None]).astype(np.float32)
+    assert np.abs(v).max() < 61440  # below the midpoint to the next binade: ml_dtypes rounds to 57344 as the codec
+    codes = v.astype(ml_dtypes.float8_e5m2)
+    scale_inv = (np.float32(1) / scale).astype(np.float32)
+    y = (codes.astype(np.float32) * scale_inv[:, None]).astype(np.float32)
+    return codes.view(np.uint8).ravel(), scale_inv, y.ravel()
+
+
+@pytest.mark.parametrize("fmt", ["e5m2-rtn", "e5m2-rtn+pow2"])
+def test_e5m2_rtn_equals_ml_dtypes_with_te_scales(fmt):
+    x = special_values()[: 32 * 128].copy()
+    x[128:256] = 0.0  # an all-zero block: scale 1
+    x[256:384] *= np.float32(2.0 ** -100)  # tiny amax: 57344 / amax overflows to Inf -> FLT_MAX
+    codes, scale_inv, y = e5m2_reference(x, pow2="pow2" in fmt)
+    q = replayssm.quantize(x, fmt)
+    np.testing.assert_array_equal(q.codes, codes)
+    np.testing.assert_array_equal(bits(q.scale_inv), bits(scale_inv))
+    np.testing.assert_array_equal(bits(replayssm.roundtrip(x, fmt)), bits(y))
+
+
+def test_e5m2_every_code_and_tie_equals_ml_dtypes():
+    """Blocks holding 57344 have scale exactly 1, so the codes are ml_dtypes' plain E5M2 cast: every
+    finite code's value and every midpoint between neighbours (ties to even), subnormals included."""
+    codes = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e5m2).astype(np.float32)
+    fin = np.unique(codes[np.isfinite(codes)])
+    mids = ((fin[:-1].astype(np.float64) + fin[1:]) / 2).astype(np.float32)
+    assert (mids.astype(np.float64) == (fin[:-1].astype(np.float64) + fin[1:]) / 2).all()  # exact midpoints
+    v = np.concatenate([fin, mids])
+    n = -(-v.size // 127) * 127
+    v = np.concatenate([v, np.zeros(n - v.size, np.float32)]).reshape(-1, 127)
+    x = np.concatenate([np.full((v.shape[0], 1), 57344, np.float32), v], axis=1).ravel()
+    q = replayssm.quantize(x, "e5m2-rtn")
+    assert (q.scale_inv == 1).all()
+    np.testing.assert_array_equal(q.codes, x.astype(ml_dtypes.float8_e5m2).view(np.uint8))
+
+
 def nvfp4_reference(x, E, floor=False):
     """NVFP4 (docs/formats.md, TE formulas) in numpy float32 with ml_dtypes' E4M3 / E2M1 casts."""
     xt = x.reshape(-1, E)
@@ -230,6 +278,33 @@ def test_nvfp4_sr_unbiased():
     z = (ys - expect).sum() / np.sqrt(K * var.sum())
     assert abs(z) < 5, z
     assert not np.array_equal(ys[0], ys[1])  # the seeds really drew different roundings
+
+
+def test_e5m2_sr_unbiased():
+    """E[SR] for E5M2: the block scale is RTN (seed-independent, from the numpy reference), so each
+    element is SR of v = x * scale between its two E5M2 neighbours lo <= v <= hi, times 1 / scale:
+    E[y] = v / scale, variance <= ((hi - lo) / scale)^2 / 4. Pooled z over K seeds: |z| < 5 (as for
+    NVFP4)."""
+    n, K = 1024, 300
+    x = sample(n, seed=11, lo=-3, hi=3)
+    _, scale_inv, _ = e5m2_reference(x)
+    xb = x.reshape(-1, 128)
+    amax = np.abs(xb).max(axis=1)
+    scale = (np.float32(57344) / amax).astype(np.float32)  # the codec's scale (no zero block here)
+    v = (xb * scale[:, None]).astype(np.float32)  # what the codec rounds
+    fin = np.unique(np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e5m2).astype(np.float64))
+    fin = fin[np.isfinite(fin)]
+    av = np.abs(v.astype(np.float64)).ravel()
+    k = np.clip(np.searchsorted(fin, av, side="right") - 1, 0, fin.size - 2)
+    lo, hi = fin[k], fin[k + 1]
+    sinv = np.repeat(scale_inv.astype(np.float64), 128)
+    expect = np.sign(v.ravel()) * av * sinv
+    var = ((hi - lo) * sinv) ** 2 / 4
+    ys = np.stack([replayssm.roundtrip(x, "e5m2-sr", seed=s) for s in range(K)]).astype(np.float64)
+    assert np.all(np.abs(ys - expect) <= (hi - lo) * sinv * (1 + 1e-6))
+    z = (ys - expect).sum() / np.sqrt(K * var.sum())
+    assert abs(z) < 5, z
+    assert not np.array_equal(ys[0], ys[1])
 
 
 # ---- the interface: zero copy, refusals, C errors ------------------------------------------------

@@ -202,6 +202,7 @@ RS_HD_INLINE rs_codec_desc rs_codec_desc_of(rs_elem t)
     case RS_ELEM_E4M3: return rs_codec_desc_make(4, 3, 7, 8, 6u, 1);      /* 0x7E = 448; 0x7F NaN */
     case RS_ELEM_E2M1: return rs_codec_desc_make(2, 1, 1, 2, 1u, 1);      /* 0x7 = 6 */
     case RS_ELEM_FP16: return rs_codec_desc_make(5, 10, 15, 15, 1023u, 0); /* 65504 */
+    case RS_ELEM_E5M2: return rs_codec_desc_make(5, 2, 15, 15, 3u, 1);     /* 0x7B = 57344, satfinite */
     default: return rs_codec_desc_make(8, 7, 127, 127, 127u, 0);          /* BF16: (2 - 2^-7) 2^127 */
     }
 }
@@ -274,6 +275,8 @@ RS_HD_INLINE uint32_t rs_codec_encode_finite(rs_codec_desc d, uint32_t s, uint32
 
 /* Code of any float32 x as type t (rs_minifloat.h special values):
  *   E4M3: NaN -> S.1111.111 (sign kept), +-Inf -> +-448 (satfinite);  E2M1: RS_CODEC_INVALID;
+ *   E5M2: NaN -> S.11111.11 (sign kept), +-Inf -> +-57344 (satfinite, as E4M3 and cvt.satfinite:
+ *         finite values above the largest finite one saturate too, where IEEE rounding gives Inf);
  *   FP16: quiet NaN with the sign and top payload bits, Inf -> Inf;   BF16: NaN quietened. */
 RS_HD_INLINE uint32_t rs_codec_encode(rs_elem t, float x, int sr, uint32_t r, int k)
 {
@@ -285,6 +288,7 @@ RS_HD_INLINE uint32_t rs_codec_encode(rs_elem t, float x, int sr, uint32_t r, in
         switch (t) {
         case RS_ELEM_E4M3: return is_nan ? (s << 7) | 0x7Fu : (s << 7) | 0x7Eu;
         case RS_ELEM_E2M1: return RS_CODEC_INVALID;
+        case RS_ELEM_E5M2: return is_nan ? (s << 7) | 0x7Fu : (s << 7) | 0x7Bu;
         case RS_ELEM_FP16: return is_nan ? (s << 15) | 0x7E00u | ((ax >> 13) & 0x3FFu) : (s << 15) | 0x7C00u;
         default: return is_nan ? (u >> 16) | 0x0040u : (u >> 16);
         }
@@ -399,6 +403,9 @@ RS_HD_INLINE float rs_codec_fp16_value(uint32_t code)
 
 RS_HD_INLINE float rs_codec_bf16_value(uint32_t code) { return rs_codec_u2f((code & 0xFFFFu) << 16); }
 
+/* E5M2 is binary16's top byte */
+RS_HD_INLINE float rs_codec_e5m2_value(uint32_t code) { return rs_codec_fp16_value((code & 0xFFu) << 8); }
+
 /* t must be valid */
 RS_HD_INLINE float rs_codec_decode(rs_elem t, uint32_t code)
 {
@@ -406,21 +413,26 @@ RS_HD_INLINE float rs_codec_decode(rs_elem t, uint32_t code)
     case RS_ELEM_E4M3: return rs_codec_e4m3_value(code);
     case RS_ELEM_E2M1: return rs_codec_e2m1_value(code);
     case RS_ELEM_FP16: return rs_codec_fp16_value(code);
+    case RS_ELEM_E5M2: return rs_codec_e5m2_value(code);
     default: return rs_codec_bf16_value(code);
     }
 }
 
 /* ---- block-scale formulas (rs_qtensor.h; TransformerEngine's) --------------------------------- */
 
-/* FP8 block scale: compute_scale_from_amax(amax, 448, pow2, eps 0, FLT_MAX) for a finite amax. */
-RS_HD_INLINE float rs_codec_fp8_scale(float amax, int pow2)
+/* FP8 block scale: compute_scale_from_amax(amax, fmax, pow2, eps 0, FLT_MAX) for a finite amax, fmax
+ * the element type's largest finite value (448 for E4M3, 57344 for E5M2). */
+RS_HD_INLINE float rs_codec_fp8_scale_of(float amax, float fmax, int pow2)
 {
     if (amax == 0.0f) return 1.0f;
-    float scale = rs_codec_div(RS_E4M3_MAX, amax); /* IEEE division, correctly rounded */
+    float scale = rs_codec_div(fmax, amax); /* IEEE division, correctly rounded */
     if ((rs_codec_f2u(scale) & 0x7FFFFFFFu) == 0x7F800000u) scale = FLT_MAX;
     if (pow2) scale = rs_codec_u2f(rs_codec_f2u(scale) & 0xFF800000u); /* round down to a power of two */
     return scale;
 }
+
+/* the E4M3 block scale (fp8) */
+RS_HD_INLINE float rs_codec_fp8_scale(float amax, int pow2) { return rs_codec_fp8_scale_of(amax, RS_E4M3_MAX, pow2); }
 
 /* NVFP4 tensor encode scale S_enc from the tensor amax (compute_global_encode_scaling_factor_FP4). */
 RS_HD_INLINE float rs_codec_nvfp4_senc(float amax)

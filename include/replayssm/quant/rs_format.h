@@ -8,13 +8,15 @@
  *                   (TransformerEngine compute_scale_from_amax; 1/scale is stored)
  *   nvfp4           E2M1 elements, one E4M3 scale per 16 contiguous elements and one
  *                   float32 decode scale per tensor (TransformerEngine NVFP4 formulas)
+ *   e5m2            E5M2 elements, one float32 scale per 128 contiguous elements (fp8's
+ *                   rule with E5M2's largest value 57344: more range, one mantissa bit less)
  *
  * Grammar (case-sensitive):
  *
  *   format   := "fp32" | base [ "-" rounding ] options
- *   base     := "fp16" | "bf16" | "fp8" | "nvfp4"
+ *   base     := "fp16" | "bf16" | "fp8" | "nvfp4" | "e5m2"
  *   rounding := "rtn" | "sr" | "sr" K          (K = random bits, 1..32; "sr" = 32)
- *   options  := { "+pow2" (fp8 only: power-of-two block scales)
+ *   options  := { "+pow2" (fp8, e5m2: power-of-two block scales)
  *               | "+floor" (nvfp4 only: torchao's 2^-6 floor on block scales) }
  *
  * e.g. fp32, fp16-sr, bf16-rtn, fp8-rtn, fp8-sr+pow2, nvfp4-sr, nvfp4-sr8, nvfp4-rtn+floor.
@@ -41,7 +43,8 @@ typedef enum rs_format_kind {
     RS_FMT_FP16 = 1,
     RS_FMT_BF16 = 2,
     RS_FMT_FP8 = 3,   /* E4M3 + fp32 scale per RS_FP8_BLOCK elements */
-    RS_FMT_NVFP4 = 4  /* E2M1 + E4M3 scale per RS_NVFP4_BLOCK elements + fp32 per tensor */
+    RS_FMT_NVFP4 = 4, /* E2M1 + E4M3 scale per RS_NVFP4_BLOCK elements + fp32 per tensor */
+    RS_FMT_E5M2 = 5   /* E5M2 + fp32 scale per RS_FP8_BLOCK elements (CPU; the GPU refuses it) */
 } rs_format_kind;
 
 #define RS_FP8_BLOCK 128
@@ -51,7 +54,7 @@ typedef struct rs_format {
     rs_format_kind kind;
     rs_rounding rounding; /* RTN or SR (fp32: RTN, unused) */
     int sr_bits;          /* random bits per SR decision, 1..32 (default 32) */
-    int fp8_pow2;         /* fp8: round block scales down to a power of two (TE option) */
+    int fp8_pow2;         /* fp8, e5m2: round block scales down to a power of two (TE option) */
     int nvfp4_floor;      /* nvfp4: clamp block scales below at 2^-6 (torchao) */
 } rs_format;
 

@@ -50,12 +50,15 @@ typedef enum rs_elem {
     RS_ELEM_E4M3 = 0, /* FP8 E4M3fn: bias 7, max 448, min subnormal 2^-9, NaN = S.1111.111 */
     RS_ELEM_E2M1 = 1, /* FP4 E2M1: +-{0, .5, 1, 1.5, 2, 3, 4, 6}, code in the low nibble */
     RS_ELEM_FP16 = 2, /* IEEE binary16 */
-    RS_ELEM_BF16 = 3  /* bfloat16 (top half of float32) */
+    RS_ELEM_BF16 = 3, /* bfloat16 (top half of float32) */
+    RS_ELEM_E5M2 = 4  /* FP8 E5M2: bias 15, max 57344, min subnormal 2^-16, Inf S.11111.00, NaN
+                         S.11111.xx (xx != 0): the top byte of an IEEE binary16 */
 } rs_elem;
 
 #define RS_SR_BITS_DEFAULT 32
 #define RS_E4M3_MAX 448.0f
 #define RS_E2M1_MAX 6.0f
+#define RS_E5M2_MAX 57344.0f
 
 /*! rs_elem_encode() : encode x as type t.
  *  mode RS_ROUND_SR uses random word r and k in [1, 32] bits (ignored under RTN).
@@ -63,13 +66,13 @@ typedef enum rs_elem {
  *          RS_E_INVAL for a bad t or k. */
 rs_status rs_elem_encode(rs_elem t, float x, rs_rounding mode, uint32_t r, int k, uint32_t *code);
 
-/*! rs_elem_decode() : exact value of a code (E4M3 0x7F/0xFF decode to NaN). */
+/*! rs_elem_decode() : exact value of a code (E4M3 0x7F/0xFF decode to NaN; E5M2 as binary16). */
 float rs_elem_decode(rs_elem t, uint32_t code);
 
-/*! rs_elem_bits() : storage bits per element (8, 4, 16, 16). */
+/*! rs_elem_bits() : storage bits per element (8, 4, 16, 16, 8). */
 int rs_elem_bits(rs_elem t);
 
-/*! rs_elem_name() : "e4m3", "e2m1", "fp16", "bf16". */
+/*! rs_elem_name() : "e4m3", "e2m1", "fp16", "bf16", "e5m2". */
 const char *rs_elem_name(rs_elem t);
 
 /* A status the caller must look at (GCC / Clang warn when it is dropped). */

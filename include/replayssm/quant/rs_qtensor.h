@@ -55,7 +55,7 @@ typedef struct rs_qtensor {
     size_t n;                 /* elements */
     size_t tensor_extent;     /* E */
     uint8_t *codes;           /* packed element codes (see table above) */
-    float *scale_inv;         /* fp8: (n/128) decode scales, else NULL */
+    float *scale_inv;         /* fp8, e5m2: (n/128) decode scales, else NULL */
     uint8_t *block_scale;     /* nvfp4: (n/16) E4M3 codes, else NULL */
     float *tensor_scale_dec;  /* nvfp4: (n/E) S_dec, else NULL */
 } rs_qtensor;
