@@ -10,8 +10,8 @@
  * The host round trip (one copy of M x k indices per MoE layer) gives the expert GEMMs their row
  * counts; --compute twin runs each stream's rows apart, as the CPU scorer does book by book.
  *
- * Grouped experts (RS_GPU_MOE=grouped, where every expert matrix runs SGEMM: weights made on the GPU,
- * fp32 checkpoints; never twin; opt-in until measured on a GPU against the loop): every entry (row, slot) is gathered at once to its
+ * Grouped experts (the default where every expert matrix runs SGEMM: weights made on the GPU, fp32
+ * checkpoints; never twin; RS_GPU_MOE=loop forces the per-expert loop): every entry (row, slot) is gathered at once to its
  * place in the expert order; cuBLAS grouped SGEMMs (one group per expert with rows) run up (gate),
  * then one activation over all entries, then down; quantized experts are decoded a batch at a time
  * (one launch, rs_gpu_devw_decode_jobs) into a scratch of at most MOE_DEQ_CAP floats; finally each
@@ -150,7 +150,7 @@ void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, int grouped, size_t *d
 int rs_gpu_moe_may_group(const gpu_impl *im)
 {
     const char *v = getenv("RS_GPU_MOE");
-    return !im->twin && v && !strcmp(v, "grouped");
+    return !im->twin && !(v && !strcmp(v, "loop"));
 }
 
 /* the first MoE layer's first expert's up matrix: its description when made on the GPU */

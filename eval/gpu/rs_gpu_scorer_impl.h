@@ -56,8 +56,8 @@ typedef struct gpu_moe {
     int32_t *h_order;    /* pinned [M * k]                                                       */
     int32_t *count;      /* host [E + 1]: expert e's entries are order[count[e] .. count[e+1])   */
     /* the grouped expert GEMMs (rs_gpu_moe.cu "Grouped experts"); NULL / 0 in the per-expert loop */
-    int grouped;         /* 1: grouped GEMMs (RS_GPU_MOE=grouped); 0: one expert at a time (the
-                            default, twin, experts that run another GEMM method than SGEMM)      */
+    int grouped;         /* 1: grouped GEMMs; 0: one expert at a time (twin, RS_GPU_MOE=loop, or
+                            experts that run another GEMM method than SGEMM)                     */
     int32_t *rowpos;     /* [M * k] row r's entries' places in order, experts ascending          */
     int32_t *h_rowpos;   /* pinned [M * k]                                                       */
     int32_t *h_cur;      /* host [M]                                                             */
@@ -174,8 +174,8 @@ rs_status rs_gpu_moe_ffn(const rs_scorer *sc, gpu_impl *im, int l, const float *
 /* the bytes of the MoE scratch for M rows (device: *dev, pinned + host: *host); 0 for dense models;
    grouped: sized for the grouped expert GEMMs (M * k gathered rows) */
 void rs_gpu_moe_bytes(const rs_model_config *c, size_t M, int grouped, size_t *dev, size_t *host);
-/* 1 when the scorer may group its expert GEMMs: RS_GPU_MOE=grouped and not twin (the choice is final
-   at rs_gpu_moe_alloc, once the GEMM method of each expert matrix is known) */
+/* 1 when the scorer may group its expert GEMMs: not twin, RS_GPU_MOE unset or not "loop" (the choice
+   is final at rs_gpu_moe_alloc, once the GEMM method of each expert matrix is known) */
 int rs_gpu_moe_may_group(const gpu_impl *im);
 /* floats of decode scratch the grouped expert GEMMs of a model made on the GPU need (0 when its
    experts are not quantized or the GEMMs are not grouped) */
