@@ -96,31 +96,39 @@ def test_half_rtn_equals_ml_dtypes(fmt, dt):
     np.testing.assert_array_equal(bits(replayssm.roundtrip(x, fmt)), bits(want.astype(np.float32)))
 
 
-def fp8_reference(x, pow2=False):
-    """FP8 block (docs/formats.md, TE compute_scale_from_amax): per 128 elements scale = 448 / amax
+def fp8_reference(x, pow2=False, fmax=448, dt=ml_dtypes.float8_e4m3fn, below=464):
+    """FP8 block (docs/formats.md, TE compute_scale_from_amax): per 128 elements scale = fmax / amax
     (float32 division; 1 for amax 0; FLT_MAX on overflow; pow2: mantissa cleared), codes =
     E4M3(x * scale) RTN (ml_dtypes), scale_inv = 1 / scale, y = float(code) * scale_inv."""
     xb = x.reshape(-1, 128)
     amax = np.abs(xb).max(axis=1)
     with np.errstate(divide="ignore", over="ignore"):
-        scale = np.where(amax == 0, np.float32(1), np.float32(448) / amax).astype(np.float32)
+        scale = np.where(amax == 0, np.float32(1), np.float32(fmax) / amax).astype(np.float32)
     scale[np.isinf(scale)] = FLT_MAX
     if pow2:
         scale = (scale.view(np.uint32) & np.uint32(0xFF800000)).view(np.float32)
     v = (xb * scale[:, None]).astype(np.float32)
-    assert np.abs(v).max() < 464  # in range for ml_dtypes' cast (it has no satfinite: >= 464 would be NaN)
-    codes = v.astype(ml_dtypes.float8_e4m3fn)
+    assert np.abs(v).max() < below  # in range for ml_dtypes' cast (no satfinite: E4M3 >= 464 would be NaN)
+    codes = v.astype(dt)
     scale_inv = (np.float32(1) / scale).astype(np.float32)
     y = (codes.astype(np.float32) * scale_inv[:, None]).astype(np.float32)
     return codes.view(np.uint8).ravel(), scale_inv, y.ravel()
 
 
-@pytest.mark.parametrize("fmt", ["fp8-rtn", "fp8-rtn+pow2"])
+def e5m2_reference(x, pow2=False):
+    """E5M2 block (docs/formats.md): fp8's rule with E5M2's largest value, scale = 57344 / amax per 128
+    (the same zero, overflow and pow2 cases), codes = E5M2(x * scale) RTN (ml_dtypes: round to nearest
+    even; every scaled value lies below 61440, where its cast would leave 57344)."""
+    return fp8_reference(x, pow2, fmax=57344, dt=ml_dtypes.float8_e5m2, below=61440)
+
+
+@pytest.mark.parametrize("fmt", ["fp8-rtn", "fp8-rtn+pow2", "e5m2-rtn", "e5m2-rtn+pow2"])
 def test_fp8_rtn_equals_ml_dtypes_with_te_scales(fmt):
     x = special_values()[: 32 * 128].copy()
     x[128:256] = 0.0  # an all-zero block: scale 1
-    x[256:384] *= np.float32(2.0 ** -100)  # tiny amax: 448 / amax overflows to Inf -> FLT_MAX
-    codes, scale_inv, y = fp8_reference(x, pow2="pow2" in fmt)
+    x[256:384] *= np.float32(2.0 ** -100)  # tiny amax: fmax / amax overflows to Inf -> FLT_MAX
+    ref = e5m2_reference if fmt.startswith("e5m2") else fp8_reference
+    codes, scale_inv, y = ref(x, pow2="pow2" in fmt)
     q = replayssm.quantize(x, fmt)
     np.testing.assert_array_equal(q.codes, codes)
     np.testing.assert_array_equal(bits(q.scale_inv), bits(scale_inv))
@@ -135,37 +143,6 @@ def test_fp8_prescaled_elements_equal_plain_cast():
     q = replayssm.quantize(x, "fp8-rtn")
     assert (q.scale_inv == 1).all()
     np.testing.assert_array_equal(q.codes, x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
-
-
-def e5m2_reference(x, pow2=False):
-    """E5M2 block (docs/formats.md): fp8's rule with E5M2's largest value, scale = 57344 / amax per 128
-    (float32; 1 for amax 0; FLT_MAX on overflow; pow2: mantissa cleared), codes = E5M2(x * scale) RTN
-    (ml_dtypes: round to nearest even), y = float(code) * (1 / scale)."""
-    xb = x.reshape(-1, 128)
-    amax = np.abs(xb).max(axis=1)
-    with np.errstate(divide="ignore", over="ignore"):
-        scale = np.where(amax == 0, np.float32(1), np.float32(57344) / amax).astype(np.float32)
-    scale[np.isinf(scale)] = FLT_MAX
-    if pow2:
-        scale = (scale.view(np.uint32) & np.uint32(0xFF800000)).view(np.float32)
-    v = (xb * scale[:, None]).astype(np.float32)
-    assert np.abs(v).max() < 61440  # below the midpoint to the next binade: ml_dtypes rounds to 57344 as the codec
-    codes = v.astype(ml_dtypes.float8_e5m2)
-    scale_inv = (np.float32(1) / scale).astype(np.float32)
-    y = (codes.astype(np.float32) * scale_inv[:, None]).astype(np.float32)
-    return codes.view(np.uint8).ravel(), scale_inv, y.ravel()
-
-
-@pytest.mark.parametrize("fmt", ["e5m2-rtn", "e5m2-rtn+pow2"])
-def test_e5m2_rtn_equals_ml_dtypes_with_te_scales(fmt):
-    x = special_values()[: 32 * 128].copy()
-    x[128:256] = 0.0  # an all-zero block: scale 1
-    x[256:384] *= np.float32(2.0 ** -100)  # tiny amax: 57344 / amax overflows to Inf -> FLT_MAX
-    codes, scale_inv, y = e5m2_reference(x, pow2="pow2" in fmt)
-    q = replayssm.quantize(x, fmt)
-    np.testing.assert_array_equal(q.codes, codes)
-    np.testing.assert_array_equal(bits(q.scale_inv), bits(scale_inv))
-    np.testing.assert_array_equal(bits(replayssm.roundtrip(x, fmt)), bits(y))
 
 
 def test_e5m2_every_code_and_tie_equals_ml_dtypes():
