@@ -16,9 +16,9 @@
 
 static const char k_valid_list[] =
     "fp32, fp16-rtn, fp16-sr[K], bf16-rtn, bf16-sr[K], fp8-rtn[+pow2], fp8-sr[K][+pow2], "
-    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor], e5m2-rtn[+pow2], e5m2-sr[K][+pow2] (K = SR random bits 1..32, "
-    "default 32; a bare base fp16, bf16, fp8, nvfp4, e5m2 is its -rtn; e.g. fp8-rtn, fp16-sr, nvfp4-sr8, "
-    "fp8-sr+pow2, nvfp4-rtn+floor, e5m2-sr)";
+    "nvfp4-rtn[+floor], nvfp4-sr[K][+floor], e5m2-rtn[+pow2], e5m2-sr[K][+pow2], mxfp8-rtn, mxfp8-sr[K], "
+    "mxfp4-rtn, mxfp4-sr[K] (K = SR random bits 1..32, default 32; a bare base fp16, bf16, fp8, nvfp4, e5m2, "
+    "mxfp8, mxfp4 is its -rtn; e.g. fp8-rtn, fp16-sr, nvfp4-sr8, fp8-sr+pow2, nvfp4-rtn+floor, e5m2-sr, mxfp4)";
 
 const char *rs_format_valid_list(void) { return k_valid_list; }
 
@@ -41,6 +41,8 @@ static const struct {
     {"fp8", RS_FMT_FP8},
     {"nvfp4", RS_FMT_NVFP4},
     {"e5m2", RS_FMT_E5M2},
+    {"mxfp8", RS_FMT_MXFP8},
+    {"mxfp4", RS_FMT_MXFP4},
 };
 
 const char *rs_format_kind_name(rs_format_kind k)
@@ -99,7 +101,7 @@ rs_status rs_format_set_rounding(rs_format *f, const char *rounding)
     if (!f || !rounding) return rs_error_set(RS_E_INVAL, "rs_format_set_rounding: NULL argument");
     if (f->kind == RS_FMT_FP32)
         return rs_error_set(RS_E_INVAL, "fp32 has no rounding to set to '%s' (rounding applies to %s)", rounding,
-                            "fp16, bf16, fp8, nvfp4, e5m2");
+                            "fp16, bf16, fp8, nvfp4, e5m2, mxfp8, mxfp4");
     rs_format g = *f;
     const char *p = rounding, *why = rounding_(&p, &g);
     if (!why && *p) why = "unexpected trailing text";
@@ -205,6 +207,8 @@ size_t rs_format_block(const rs_format *f)
     case RS_FMT_FP8:
     case RS_FMT_E5M2: return RS_FP8_BLOCK;
     case RS_FMT_NVFP4: return RS_NVFP4_BLOCK;
+    case RS_FMT_MXFP8:
+    case RS_FMT_MXFP4: return RS_MX_BLOCK;
     default: return 0;
     }
 }
@@ -218,6 +222,8 @@ double rs_format_bytes_per_element(const rs_format *f, size_t tensor_extent)
     case RS_FMT_BF16: return 2.0;
     case RS_FMT_FP8:
     case RS_FMT_E5M2: return 1.0 + 4.0 / RS_FP8_BLOCK;
+    case RS_FMT_MXFP8: return 1.0 + 1.0 / RS_MX_BLOCK;
+    case RS_FMT_MXFP4: return 0.5 + 1.0 / RS_MX_BLOCK;
     case RS_FMT_NVFP4:
         /* tensor_extent 0: the per-tensor scale is left out (an unbounded tensor) */
         return 0.5 + 1.0 / RS_NVFP4_BLOCK + (tensor_extent ? 4.0 / (double)tensor_extent : 0.0);

@@ -42,6 +42,14 @@ static rs_status sizes_of(const rs_format *f, size_t n, size_t E, size_t b[4], c
         b[0] = n;
         b[1] = 4 * (n / RS_FP8_BLOCK);
         break;
+    case RS_FMT_MXFP8:
+        b[0] = n;
+        b[2] = n / RS_MX_BLOCK;
+        break;
+    case RS_FMT_MXFP4:
+        b[0] = n / 2;
+        b[2] = n / RS_MX_BLOCK;
+        break;
     case RS_FMT_NVFP4:
         b[0] = n / 2;
         b[2] = n / RS_NVFP4_BLOCK;

@@ -183,6 +183,60 @@ static void nvfp4_decode_block(const uint8_t *q, uint8_t sb_code, float s_dec, f
     for (size_t j = 0; j < RS_NVFP4_BLOCK; ++j) y[j] = (k_e2m1_value[q[j] & 15u] * sbv) * s_dec;
 }
 
+/* ---- MX (OCP Microscaling v1.0): E4M3 or E2M1 elements, E8M0 scale per 32 ------------------ */
+
+/* Encode x[RS_MX_BLOCK] (element i0 of the call) into unpacked element codes q[32] and the E8M0
+   code of the block's scale (rs_codec.h "OCP Microscaling") */
+static void mx_encode_block(const rs_format *f, const float *x, uint64_t i0, uint64_t seed, uint64_t stream,
+                            uint8_t *q, uint8_t *sc)
+{
+    const int fp4 = f->kind == RS_FMT_MXFP4;
+    const rs_elem t = fp4 ? RS_ELEM_E2M1 : RS_ELEM_E4M3;
+    const float emaxv = fp4 ? RS_E2M1_MAX : RS_E4M3_MAX;
+    const uint32_t code = rs_codec_mx_scale_code(amax_of(x, RS_MX_BLOCK), fp4 ? 2 : 8);
+    const float inv = rs_codec_e8m0_inverse(code);
+    *sc = (uint8_t)code;
+    uint32_t r[RS_MX_BLOCK];
+    const int sr = f->rounding == RS_ROUND_SR;
+    if (sr) rs_rand_fill(seed, stream, i0, RS_MX_BLOCK, r);
+    const rs_codec_desc d = rs_codec_desc_of(t);
+    for (size_t j = 0; j < RS_MX_BLOCK; ++j) {
+        /* V / X exactly, then saturated to the element type's largest value (the spec's clamp) */
+        const float v = fminf(fmaxf(x[j] * inv, -emaxv), emaxv);
+        const uint32_t u = rs_codec_f2u(v);
+        q[j] = (uint8_t)rs_codec_encode_finite(d, u >> 31, u & 0x7FFFFFFFu, sr, sr ? r[j] : 0, f->sr_bits);
+    }
+}
+
+static void mx_decode_block(const rs_format *f, const uint8_t *q, uint8_t sc, float *y)
+{
+    const float X = rs_codec_e8m0_value(sc);
+    if (f->kind == RS_FMT_MXFP4)
+        for (size_t j = 0; j < RS_MX_BLOCK; ++j) y[j] = k_e2m1_value[q[j] & 15u] * X;
+    else
+        for (size_t j = 0; j < RS_MX_BLOCK; ++j) y[j] = e4m3_value(q[j]) * X;
+}
+
+/* x[RS_MX_BLOCK] -> the stored codes (mxfp8: one byte each; mxfp4: element 2i low nibble, 2i+1 high) */
+static void mx_store_(const rs_format *f, const uint8_t *q, uint8_t *codes)
+{
+    if (f->kind == RS_FMT_MXFP4)
+        for (size_t j = 0; j < RS_MX_BLOCK; j += 2) codes[j / 2] = (uint8_t)((q[j] & 15u) | (uint8_t)((q[j + 1] & 15u) << 4));
+    else
+        memcpy(codes, q, RS_MX_BLOCK);
+}
+
+static void mx_load_(const rs_format *f, const uint8_t *codes, uint8_t *q)
+{
+    if (f->kind == RS_FMT_MXFP4)
+        for (size_t j = 0; j < RS_MX_BLOCK; j += 2) {
+            q[j] = codes[j / 2] & 15u;
+            q[j + 1] = (uint8_t)(codes[j / 2] >> 4);
+        }
+    else
+        memcpy(q, codes, RS_MX_BLOCK);
+}
+
 /* ---- FP16 / BF16: elementwise --------------------------------------------------------- */
 
 static void half_encode_chunk(const rs_format *f, const float *x, size_t m, uint64_t i0, uint64_t seed,
@@ -235,6 +289,11 @@ static qt_sizes sizes_of(const rs_format *f, size_t n, size_t E)
         s.codes = n / 2;
         s.block_scale = n / RS_NVFP4_BLOCK;
         s.tensor_scale = E ? 4 * (n / E) : 0;
+        break;
+    case RS_FMT_MXFP8:
+    case RS_FMT_MXFP4:
+        s.codes = f->kind == RS_FMT_MXFP4 ? n / 2 : n;
+        s.block_scale = n / RS_MX_BLOCK;
         break;
     }
     return s;
@@ -331,6 +390,16 @@ rs_status rs_quantize(rs_qtensor *q, const float *x, uint64_t seed, uint64_t str
             }
         }
         break;
+    case RS_FMT_MXFP8:
+    case RS_FMT_MXFP4: {
+        const size_t cb = f->kind == RS_FMT_MXFP4 ? RS_MX_BLOCK / 2 : RS_MX_BLOCK;
+        for (size_t b = 0; b < n / RS_MX_BLOCK; ++b) {
+            uint8_t c[RS_MX_BLOCK];
+            mx_encode_block(f, x + b * RS_MX_BLOCK, b * RS_MX_BLOCK, seed, stream, c, &q->block_scale[b]);
+            mx_store_(f, c, q->codes + b * cb);
+        }
+        break;
+    }
     }
     return RS_OK;
 }
@@ -371,6 +440,16 @@ rs_status rs_dequantize(const rs_qtensor *q, float *y)
             nvfp4_decode_block(c, q->block_scale[i0 / RS_NVFP4_BLOCK], q->tensor_scale_dec[i0 / E], y + i0);
         }
         break;
+    case RS_FMT_MXFP8:
+    case RS_FMT_MXFP4: {
+        const size_t cb = f->kind == RS_FMT_MXFP4 ? RS_MX_BLOCK / 2 : RS_MX_BLOCK;
+        for (size_t b = 0; b < n / RS_MX_BLOCK; ++b) {
+            uint8_t c[RS_MX_BLOCK];
+            mx_load_(f, q->codes + b * cb, c);
+            mx_decode_block(f, c, q->block_scale[b], y + b * RS_MX_BLOCK);
+        }
+        break;
+    }
     }
     return RS_OK;
 }
@@ -414,6 +493,14 @@ rs_status rs_quantize_roundtrip(const rs_format *f, const float *x, size_t n, si
                 RS_TRY(nvfp4_encode_block(f, x + i0, i0, s_enc, s_dec, seed, stream, c, &sb));
                 nvfp4_decode_block(c, sb, s_dec, y + i0);
             }
+        }
+        break;
+    case RS_FMT_MXFP8:
+    case RS_FMT_MXFP4:
+        for (size_t i0 = 0; i0 < n; i0 += RS_MX_BLOCK) {
+            uint8_t c[RS_MX_BLOCK], sc;
+            mx_encode_block(f, x + i0, i0, seed, stream, c, &sc);
+            mx_decode_block(f, c, sc, y + i0);
         }
         break;
     }

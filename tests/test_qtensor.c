@@ -92,7 +92,7 @@ static void test_alloc_and_bytes(void **state)
 {
     (void)state;
     static const char *names[] = {"fp32", "fp16-rtn", "bf16-sr", "fp8-rtn", "fp8-sr+pow2", "nvfp4-rtn", "nvfp4-sr8",
-                                  "e5m2-rtn", "e5m2-sr+pow2"};
+                                  "e5m2-rtn", "e5m2-sr+pow2", "mxfp8-rtn", "mxfp4-sr"};
     static const size_t shapes[][2] = {{16384, 16384}, {4 * 256, 256}, {2 * 128, 128}, {96, 48}};
     for (size_t a = 0; a < sizeof names / sizeof names[0]; ++a) {
         const rs_format f = fmt(names[a]);
@@ -100,7 +100,7 @@ static void test_alloc_and_bytes(void **state)
             const size_t n = shapes[b][0], E = shapes[b][1];
             rs_qtensor q;
             rs_status st = rs_qtensor_alloc(&q, &f, n, E);
-            if ((f.kind == RS_FMT_FP8 || f.kind == RS_FMT_E5M2) && E % 128) {
+            if (E % (rs_format_block(&f) ? rs_format_block(&f) : 1)) {
                 assert_int_equal(st, RS_E_SHAPE);
                 assert_null(q.codes);
                 rs_qtensor_free(&q);
@@ -116,6 +116,8 @@ static void test_alloc_and_bytes(void **state)
             case RS_FMT_FP8:
             case RS_FMT_E5M2: want = n + 4 * (n / 128); break;
             case RS_FMT_NVFP4: want = n / 2 + n / 16 + 4 * (n / E); break;
+            case RS_FMT_MXFP8: want = n + n / 32; break;
+            case RS_FMT_MXFP4: want = n / 2 + n / 32; break;
             }
             assert_int_equal(rs_qtensor_bytes(&q), want);
             const double bpe = rs_format_bytes_per_element(&f, E);
@@ -123,7 +125,8 @@ static void test_alloc_and_bytes(void **state)
             assert_true(fabs((double)n * bpe - (double)want) <= 1e-9 * (double)want);
             assert_non_null(q.codes);
             assert_true((q.scale_inv != NULL) == (f.kind == RS_FMT_FP8 || f.kind == RS_FMT_E5M2));
-            assert_true((q.block_scale != NULL) == (f.kind == RS_FMT_NVFP4));
+            assert_true((q.block_scale != NULL) ==
+                        (f.kind == RS_FMT_NVFP4 || f.kind == RS_FMT_MXFP8 || f.kind == RS_FMT_MXFP4));
             assert_true((q.tensor_scale_dec != NULL) == (f.kind == RS_FMT_NVFP4));
             assert_int_equal(q.n, n);
             assert_int_equal(q.tensor_extent, E);

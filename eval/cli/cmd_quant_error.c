@@ -25,7 +25,8 @@
 #define QE_DEFAULT_MAX_ELEMENTS ((size_t)1 << 26)
 
 static const char *k_all_formats[] = {"bf16-rtn", "bf16-sr", "fp16-rtn", "fp16-sr",  "fp8-rtn",  "fp8-sr",
-                                      "e5m2-rtn", "e5m2-sr", "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8"};
+                                      "e5m2-rtn", "e5m2-sr", "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8",
+                                      "mxfp8-rtn", "mxfp8-sr", "mxfp4-rtn", "mxfp4-sr"};
 
 static const char k_about[] =
     "Quantizes matrices with each storage format and prints, per format:\n"

@@ -56,11 +56,13 @@ static rs_status store_(rs_head *hd, const rs_format *f, uint32_t slot, uint64_t
         rs_status st = rs_quantize_roundtrip(f, src, hd->n, hd->n, hd->cfg.seed, stream, dst);
         if (st == RS_E_NONFINITE) return nonfinite_(hd, step, what);
         if (st != RS_OK) return st;
-        /* The quantizer has rejected non-finite input, and FP8, E5M2 and NVFP4 saturate (finite
+        /* The quantizer has rejected non-finite input, and FP8, E5M2, NVFP4 and MX saturate (finite
          * scales, satfinite elements): their output is finite by construction, so the scan
          * below is only needed where a finite input can overflow (FP16/BF16 RTN and SR to
          * Inf) or was never checked (fp32 copies). */
-        if (f->kind == RS_FMT_FP8 || f->kind == RS_FMT_E5M2 || f->kind == RS_FMT_NVFP4) return RS_OK;
+        if (f->kind == RS_FMT_FP8 || f->kind == RS_FMT_E5M2 || f->kind == RS_FMT_NVFP4 || f->kind == RS_FMT_MXFP8 ||
+            f->kind == RS_FMT_MXFP4)
+            return RS_OK;
     }
     if (rs_ssm_first_nonfinite(dst, hd->n) < hd->n) return nonfinite_(hd, step, what);
     return RS_OK;

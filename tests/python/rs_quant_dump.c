@@ -59,8 +59,10 @@ int main(int argc, char **argv)
     /* array sizes from the pointers of the one allocation (rs_qtensor.h's table) */
     const size_t total = rs_qtensor_bytes(&q);
     const uint8_t *base = q.codes;
-    const size_t codes = q.scale_inv ? (size_t)((uint8_t *)q.scale_inv - base)
-                         : q.tensor_scale_dec ? (size_t)((uint8_t *)q.tensor_scale_dec - base) : total;
+    const size_t codes = q.scale_inv          ? (size_t)((uint8_t *)q.scale_inv - base)
+                         : q.tensor_scale_dec ? (size_t)((uint8_t *)q.tensor_scale_dec - base)
+                         : q.block_scale      ? (size_t)(q.block_scale - base) /* MX: codes, then E8M0 scales */
+                                              : total;
     const size_t si = q.scale_inv ? total - codes : 0;
     const size_t ts = q.tensor_scale_dec ? (size_t)(q.block_scale - (uint8_t *)q.tensor_scale_dec) : 0;
     const size_t bs = q.block_scale ? total - (size_t)(q.block_scale - base) : 0;

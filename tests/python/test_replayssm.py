@@ -2,7 +2,8 @@
 (tests/python/run_python_tests.sh). References, none of them the module itself:
   - the C descriptor API through a separate C program (tests/python/rs_quant_dump.c, env
     RS_QUANT_DUMP), which does not use ctypes nor quant/rs_qflat.c;
-  - ml_dtypes' casts (float16 via numpy, bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1fn) and the
+  - ml_dtypes' casts (float16 via numpy, bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1fn,
+    float8_e8m0fnu) and the OCP MX v1.0 conversion rule, and the
     TransformerEngine scale formulas of docs/formats.md written out in numpy float32;
   - statistics (SR unbiasedness, with the bound stated at each test);
   - h5py reads of a log that the CLI writes here (env RS_CLI, RS_FIXTURE_DIR).
@@ -20,7 +21,7 @@ import replayssm
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 ALL_FORMATS = ["fp32", "fp16-rtn", "fp16-sr", "fp16-sr12", "bf16-rtn", "bf16-sr8", "fp8-rtn", "fp8-sr", "fp8-rtn+pow2",
                "fp8-sr4+pow2", "nvfp4-rtn", "nvfp4-sr", "nvfp4-sr8", "nvfp4-rtn+floor", "e5m2-rtn", "e5m2-sr",
-               "e5m2-sr8+pow2"]
+               "e5m2-sr8+pow2", "mxfp8-rtn", "mxfp8-sr", "mxfp4-rtn", "mxfp4-sr8"]
 
 
 def bits(a):
@@ -280,6 +281,81 @@ def test_e5m2_sr_unbiased():
     ys = np.stack([replayssm.roundtrip(x, "e5m2-sr", seed=s) for s in range(K)]).astype(np.float64)
     assert np.all(np.abs(ys - expect) <= (hi - lo) * sinv * (1 + 1e-6))
     z = (ys - expect).sum() / np.sqrt(K * var.sum())
+    assert abs(z) < 5, z
+    assert not np.array_equal(ys[0], ys[1])
+
+
+def mx_reference(x, fp4):
+    """OCP MX v1.0 (docs/formats.md) in numpy: per 32 elements X = 2^(floor(log2 amax) - emax), emax 8
+    (E4M3) or 2 (E2M1), at least 2^-127 (zero or tiny blocks); elements = V / X saturated to the
+    element's largest value, ml_dtypes' RTN cast; the scale as ml_dtypes' float8_e8m0fnu; y = P * X."""
+    dt, emax, fmax = (ml_dtypes.float4_e2m1fn, 2, 6.0) if fp4 else (ml_dtypes.float8_e4m3fn, 8, 448.0)
+    xb = x.reshape(-1, 32)
+    amax = np.abs(xb).max(axis=1).astype(np.float32)
+    _, E = np.frexp(amax)  # amax = m 2^E, m in [0.5, 1): floor(log2 amax) = E - 1 for normals
+    e = np.where(amax >= np.float32(2.0 ** -126), E - 1, -127) - emax
+    e = np.maximum(e, -127)
+    X = np.ldexp(np.float32(1), e).astype(np.float32)
+    v = np.clip(np.ldexp(xb, -e[:, None]).astype(np.float32), -fmax, fmax)
+    codes = v.astype(dt)
+    y = (codes.astype(np.float32) * X[:, None]).astype(np.float32)
+    c = codes.view(np.uint8).ravel()
+    if fp4:
+        c = (c[0::2] & 15) | ((c[1::2] & 15) << 4)
+    return c.astype(np.uint8), X.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8), y.ravel()
+
+
+@pytest.mark.parametrize("fmt", ["mxfp8-rtn", "mxfp4-rtn"])
+def test_mx_rtn_equals_ocp_rule_with_ml_dtypes(fmt):
+    x = special_values()[: 128 * 32].copy()
+    x[32:64] = 0.0  # a zero block: X = 2^-127, codes 0
+    x[64:96] = np.linspace(-1, 1, 32, dtype=np.float32) * np.float32(2.0 ** -130)  # amax below 2^-126: X = 2^-127
+    x[96:128] = np.float32(1.0)  # amax a power of two: X = 2^-emax exactly
+    x[128:160] = np.float32(0.75) * np.float32(2.0 ** 100)  # large exponents
+    x[160:192] = np.linspace(-449, 449, 32, dtype=np.float32)  # scaled values past the element's max saturate
+    codes, sc, y = mx_reference(x, fp4=fmt.startswith("mxfp4"))
+    q = replayssm.quantize(x, fmt)
+    np.testing.assert_array_equal(q.block_scale, sc)
+    np.testing.assert_array_equal(q.codes, codes)
+    np.testing.assert_array_equal(bits(replayssm.roundtrip(x, fmt)), bits(y))
+    assert sc[1] == 0 and sc[2] == 0 and sc[3] == 127 - (2 if "mxfp4" in fmt else 8)
+
+
+@pytest.mark.parametrize("fmt,dt", [("mxfp8-rtn", ml_dtypes.float8_e4m3fn), ("mxfp4-rtn", ml_dtypes.float4_e2m1fn)])
+def test_mx_every_code_and_tie_at_scale_one(fmt, dt):
+    """Blocks whose amax is 2^emax (256 for E4M3, 4 for E2M1) have X = 1, so the element codes are
+    ml_dtypes' plain cast of every representable value and every midpoint of neighbours (ties to even)
+    up to that amax."""
+    top = 256.0 if "mxfp8" in fmt else 4.0
+    vals = np.unique(np.arange(256 if "mxfp8" in fmt else 16, dtype=np.uint8).view(dt).astype(np.float64))
+    vals = vals[np.isfinite(vals) & (np.abs(vals) <= top)]
+    mids = (vals[:-1] + vals[1:]) / 2
+    v = np.concatenate([vals, mids]).astype(np.float32)
+    n = -(-v.size // 31) * 31
+    v = np.concatenate([v, np.zeros(n - v.size, np.float32)]).reshape(-1, 31)
+    x = np.concatenate([np.full((v.shape[0], 1), top, np.float32), v], axis=1).ravel()
+    q = replayssm.quantize(x, fmt)
+    assert (q.block_scale == 127).all()
+    c = x.astype(dt).view(np.uint8)
+    if "mxfp4" in fmt:
+        c = (c[0::2] & 15) | ((c[1::2] & 15) << 4)
+    np.testing.assert_array_equal(q.codes, c)
+
+
+def test_mx_sr_unbiased():
+    """E[SR] for MXFP4: X is RTN (seed-independent), each element SR of v = V / X between its two E2M1
+    neighbours (saturated values are exact); E[y] = v X, var <= ((hi - lo) X)^2 / 4; pooled |z| < 5."""
+    n, K = 1024, 300
+    x = sample(n, seed=12, lo=-3, hi=3)
+    _, sc, _ = mx_reference(x, fp4=True)
+    X = np.repeat(sc.view(ml_dtypes.float8_e8m0fnu).astype(np.float64), 32)
+    v = np.clip(x.astype(np.float64) / X, -6, 6)
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])
+    k = np.clip(np.searchsorted(grid, np.abs(v), side="right") - 1, 0, 6)
+    gap = (grid[k + 1] - grid[k]) * X
+    ys = np.stack([replayssm.roundtrip(x, "mxfp4-sr", seed=s) for s in range(K)]).astype(np.float64)
+    assert np.all(np.abs(ys - v * X) <= gap * (1 + 1e-6))
+    z = (ys - v * X).sum() / np.sqrt(K * (gap ** 2 / 4).sum())
     assert abs(z) < 5, z
     assert not np.array_equal(ys[0], ys[1])
 

@@ -468,6 +468,39 @@ RS_HD_INLINE uint32_t rs_codec_nvfp4_elem(float x, float mult, int sr, uint32_t 
     return rs_codec_encode_finite(rs_codec_desc_of(RS_ELEM_E2M1), u >> 31, u & 0x7FFFFFFFu, sr, r, k);
 }
 
+/* ---- OCP Microscaling (MX v1.0): a shared E8M0 scale X = 2^e per 32 elements -------------------
+ * e = floor(log2(block amax)) - emax of the element type (E4M3: 8, E2M1: 2), clamped below at
+ * -127 (E8M0's smallest value; an all-zero block, or one whose amax is below 2^(emax - 127), gets
+ * 2^-127); the largest finite float32 amax gives e <= 127 - 2, so no block needs E8M0's NaN
+ * (0xFF), which only non-finite input would take and the quantizers refuse. Elements: V / X
+ * (exact: a power-of-two scaling of a float32 that stays normal or exact), saturated to the element
+ * type's largest value as the spec's conversion does, then RTN or SR. Decoded value: element * X. */
+
+/* E8M0 code (e + 127) of the MX scale of a block with finite amax; emax the element's (8 or 2) */
+RS_HD_INLINE uint32_t rs_codec_mx_scale_code(float amax, int emax)
+{
+    const uint32_t ua = rs_codec_f2u(amax) & 0x7FFFFFFFu;
+    const int fe = (int)(ua >> 23); /* biased exponent; 0 for zero and float32 subnormals (< 2^-126) */
+    const int e = (fe ? fe - 127 : -127) - emax;
+    return (uint32_t)((e < -127 ? -127 : e) + 127);
+}
+
+/* 2^(code - 127) as float32 (code 0 .. 254; 2^-127 is a float32 subnormal); NaN for 0xFF */
+RS_HD_INLINE float rs_codec_e8m0_value(uint32_t code)
+{
+    const uint32_t c = code & 0xFFu;
+    if (c == 0xFFu) return rs_codec_u2f(0x7FC00000u);
+    if (c == 0) return rs_codec_u2f(0x00400000u); /* 2^-127 */
+    return rs_codec_u2f(c << 23);
+}
+
+/* 2^(127 - code): the multiplier that divides by the scale exactly (code 0 .. 254: 2^127 .. 2^-127) */
+RS_HD_INLINE float rs_codec_e8m0_inverse(uint32_t code)
+{
+    const int e = 127 - (int)(code & 0xFFu); /* -127 .. 127 */
+    return e == -127 ? rs_codec_u2f(0x00400000u) : rs_codec_u2f((uint32_t)(e + 127) << 23);
+}
+
 /* Dequantized NVFP4 element: (e2m1 * s_b) * S_dec. */
 RS_HD_INLINE float rs_codec_nvfp4_value(uint32_t q, uint32_t sb, float s_dec)
 {

@@ -10,11 +10,13 @@
  *                   float32 decode scale per tensor (TransformerEngine NVFP4 formulas)
  *   e5m2            E5M2 elements, one float32 scale per 128 contiguous elements (fp8's
  *                   rule with E5M2's largest value 57344: more range, one mantissa bit less)
+ *   mxfp8, mxfp4    OCP Microscaling v1.0: E4M3 (mxfp8) or E2M1 (mxfp4) elements with one
+ *                   E8M0 (power-of-two) scale per 32 contiguous elements
  *
  * Grammar (case-sensitive):
  *
  *   format   := "fp32" | base [ "-" rounding ] options
- *   base     := "fp16" | "bf16" | "fp8" | "nvfp4" | "e5m2"
+ *   base     := "fp16" | "bf16" | "fp8" | "nvfp4" | "e5m2" | "mxfp8" | "mxfp4"
  *   rounding := "rtn" | "sr" | "sr" K          (K = random bits, 1..32; "sr" = 32)
  *   options  := { "+pow2" (fp8, e5m2: power-of-two block scales)
  *               | "+floor" (nvfp4 only: torchao's 2^-6 floor on block scales) }
@@ -44,11 +46,14 @@ typedef enum rs_format_kind {
     RS_FMT_BF16 = 2,
     RS_FMT_FP8 = 3,   /* E4M3 + fp32 scale per RS_FP8_BLOCK elements */
     RS_FMT_NVFP4 = 4, /* E2M1 + E4M3 scale per RS_NVFP4_BLOCK elements + fp32 per tensor */
-    RS_FMT_E5M2 = 5   /* E5M2 + fp32 scale per RS_FP8_BLOCK elements (CPU; the GPU refuses it) */
+    RS_FMT_E5M2 = 5,  /* E5M2 + fp32 scale per RS_FP8_BLOCK elements (CPU; the GPU refuses it) */
+    RS_FMT_MXFP8 = 6, /* E4M3 + E8M0 scale per RS_MX_BLOCK elements (CPU; the GPU refuses it) */
+    RS_FMT_MXFP4 = 7  /* E2M1 + E8M0 scale per RS_MX_BLOCK elements (CPU; the GPU refuses it) */
 } rs_format_kind;
 
 #define RS_FP8_BLOCK 128
 #define RS_NVFP4_BLOCK 16
+#define RS_MX_BLOCK 32
 
 typedef struct rs_format {
     rs_format_kind kind;
