@@ -22,10 +22,11 @@ _CODE_DTYPE = {4.0: np.float32, 2.0: np.uint16}
 class QTensor:
     """The encoded form of an array (rs_qtensor.h's storage, as numpy arrays).
 
-    codes             fp32: float32[n]; fp16/bf16: uint16[n] bit patterns; fp8: uint8[n] E4M3 codes;
-                      nvfp4: uint8[n/2], element 2i in the low nibble, 2i+1 in the high nibble
-    scale_inv         fp8: float32[n/128] decode scales (1/scale); else None
-    block_scale       nvfp4: uint8[n/16] E4M3 block-scale codes; else None
+    codes             fp32: float32[n]; fp16/bf16: uint16[n] bit patterns; fp8 / e5m2 / mxfp8: uint8[n] codes;
+                      nvfp4 / mxfp4: uint8[n/2], element 2i in the low nibble, 2i+1 in the high nibble
+    scale_inv         fp8 / e5m2: float32[n/128] decode scales (1/scale); else None
+    block_scale       nvfp4: uint8[n/16] E4M3 block-scale codes; mxfp8 / mxfp4: uint8[n/32] E8M0 scale codes;
+                      else None
     tensor_scale_dec  nvfp4: float32[n/E] per-tensor decode scales S_dec; else None
     format            canonical format string; shape: the input's shape; tensor_extent: E
     seed, stream      the SR key the codes were drawn with
