@@ -1163,7 +1163,7 @@ extern "C" rs_status rs_cuda_replay_decode(rs_ssm_family fam, const rs_ssm_dims 
                  "%s: ckpt_read holds %zu elements in tensors of %zu (need %zu in tensors of d_v * d_k)", who, q->n,
                  q->tensor_extent, n);
         ckf = (int)q->fmt.kind;
-        RS_CHECK(ckf <= RS_FMT_NVFP4, RS_E_UNSUPPORTED, "%s: ckpt_read in format kind %d has no CUDA reader", who, ckf);
+        RS_CHECK(rs_format_on_gpu(&q->fmt), RS_E_UNSUPPORTED, "%s: ckpt_read in format kind %d has no CUDA reader", who, ckf);
         src.codes = q->codes, src.scale_inv = q->scale_inv, src.bscale = q->block_scale, src.sdec = q->tensor_scale_dec;
     }
     const int lpv = rs_cuda_replay_lp_version(fam, io, st), wide = lpv == 4 || lpv == 7 ? lpv : 0; /* 4: v4, 7: v7 */

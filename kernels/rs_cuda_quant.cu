@@ -253,7 +253,7 @@ static rs_status check_shape(const rs_format *f, size_t n, size_t E, const char 
     char name[32];
     RS_CHECK(f, RS_E_INVAL, "%s: NULL format", who);
     RS_TRY(rs_format_print(f, name, sizeof name));
-    RS_CHECK(f->kind <= RS_FMT_NVFP4, RS_E_UNSUPPORTED, "%s: %s has no CUDA quantizer (the CPU's rs_quantize runs it)",
+    RS_CHECK(rs_format_on_gpu(f), RS_E_UNSUPPORTED, "%s: %s has no CUDA quantizer (the CPU's rs_quantize runs it)",
              who, name);
     RS_CHECK(E > 0 && n % E == 0, RS_E_SHAPE, "%s: n = %zu is not a positive multiple of the tensor extent %zu",
              who, n, E);

@@ -86,7 +86,7 @@ static rs_status check_cfg_(const rs_cuda_scan_config *cfg, rs_scan_layout *lay,
             snprintf(why, sizeof why, "%s", rs_last_error());
             return rs_error_set(RS_E_INVAL, "%s: run %d: invalid policy (%s)", who, r, why);
         }
-        RS_CHECK(p->hp.kind <= RS_FMT_NVFP4 && p->lp.kind <= RS_FMT_NVFP4, RS_E_UNSUPPORTED,
+        RS_CHECK(rs_format_on_gpu(&p->hp) && rs_format_on_gpu(&p->lp), RS_E_UNSUPPORTED,
                  "%s: run %d (%s): e5m2 and MX states have no GPU store; the CPU evaluator runs them", who, r, buf);
         RS_CHECK(!rs_policy_is_replay(p) || cfg->windows[r] >= 1, RS_E_INVAL,
                  "%s: run %d (%s): window L must be >= 1", who, r, buf);

@@ -200,6 +200,8 @@ rs_status rs_format_print(const rs_format *f, char *buf, size_t bufsize)
     return RS_OK;
 }
 
+int rs_format_on_gpu(const rs_format *f) { return f && (unsigned)f->kind <= (unsigned)RS_FMT_NVFP4; }
+
 size_t rs_format_block(const rs_format *f)
 {
     if (!f) return 0;

@@ -69,11 +69,13 @@ static rs_status group_dims_(hid_t g, size_t n_books, hsize_t width)
     return st;
 }
 
-/* [n] contiguous dataset allocated at creation (updated in place), filled with *fill. */
-static rs_status make_small_ds_(hid_t g, const char *name, hid_t type, const void *fill, size_t n, const char *desc)
+/* a contiguous dataset of rank 1 or 2 allocated at creation (updated in place), filled with *fill,
+ * its netCDF dimensions dim_names[rank] (scales of group g; "dims" = them comma-joined) */
+static rs_status make_fixed_ds_(hid_t g, const char *name, hid_t type, const void *fill, int rank, const hsize_t *dims,
+                                const char *const *dim_names, const char *desc, const char *units)
 {
-    hsize_t d1 = n ? n : 1;
-    hid_t sp = H5Screate_simple(1, &d1, NULL);
+    hsize_t d1[2] = {dims[0] ? dims[0] : 1, rank > 1 ? dims[1] : 1};
+    hid_t sp = H5Screate_simple(rank, d1, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
     H5Pset_fill_value(dcpl, type, fill);
@@ -82,13 +84,23 @@ static rs_status make_small_ds_(hid_t g, const char *name, hid_t type, const voi
     H5Pclose(dcpl);
     H5Sclose(sp);
     if (d < 0) return rs_h5_fail(RS_E_IO, "cannot create dataset %s", name);
-    rs_status st = rs_h5_attr_set_str(d, "dims", "book");
+    char joined[64];
+    snprintf(joined, sizeof joined, "%s%s%s", dim_names[0], rank > 1 ? "," : "", rank > 1 ? dim_names[1] : "");
+    rs_status st = rs_h5_attr_set_str(d, "dims", joined);
     if (st == RS_OK) st = rs_h5_attr_set_str(d, "description", desc);
     if (st == RS_OK) st = rs_h5_attr_set_str(d, "long_name", desc);
+    if (st == RS_OK && units) st = rs_h5_attr_set_str(d, "units", units);
     H5Dclose(d);
-    static const char *const b1[1] = {"book"};
-    if (st == RS_OK) st = rs_h5_attach_dims(g, name, 1, b1);
+    if (st == RS_OK) st = rs_h5_attach_dims(g, name, rank, dim_names);
     return st;
+}
+
+/* [n] over book, filled with *fill */
+static rs_status make_small_ds_(hid_t g, const char *name, hid_t type, const void *fill, size_t n, const char *desc)
+{
+    static const char *const b1[1] = {"book"};
+    const hsize_t dims[1] = {n};
+    return make_fixed_ds_(g, name, type, fill, 1, dims, b1, desc, NULL);
 }
 
 #define TRY_(x)                                                                                            \
@@ -229,28 +241,13 @@ static rs_status format_fields_(hid_t rg, const char *c, const rs_format *f)
     return st;
 }
 
-/* [n_books][n_moe_layers] int64 contiguous, allocated at creation, filled with -1 (not recorded) */
+/* [n_books][n_moe_layers] int64 over (book, moe_layer), filled with -1 (not recorded) */
 static rs_status moe_count_ds_(hid_t g, const char *name, const rs_h5log_meta *m, const char *desc)
 {
-    hsize_t dims[2] = {m->n_books, m->n_moe_layers};
-    const int64_t fill = -1;
-    hid_t sp = H5Screate_simple(2, dims, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
-    H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill);
-    H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC);
-    hid_t d = H5Dcreate2(g, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    H5Pclose(dcpl);
-    H5Sclose(sp);
-    if (d < 0) return rs_h5_fail(RS_E_IO, "cannot create dataset %s", name);
-    rs_status st = rs_h5_attr_set_str(d, "dims", "book,moe_layer");
-    if (st == RS_OK) st = rs_h5_attr_set_str(d, "description", desc);
-    if (st == RS_OK) st = rs_h5_attr_set_str(d, "long_name", desc);
-    if (st == RS_OK) st = rs_h5_attr_set_str(d, "units", "1");
-    H5Dclose(d);
     static const char *const bl[2] = {"book", "moe_layer"};
-    if (st == RS_OK) st = rs_h5_attach_dims(g, name, 2, bl);
-    return st;
+    const hsize_t dims[2] = {m->n_books, m->n_moe_layers};
+    const int64_t fill = -1;
+    return make_fixed_ds_(g, name, H5T_NATIVE_INT64, &fill, 2, dims, bl, desc, "1");
 }
 
 /* MoE models: the coordinate moe_layer (the model layer of each MoE layer) and the run's routing

@@ -495,11 +495,7 @@ RS_HD_INLINE float rs_codec_e8m0_value(uint32_t code)
 }
 
 /* 2^(127 - code): the multiplier that divides by the scale exactly (code 0 .. 254: 2^127 .. 2^-127) */
-RS_HD_INLINE float rs_codec_e8m0_inverse(uint32_t code)
-{
-    const int e = 127 - (int)(code & 0xFFu); /* -127 .. 127 */
-    return e == -127 ? rs_codec_u2f(0x00400000u) : rs_codec_u2f((uint32_t)(e + 127) << 23);
-}
+RS_HD_INLINE float rs_codec_e8m0_inverse(uint32_t code) { return rs_codec_e8m0_value(254u - (code & 0xFFu)); }
 
 /* Dequantized NVFP4 element: (e2m1 * s_b) * S_dec. */
 RS_HD_INLINE float rs_codec_nvfp4_value(uint32_t q, uint32_t sb, float s_dec)

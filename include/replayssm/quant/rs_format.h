@@ -96,6 +96,10 @@ rs_format rs_format_fp32(void);
 /*! rs_format_block() : elements per block scale (128 fp8, 16 nvfp4, 0 otherwise). */
 size_t rs_format_block(const rs_format *f);
 
+/*! rs_format_on_gpu() : 1 if the CUDA quantizers, state kernels and checkpoint readers store this
+ *  format (fp32, fp16, bf16, fp8, nvfp4), 0 for the CPU-only ones (e5m2, mxfp8, mxfp4) and NULL. */
+int rs_format_on_gpu(const rs_format *f);
+
 /*! rs_format_bytes_per_element() : exact storage bytes per element, scales included, for
  *  tensors of `tensor_extent` elements (the extent that owns one NVFP4 tensor scale; for an
  *  SSM state, d_v * d_k). fp8: 1 + 4/128; nvfp4: 0.5 + 1/16 + 4/tensor_extent
